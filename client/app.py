@@ -1,0 +1,115 @@
+"""Stamen's ClientApp: Flower glue around :mod:`client.training` and the algorithm plug-ins.
+
+``train`` evaluates the model it received (the previous round's global model) on
+its validation and test nodes, trains locally with the run's algorithm, evaluates
+again, and replies with the weights and counts. Folding the global evaluation into
+the training reply saves a message round per federated round; ``evaluate`` serves
+the one evaluation left after the last round.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from flwr.app import (
+    ArrayRecord,
+    ConfigRecord,
+    Context,
+    Message,
+    MetricRecord,
+    RecordDict,
+)
+from flwr.clientapp import ClientApp
+
+from client.algorithms import client_algorithm
+from client.device import choose_device
+from client.job import LocalJob, client_data, federation_spec
+from client.training import Evaluation, evaluate
+from models import NodeClassifier
+from models import protocol as p
+from models.run_config import RunConfig
+
+app = ClientApp()
+
+
+def _job(context: Context) -> LocalJob:
+    config = RunConfig.from_flower(context.run_config)
+    partition_id = int(context.node_config["partition-id"])
+    num_partitions = int(context.node_config["num-partitions"])
+    device = choose_device(str(context.node_config.get("device", config.device)))
+    data = client_data(federation_spec(config, num_partitions), partition_id, device)
+    return LocalJob(config, partition_id, data, device, context.state)
+
+
+def _received_model(job: LocalJob, message: Message) -> NodeClassifier:
+    model = job.new_model()
+    received = message.content[p.ARRAYS]
+    if len(received) > 0:  # round 1 sends no weights: every client built the same seeded ones
+        model.load_state_dict(received.to_torch_state_dict())
+    return model
+
+
+GLOBAL_KEYS = (p.GLOBAL_VAL_CORRECT, p.GLOBAL_TEST_CORRECT)
+LOCAL_KEYS = (p.LOCAL_VAL_CORRECT, p.LOCAL_TEST_CORRECT)
+
+
+def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
+    return {keys[0]: evaluation.val_correct, keys[1]: evaluation.test_correct}
+
+
+def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) -> Message:
+    metrics.update(
+        {
+            p.PARTITION_ID: job.partition_id,
+            p.NUM_EXAMPLES: int(job.data.train_mask.sum()),
+            p.NUM_VAL: int(job.data.val_mask.sum()),
+            p.NUM_TEST: int(job.data.test_mask.sum()),
+        }
+    )
+    content = RecordDict(
+        {
+            p.ARRAYS: arrays,
+            p.METRICS: MetricRecord(metrics),
+            p.CLIENT_INFO: ConfigRecord({p.DEVICE: str(job.device)}),
+        }
+    )
+    return Message(content=content, reply_to=message)
+
+
+@app.train()
+def train(message: Message, context: Context) -> Message:
+    job = _job(context)
+    algorithm = client_algorithm(job.config.algorithm)
+    round_config = message.content[p.CONFIG]
+    server_round = int(round_config.get(p.SERVER_ROUND, 1))
+    model = _received_model(job, message)
+
+    started = time.perf_counter()
+    metrics: dict = {}
+    if algorithm.USES_GLOBAL_MODEL:
+        metrics.update(_counts(evaluate(model, job.data), GLOBAL_KEYS))
+    evaluated = time.perf_counter()
+
+    # Dropout draws differ per client and round, and repeat with the run's seed.
+    torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
+    loss = algorithm.train(model, job, round_config)
+    trained = time.perf_counter()
+    metrics.update(_counts(evaluate(model, job.data), LOCAL_KEYS))
+    metrics.update(
+        {
+            p.TRAIN_LOSS: loss,
+            p.TRAIN_SECONDS: trained - evaluated,
+            p.EVAL_SECONDS: (evaluated - started) + (time.perf_counter() - trained),
+        }
+    )
+    return _reply(message, job, ArrayRecord(model.state_dict()), metrics)
+
+
+@app.evaluate()
+def evaluate_received(message: Message, context: Context) -> Message:
+    job = _job(context)
+    started = time.perf_counter()
+    metrics = _counts(evaluate(_received_model(job, message), job.data), GLOBAL_KEYS)
+    metrics[p.EVAL_SECONDS] = time.perf_counter() - started
+    return _reply(message, job, ArrayRecord(), metrics)

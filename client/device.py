@@ -1,0 +1,36 @@
+"""Device choice for a client: ``auto | cpu | cuda | cuda:N``."""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import torch
+
+logger = logging.getLogger("stamen.client")
+
+
+def choose_device(spec: str) -> torch.device:
+    """The torch device a client trains on.
+
+    ``auto`` takes the first visible GPU and the CPU otherwise; ``cuda`` or ``cuda:N``
+    without a matching visible GPU falls back to the CPU and says so once per process.
+    """
+    if spec == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        if spec != "auto":
+            _warn_fallback(spec, "no CUDA device is visible to this client")
+        return torch.device("cpu")
+    if spec in ("auto", "cuda"):
+        return torch.device("cuda", torch.cuda.current_device())
+    index = int(spec.split(":", 1)[1])
+    if index >= torch.cuda.device_count():
+        _warn_fallback(spec, f"only {torch.cuda.device_count()} CUDA device(s) are visible")
+        return torch.device("cpu")
+    return torch.device("cuda", index)
+
+
+@functools.cache
+def _warn_fallback(spec: str, reason: str) -> None:
+    logger.warning("device %r requested but %s: training on the CPU", spec, reason)

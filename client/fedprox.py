@@ -1,0 +1,20 @@
+"""FedProx client: FedAvg's local training plus a proximal term around the global model.
+
+The strength ``proximal-mu`` comes from the server's round config (Flower's FedProx
+strategy puts it there), so the server decides it for everyone.
+"""
+
+from __future__ import annotations
+
+from flwr.app import ConfigRecord
+
+from client import fedavg
+from client.job import LocalJob
+from models import NodeClassifier
+
+USES_GLOBAL_MODEL = True
+
+
+def train(model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
+    mu = float(round_config.get("proximal-mu", job.config.proximal_mu))
+    return fedavg.train(model, job, round_config, proximal_mu=mu)

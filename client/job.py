@@ -1,0 +1,89 @@
+"""What one client works with in a round: its subgraph, its run config, its device, its state."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+from flwr.app import ArrayRecord, RecordDict
+from torch_geometric.data import Data
+
+from client.training import adam_state_record, restore_adam_state
+from graphs import FederationSpec, build_federation
+from models import NodeClassifier, build_model
+from models.run_config import RunConfig
+
+OPTIMIZER_STATE = "optimizer-state"
+
+
+@dataclass
+class LocalJob:
+    """A client's view of the round.
+
+    Attributes:
+        config: the run config.
+        partition_id: this client's index among the partitions.
+        data: this client's subgraph with split masks, already on ``device``.
+        device: where the client trains.
+        state: the client's persistent state across rounds (Flower's ``context.state``).
+    """
+
+    config: RunConfig
+    partition_id: int
+    data: Data
+    device: torch.device
+    state: RecordDict
+
+    def new_model(self) -> NodeClassifier:
+        """The initial model; every client builds the same weights from the run's seed."""
+        torch.manual_seed(self.config.seed)
+        model = build_model(
+            self.config.model,
+            self.data.num_features,
+            int(self.data.num_classes),
+            hidden=self.config.hidden,
+            num_layers=self.config.num_layers,
+            dropout=self.config.dropout,
+        )
+        return model.to(self.device)
+
+    def optimizer(self, model: NodeClassifier) -> torch.optim.Adam:
+        """Adam over ``model``, resuming this client's moment estimates from earlier rounds.
+
+        Keeping the optimizer's state across rounds (as in-process FGL loops do) makes
+        one local epoch per round a real Adam step rather than a fresh first step.
+        """
+        optimizer = torch.optim.Adam(model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
+        if self.config.keep_optimizer_state and OPTIMIZER_STATE in self.state:
+            saved = self.state[OPTIMIZER_STATE].to_torch_state_dict()
+            restore_adam_state(optimizer, {k: v.to(self.device) for k, v in saved.items()})
+        return optimizer
+
+    def keep_optimizer(self, optimizer: torch.optim.Adam) -> None:
+        if self.config.keep_optimizer_state:
+            self.state[OPTIMIZER_STATE] = ArrayRecord(adam_state_record(optimizer))
+
+
+def federation_spec(config: RunConfig, num_partitions: int) -> FederationSpec:
+    """The data spec of a run with ``num_partitions`` clients."""
+    return FederationSpec(
+        dataset=config.dataset,
+        num_clients=num_partitions,
+        partitioner=config.partitioner,
+        seed=config.seed,
+        data_root=config.data_root,
+        dirichlet_alpha=config.dirichlet_alpha,
+        train_frac=config.train_frac,
+        val_frac=config.val_frac,
+        new_client=config.new_client,
+        dataset_options=config.csbm_options(),
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def client_data(spec: FederationSpec, partition_id: int, device: torch.device) -> Data:
+    """Client ``partition_id``'s subgraph on ``device``, built once per process."""
+    if not 0 <= partition_id < spec.num_clients:
+        raise ValueError(f"partition-id {partition_id} is outside 0..{spec.num_clients - 1}")
+    return build_federation(spec).clients[partition_id].to(device)

@@ -1,0 +1,84 @@
+"""Local full-batch training and evaluation of a node classifier on one client subgraph.
+
+Plain functions on a model and a ``torch_geometric.data.Data`` with
+``train_mask``/``val_mask``/``test_mask``; no Flower here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch_geometric.data import Data
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Correct predictions and sizes of one client's validation and test sets."""
+
+    val_correct: int
+    num_val: int
+    test_correct: int
+    num_test: int
+
+
+def fit(
+    model: nn.Module,
+    data: Data,
+    epochs: int,
+    optimizer: torch.optim.Optimizer,
+    proximal_mu: float = 0.0,
+) -> float:
+    r"""Train ``epochs`` full-batch steps on the training nodes; return the mean loss.
+
+    With ``proximal_mu > 0`` the loss gains FedProx's proximal term
+    :math:`\frac{\mu}{2}\lVert \mathbf{w} - \mathbf{w}^{t} \rVert^2` around the weights the
+    model had on entry (the global model).
+    """
+    anchor = [p.detach().clone() for p in model.parameters()] if proximal_mu > 0 else []
+    model.train()
+    total = 0.0
+    for _ in range(epochs):
+        optimizer.zero_grad()
+        logits = model(data.x, data.edge_index)
+        loss = nn.functional.cross_entropy(logits[data.train_mask], data.y[data.train_mask])
+        if anchor:
+            drift = sum((p - a).pow(2).sum() for p, a in zip(model.parameters(), anchor))
+            loss = loss + 0.5 * proximal_mu * drift
+        loss.backward()
+        optimizer.step()
+        total += float(loss.detach())
+    return total / epochs
+
+
+def adam_state_record(optimizer: torch.optim.Adam) -> dict[str, torch.Tensor]:
+    """Adam's moment estimates and step counts as named tensors (for a client's state)."""
+    return {
+        f"{index}.{name}": torch.as_tensor(value).detach().cpu()
+        for index, slots in optimizer.state_dict()["state"].items()
+        for name, value in slots.items()
+    }
+
+
+def restore_adam_state(optimizer: torch.optim.Adam, tensors: dict[str, torch.Tensor]) -> None:
+    """Inverse of :func:`adam_state_record` for an optimizer over the same parameters."""
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        index, name = key.split(".", 1)
+        state.setdefault(int(index), {})[name] = value
+    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, data: Data) -> Evaluation:
+    """Count correct predictions on the validation and test nodes."""
+    model.eval()
+    predicted = model(data.x, data.edge_index).argmax(dim=-1)
+    hits = predicted == data.y
+    return Evaluation(
+        val_correct=int(hits[data.val_mask].sum()),
+        num_val=int(data.val_mask.sum()),
+        test_correct=int(hits[data.test_mask].sum()),
+        num_test=int(data.test_mask.sum()),
+    )

@@ -1,0 +1,82 @@
+"""A federated graph: one dataset, cut into client subgraphs, each with its splits.
+
+:class:`FederationSpec` names everything that defines the clients' data; the same
+spec always gives the same clients. :func:`build_federation` is cached per process
+and keyed by the spec, so a process that serves many clients (a simulation actor)
+loads and partitions the graph once.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+from torch_geometric.data import Data
+
+from graphs.datasets import load_dataset
+from graphs.partition import client_subgraph, cut_edges, partition_nodes
+from graphs.splits import split_masks
+
+
+@dataclass(frozen=True)
+class FederationSpec:
+    """Everything that defines the clients' subgraphs and splits.
+
+    Attributes:
+        dataset: dataset name (see :data:`graphs.DATASETS`).
+        num_clients: number of training clients K.
+        partitioner: partitioner name (see :data:`graphs.PARTITIONERS`).
+        seed: seed of the generated graph, the partition and the splits.
+        data_root: data root of file datasets ('' for none).
+        dirichlet_alpha: concentration of ``label-dirichlet``.
+        train_frac, val_frac: per-client split fractions; test takes the rest.
+        new_client: hold out one more part that never trains (the "new client").
+        dataset_options: generator options as sorted ``(name, value)`` pairs.
+    """
+
+    dataset: str = "csbm"
+    num_clients: int = 10
+    partitioner: str = "louvain"
+    seed: int = 0
+    data_root: str = ""
+    dirichlet_alpha: float = 0.5
+    train_frac: float = 0.6
+    val_frac: float = 0.2
+    new_client: bool = False
+    dataset_options: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+
+
+@dataclass
+class Federation:
+    """The clients' subgraphs (``train_mask``/``val_mask``/``test_mask`` set) and their provenance."""
+
+    spec: FederationSpec
+    graph: Data
+    parts: list[np.ndarray]
+    clients: list[Data]
+    new_client: Data | None
+    cut_edges: int
+
+
+@functools.lru_cache(maxsize=4)
+def build_federation(spec: FederationSpec) -> Federation:
+    """Load, partition and split once per process for a given spec."""
+    graph = load_dataset(spec.dataset, spec.data_root or None, seed=spec.seed, **dict(spec.dataset_options))
+    num_parts = spec.num_clients + int(spec.new_client)
+    parts = partition_nodes(graph, num_parts, spec.partitioner, seed=spec.seed, alpha=spec.dirichlet_alpha)
+    subgraphs = []
+    for index, nodes in enumerate(parts):
+        sub = client_subgraph(graph, nodes)
+        sub.train_mask, sub.val_mask, sub.test_mask = split_masks(
+            sub.num_nodes, spec.train_frac, spec.val_frac, seed=spec.seed * 100_003 + index
+        )
+        subgraphs.append(sub)
+    return Federation(
+        spec=spec,
+        graph=graph,
+        parts=parts,
+        clients=subgraphs[: spec.num_clients],
+        new_client=subgraphs[spec.num_clients] if spec.new_client else None,
+        cut_edges=cut_edges(graph, parts),
+    )

@@ -1,0 +1,34 @@
+"""Names that the ClientApp and the ServerApp share in their Flower messages.
+
+The client and the server meet only through messages; each side names a record or
+a metric with the constants below, so a rename cannot leave the two out of step.
+"""
+
+ARRAYS = "arrays"  # ArrayRecord: model weights (Flower strategies' default key)
+CONFIG = "config"  # ConfigRecord: per-round instructions from the server
+METRICS = "metrics"  # MetricRecord: one client's figures for the round
+CLIENT_INFO = "client-info"  # ConfigRecord: non-numeric facts about the client (device)
+
+# Keys inside METRICS. Counts rather than ratios, so the server can pool clients exactly.
+NUM_EXAMPLES = "num-examples"  # training nodes: the FedAvg weight
+TRAIN_LOSS = "train-loss"
+TRAIN_SECONDS = "train-seconds"  # local training wall time
+EVAL_SECONDS = "eval-seconds"  # local evaluation wall time
+PARTITION_ID = "partition-id"
+NUM_VAL = "num-val"
+NUM_TEST = "num-test"
+# The model the client received (the global model of the previous round), evaluated
+# before local training: this is how the global model is evaluated without an extra
+# message round.
+GLOBAL_VAL_CORRECT = "global-val-correct"
+GLOBAL_TEST_CORRECT = "global-test-correct"
+# The client's model after its local training (personalised / local model).
+LOCAL_VAL_CORRECT = "local-val-correct"
+LOCAL_TEST_CORRECT = "local-test-correct"
+
+# Keys inside CONFIG.
+SERVER_ROUND = "server-round"  # set by Flower's strategies
+EVALUATE_RECEIVED = "evaluate-received"  # evaluate the received model before training
+
+# Keys inside CLIENT_INFO.
+DEVICE = "device"

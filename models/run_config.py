@@ -1,0 +1,131 @@
+"""The typed run configuration shared by the ServerApp, the ClientApp and the CLI.
+
+Flower hands both apps the run config as a flat ``{key: value}`` mapping (the
+``[tool.flwr.app.config]`` table of ``pyproject.toml`` with the user's overrides).
+:meth:`RunConfig.from_flower` checks every value's type and range once and gives a
+frozen object whose attribute names are the keys with ``-`` turned into ``_``.
+The defaults below are the ones in ``pyproject.toml`` (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every run-config key of the Stamen app (see the README's table for meanings)."""
+
+    # what to train
+    algorithm: str = "fedavg"
+    num_server_rounds: int = 100
+    # data
+    dataset: str = "csbm"
+    data_root: str = ""
+    partitioner: str = "louvain"
+    dirichlet_alpha: float = 0.5
+    train_frac: float = 0.6
+    val_frac: float = 0.2
+    new_client: bool = False
+    seed: int = 0
+    csbm_nodes: int = 3000
+    csbm_classes: int = 7
+    csbm_degree: float = 8.0
+    csbm_homophily: float = 0.8
+    csbm_features: int = 64
+    csbm_signal: float = 1.0
+    # model
+    model: str = "gcn"
+    hidden: int = 64
+    num_layers: int = 2
+    dropout: float = 0.5
+    # local training
+    local_epochs: int = 1
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    proximal_mu: float = 0.01
+    keep_optimizer_state: bool = True
+    device: str = "auto"
+    # federation
+    fraction_train: float = 1.0
+    min_clients: int = 2
+    round_timeout: float = 600.0
+    # outputs
+    output_dir: str = "runs"
+    run_name: str = ""
+    overwrite: bool = False
+
+    @classmethod
+    def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
+        """Build from Flower's run config; unknown keys are an error, missing keys take defaults."""
+        known = {f.name.replace("_", "-"): f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown run-config key(s) {unknown}; accepted keys: {', '.join(sorted(known))}")
+        typed = {known[key].name: _typed(key, value, known[key].type) for key, value in values.items()}
+        config = cls(**typed)
+        config.validate()
+        return config
+
+    def to_flower(self) -> dict[str, Any]:
+        """The kebab-case mapping that :meth:`from_flower` reads."""
+        return {f.name.replace("_", "-"): getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def validate(self) -> None:
+        """Range checks that need no registry of names (those live with the registries)."""
+        checks = [
+            (self.num_server_rounds >= 1, "num-server-rounds must be >= 1"),
+            (self.local_epochs >= 1, "local-epochs must be >= 1"),
+            (self.lr > 0, "lr must be > 0"),
+            (self.weight_decay >= 0, "weight-decay must be >= 0"),
+            (self.proximal_mu >= 0, "proximal-mu must be >= 0"),
+            (0 < self.fraction_train <= 1, "fraction-train must lie in (0, 1]"),
+            (self.min_clients >= 1, "min-clients must be >= 1"),
+            (self.round_timeout > 0, "round-timeout must be > 0"),
+            (self.hidden >= 1 and self.num_layers >= 1, "hidden and num-layers must be >= 1"),
+            (0 <= self.dropout < 1, "dropout must lie in [0, 1)"),
+            (self.dirichlet_alpha > 0, "dirichlet-alpha must be > 0"),
+            (_is_device(self.device), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    def csbm_options(self) -> tuple[tuple[str, float], ...]:
+        """Generator options of the ``csbm`` dataset (empty for file datasets)."""
+        if self.dataset != "csbm":
+            return ()
+        return (
+            ("avg_degree", self.csbm_degree),
+            ("homophily", self.csbm_homophily),
+            ("num_classes", self.csbm_classes),
+            ("num_features", self.csbm_features),
+            ("num_nodes", self.csbm_nodes),
+            ("signal", self.csbm_signal),
+        )
+
+
+def _typed(key: str, value: Any, kind: str) -> Any:
+    """Check one value against its field's annotation (``"int"``, ``"float"``, ``"str"``, ``"bool"``)."""
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind == "str" and isinstance(value, str):
+        return value
+    raise ValueError(f"run-config key {key!r} must be {_ARTICLE[kind]}, got {value!r}")
+
+
+_ARTICLE = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a quoted string"}
+
+
+def _is_device(spec: str) -> bool:
+    if spec in ("auto", "cpu", "cuda"):
+        return True
+    prefix, _, index = spec.partition(":")
+    return prefix == "cuda" and index.isdigit()

@@ -1,0 +1,79 @@
+"""Stamen's ServerApp: check the run config, run the rounds, write the run's outputs."""
+
+from __future__ import annotations
+
+import random
+import time
+from logging import ERROR, INFO
+
+from flwr.app import Context
+from flwr.common import log
+from flwr.serverapp import Grid, ServerApp
+
+from graphs import DATASETS, PARTITIONERS
+from models import MODELS
+from models.run_config import RunConfig
+from server import outputs
+from server.algorithms import SERVER_ALGORITHMS, server_algorithm
+from server.loop import Row, run_rounds
+
+app = ServerApp()
+
+
+def check_run_config(values: dict) -> RunConfig:
+    """Parse the run config and check every name against its registry (ValueError if wrong)."""
+    config = RunConfig.from_flower(values)
+    for key, value, accepted in (
+        ("algorithm", config.algorithm, tuple(SERVER_ALGORITHMS)),
+        ("dataset", config.dataset, DATASETS),
+        ("partitioner", config.partitioner, PARTITIONERS),
+        ("model", config.model, MODELS),
+    ):
+        if value not in accepted:
+            raise ValueError(f"unknown {key} {value!r}; choose one of: {', '.join(accepted)}")
+    return config
+
+
+def format_table(summary: dict) -> str:
+    rows = [("figure", "final", "best (val)")] + outputs.summary_table(summary)
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{a:<{width}}  {b:>10}  {c:>10}" for a, b, c in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    started = time.perf_counter()
+    try:
+        config = check_run_config(dict(context.run_config))
+        run_dir = outputs.create_run_dir(config)
+    except (ValueError, FileExistsError) as error:
+        log(ERROR, "error: %s", error)
+        raise SystemExit(2) from error
+    log(INFO, "stamen: writing run outputs to %s", run_dir)
+    random.seed(config.seed)  # Flower's client sampling draws from Python's random module
+    algorithm = server_algorithm(config.algorithm)
+
+    def on_row(row: Row) -> None:
+        outputs.append_row(run_dir, row)
+        shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k == "train_loss"}
+        log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
+
+    arrays = run_rounds(
+        grid,
+        algorithm.make_strategy(config),
+        config.num_server_rounds,
+        aggregates=algorithm.AGGREGATES,
+        min_clients=config.min_clients,
+        timeout=config.round_timeout,
+        on_row=on_row,
+    )
+    rows = outputs.read_rows(run_dir)
+    summary = outputs.summarize(rows, time.perf_counter() - started, config)
+    summary["run_dir"] = str(run_dir)
+    outputs.write_summary(run_dir, summary)
+    if len(arrays) > 0:
+        outputs.save_model(run_dir, arrays.to_torch_state_dict(), config)
+    outputs.plot_curves(run_dir, rows)
+    log(INFO, "stamen: results of %s\n%s", run_dir, format_table(summary))

@@ -1,0 +1,18 @@
+"""Local-only baseline: the server only schedules rounds and collects metrics.
+
+Nothing is aggregated; there is no global model, so the run reports the clients'
+own models (client-weighted validation and test accuracy).
+"""
+
+from __future__ import annotations
+
+from flwr.serverapp.strategy import Strategy
+
+from models.run_config import RunConfig
+from server import fedavg
+
+AGGREGATES = False
+
+
+def make_strategy(config: RunConfig) -> Strategy:
+    return fedavg.make_strategy(config)  # used for client sampling only

@@ -1,0 +1,142 @@
+"""A run's outputs on disk: ``<output-dir>/<run-name>/``.
+
+- ``config.json``: the full run config;
+- ``metrics.jsonl``: one JSON line per round, written as each round finishes;
+- ``summary.json``: final and best-validation figures, timings;
+- ``model.pt``: the final global state dict (with the model's spec);
+- ``curves.png``: accuracy and loss per round.
+
+A run never writes into an existing run directory unless ``overwrite`` is set: an
+explicit ``run-name`` that exists is an error, a generated one gets a fresh suffix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from models.run_config import RunConfig
+from server.loop import Row
+
+SUMMARY_FIGURES = (
+    ("global_test_acc", "global test accuracy"),
+    ("global_val_acc", "global validation accuracy"),
+    ("test_acc", "client test accuracy (local models)"),
+    ("val_acc", "client validation accuracy (local models)"),
+    ("train_loss", "train loss"),
+)
+
+
+def resolve_run_dir(config: RunConfig) -> Path:
+    """Where the run's outputs go, refusing an existing directory unless told to.
+
+    An explicit ``run-name`` that exists (and is not empty) is an error unless
+    ``overwrite`` is set; a generated name gets a suffix until it is new.
+    """
+    root = Path(config.output_dir).expanduser().resolve()
+    if config.run_name:
+        path = root / config.run_name
+        if path.exists() and any(path.iterdir()) and not config.overwrite:
+            raise FileExistsError(f"run directory {path} already exists; choose another run-name or set overwrite=true")
+        return path
+    stem = f"{config.dataset}-{config.algorithm}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, suffix = root / stem, 1
+    while path.exists():
+        suffix += 1
+        path = root / f"{stem}-{suffix}"
+    return path
+
+
+def create_run_dir(config: RunConfig) -> Path:
+    """Make the run directory and write ``config.json`` (and an empty ``metrics.jsonl``)."""
+    path = resolve_run_dir(config)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config.to_flower(), indent=2) + "\n")
+    (path / "metrics.jsonl").write_text("")
+    return path
+
+
+def append_row(run_dir: Path, row: Row) -> None:
+    with open(run_dir / "metrics.jsonl", "a") as stream:
+        stream.write(json.dumps(row) + "\n")
+
+
+def read_rows(run_dir: Path) -> list[Row]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
+
+
+def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[str, Any]:
+    """Final-round and best-validation figures of a run.
+
+    The best round is chosen on validation accuracy (the global model's when there is
+    one, else the local models'), never on test accuracy.
+    """
+    selector = "global_val_acc" if any("global_val_acc" in r for r in rows) else "val_acc"
+    candidates = [r for r in rows if selector in r]
+    best = max(candidates, key=lambda r: r[selector]) if candidates else {}
+    final = rows[-1] if rows else {}
+    trained = [r for r in rows if "seconds" in r]
+    seconds = [r["seconds"] for r in trained]
+    train_max = [r["client_train_seconds_max"] for r in trained]
+    return {
+        "algorithm": config.algorithm,
+        "dataset": config.dataset,
+        "model": config.model,
+        "rounds": len(trained),
+        "clients": trained[-1]["clients"] if trained else 0,
+        "devices": sorted({d for r in trained for d in r.get("devices", [])}),
+        "final": {key: final.get(key) for key, _ in SUMMARY_FIGURES},
+        "best_round": best.get("round"),
+        "best": {key: best.get(key) for key, _ in SUMMARY_FIGURES},
+        "max_test_acc": max((r.get("global_test_acc", r.get("test_acc", 0.0)) for r in rows), default=None),
+        "wall_seconds": wall_seconds,
+        "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
+        "client_train_seconds_per_round": sum(train_max) / len(train_max) if train_max else None,
+    }
+
+
+def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(figure, final, best-validation) rows, formatted, for a table on screen."""
+
+    def fmt(value: Any) -> str:
+        return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
+
+    rows = [(label, fmt(summary["final"][key]), fmt(summary["best"][key])) for key, label in SUMMARY_FIGURES]
+    rows.append(("round", str(summary["rounds"]), str(summary["best_round"])))
+    return rows
+
+
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def save_model(run_dir: Path, state_dict: dict[str, torch.Tensor], config: RunConfig) -> None:
+    spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers}
+    torch.save({"state_dict": state_dict, "spec": spec}, run_dir / "model.pt")
+
+
+def plot_curves(run_dir: Path, rows: list[Row]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (accuracy_axis, loss_axis) = plt.subplots(1, 2, figsize=(10, 4))
+    for key, label in SUMMARY_FIGURES[:4]:
+        points = [(r["round"], r[key]) for r in rows if key in r]
+        if points:
+            accuracy_axis.plot(*zip(*points), label=label)
+    accuracy_axis.set(xlabel="round", ylabel="accuracy", title="accuracy per round")
+    accuracy_axis.legend(fontsize=8)
+    losses = [(r["round"], r["train_loss"]) for r in rows if "train_loss" in r]
+    if losses:
+        loss_axis.plot(*zip(*losses), color="tab:red")
+    loss_axis.set(xlabel="round", ylabel="train loss", title="training loss per round")
+    figure.tight_layout()
+    figure.savefig(run_dir / "curves.png", dpi=120)
+    plt.close(figure)

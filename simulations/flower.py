@@ -1,0 +1,152 @@
+"""Running the Stamen app with Flower's CLI, offline and without leftovers.
+
+``flwr run`` on a fresh machine tries to install the app's dependencies at run time,
+checks for updates, sends telemetry, keeps its state in ``~/.flwr`` and leaves the
+local SuperLink it starts running. :func:`flower_environment` turns the first three
+off and points ``FLWR_HOME`` into the project; :class:`LocalSuperLink` starts a
+simulation SuperLink of our own on free ports and stops it by its PID.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+FEDERATION = "stamen"
+
+
+def flower_environment(flwr_home: Path) -> dict[str, str]:
+    """The environment for Flower's processes: offline, quiet, with this venv's tools first."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "FLWR_HOME": str(flwr_home),
+            "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+            "FLWR_DISABLE_UPDATE_CHECK": "1",
+            "FLWR_TELEMETRY_ENABLED": "0",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        }
+    )
+    # Each simulated client is a single-threaded process; more torch threads than
+    # cores makes a small machine many times slower.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+class LocalSuperLink:
+    """A ``flower-superlink --simulation`` on free local ports, stopped by its PID on exit.
+
+    Use as a context manager; :attr:`flwr_home` holds a ``config.toml`` whose default
+    federation points ``flwr run`` at this SuperLink.
+    """
+
+    def __init__(self, flwr_home: Path, startup_timeout: float = 60.0) -> None:
+        self.flwr_home = flwr_home
+        self.startup_timeout = startup_timeout
+        self.port = free_port()  # one HTTP port serves the Control, Fleet and runtime APIs
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> LocalSuperLink:
+        self.flwr_home.mkdir(parents=True, exist_ok=True)
+        (self.flwr_home / "config.toml").write_text(
+            f'[superlink]\ndefault = "{FEDERATION}"\n\n'
+            f'[superlink.{FEDERATION}]\naddress = "127.0.0.1:{self.port}"\ninsecure = true\n'
+        )
+        superlink = shutil.which("flower-superlink", path=flower_environment(self.flwr_home)["PATH"])
+        if superlink is None:
+            raise FileNotFoundError("flower-superlink not found: install the project (pip install -e .)")
+        log_file = self.flwr_home / "superlink.log"
+        command = [
+            superlink,
+            "--insecure",
+            "--simulation",
+            "--isolation",
+            "subprocess",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-file",
+            str(log_file),
+        ]
+        self.process = subprocess.Popen(
+            command,
+            env=flower_environment(self.flwr_home),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its children (ServerApp, simulation) share its group
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while not _listening(self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the local SuperLink did not start; see {log_file}")
+            time.sleep(0.2)
+        return self
+
+    def stop(self) -> None:
+        """Stop the SuperLink and everything it started (its process group)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
+        except ProcessLookupError:
+            pass
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def toml_value(value: object) -> str:
+    """A Python value as a TOML literal for ``--run-config``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def flwr_run(
+    flwr_home: Path,
+    run_config: dict[str, object],
+    federation_config: dict[str, object],
+    stream: bool = True,
+) -> int:
+    """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``."""
+    command = [
+        "flwr",
+        "run",
+        str(PROJECT_ROOT),
+        FEDERATION,
+        "--run-config",
+        " ".join(f"{k}={toml_value(v)}" for k, v in run_config.items()),
+    ]
+    if federation_config:
+        command += ["--federation-config", " ".join(f"{k}={toml_value(v)}" for k, v in federation_config.items())]
+    if stream:
+        command.append("--stream")
+    env = flower_environment(flwr_home)
+    return subprocess.call([shutil.which("flwr", path=env["PATH"]) or "flwr", *command[1:]], env=env)

@@ -1,0 +1,51 @@
+"""A real ``flwr run`` simulation: our own SuperLink, Flower's Ray engine, 3 SuperNodes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            command = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in command and "pytest" not in command:
+            found.append(command)
+    return found
+
+
+def test_stamen_run_trains_a_federation_and_writes_its_outputs(tmp_path):
+    run_config = f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 local-epochs=5 seed=0"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulations.cli",
+            "run",
+            "-c",
+            run_config,
+            "--federation-config",
+            "num-supernodes=3 client-resources-num-cpus=1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_dir = tmp_path / "e2e"
+    for name in ("config.json", "metrics.jsonl", "summary.json", "model.pt", "curves.png"):
+        assert (run_dir / name).is_file(), name
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["round"] for row in rows] == [0, 1, 2, 3, 4]
+    assert all(row["clients"] == 3 for row in rows[1:])
+    assert rows[-1]["global_test_acc"] > rows[0]["global_test_acc"] + 0.2
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["final"]["global_test_acc"] == rows[-1]["global_test_acc"]
+    assert "global test accuracy" in result.stdout  # the final table
+    assert not _processes_mentioning(str(Path.cwd() / ".flwr" / "e2e")), "a Flower process outlived the run"

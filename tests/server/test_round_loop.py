@@ -1,0 +1,158 @@
+"""The round loop and the ClientApp together, through a grid that calls clients in-process."""
+
+import json
+
+import numpy as np
+import pytest
+from flwr.app import ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
+
+import client.app as client_app
+from models import protocol as p
+from models.run_config import RunConfig
+from server import outputs
+from server.algorithms import server_algorithm
+from server.loop import pooled_accuracies, run_rounds
+
+
+@pytest.fixture(autouse=True)
+def task_identity(monkeypatch):
+    """Flower stamps messages with the running task's identity; give this test process one."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for name in ("_run_id", "_node_id", "_task_id"):
+        monkeypatch.setattr(TaskIdentity, name, 1)
+
+
+class InProcessGrid:
+    """A grid whose nodes are ClientApp functions called directly (no Flower engine)."""
+
+    def __init__(self, run_config: dict, num_nodes: int, failing: set[int] = frozenset()):
+        self.contexts = {
+            node: Context(0, node, {"partition-id": node, "num-partitions": num_nodes}, RecordDict(), run_config)
+            for node in range(num_nodes)
+        }
+        self.failing = failing
+
+    def get_node_ids(self):
+        return list(self.contexts)
+
+    def send_and_receive(self, messages, *, timeout=None):
+        replies = []
+        for message in messages:
+            node = message.metadata.dst_node_id
+            if node in self.failing:
+                replies.append(Message(error=_error(), reply_to=_delivered(message)))
+                continue
+            is_train = message.metadata.message_type == MessageType.TRAIN
+            handler = client_app.train if is_train else client_app.evaluate_received
+            replies.append(handler(_delivered(message), self.contexts[node]))
+        return replies
+
+
+def _delivered(message: Message) -> Message:
+    message.metadata.__dict__["_message_id"] = message.metadata.message_id or f"m{id(message)}"
+    return message
+
+
+def _error():
+    from flwr.app import Error
+
+    return Error(code=0, reason="node lost")
+
+
+RUN = {"num-server-rounds": 4, "csbm-nodes": 600, "local-epochs": 3, "min-clients": 2}
+
+
+def _rows(algorithm: str, failing=frozenset()):
+    config = RunConfig.from_flower({**RUN, "algorithm": algorithm})
+    rows = []
+    module = server_algorithm(algorithm)
+    run_rounds(
+        InProcessGrid(config.to_flower(), 3, failing),
+        module.make_strategy(config),
+        config.num_server_rounds,
+        module.AGGREGATES,
+        config.min_clients,
+        60.0,
+        rows.append,
+    )
+    return rows
+
+
+def test_fedavg_rounds_produce_ordered_rows_and_learn():
+    rows = _rows("fedavg")
+    assert [row["round"] for row in rows] == [0, 1, 2, 3, 4]
+    assert rows[-1]["global_test_acc"] > rows[0]["global_test_acc"] + 0.15
+    assert all(row["clients"] == 3 for row in rows[1:])
+
+
+def test_local_baseline_has_no_global_model():
+    rows = _rows("local")
+    assert [row["round"] for row in rows] == [1, 2, 3, 4]
+    assert all("global_test_acc" not in row for row in rows)
+    assert rows[-1]["test_acc"] > rows[0]["test_acc"]
+
+
+def test_a_lost_client_is_tolerated_down_to_min_clients():
+    rows = _rows("fedavg", failing={2})
+    assert all(row["clients"] == 2 for row in rows[1:])
+    with pytest.raises(RuntimeError, match="fewer than min-clients=2"):
+        _rows("fedavg", failing={1, 2})
+
+
+def _reply(weights: np.ndarray, num_examples: int) -> Message:
+    content = RecordDict({p.ARRAYS: ArrayRecord([weights]), p.METRICS: MetricRecord({p.NUM_EXAMPLES: num_examples})})
+    return Message(content=content, dst_node_id=1, message_type=MessageType.TRAIN)
+
+
+def test_fedavg_weights_clients_by_training_nodes():
+    strategy = server_algorithm("fedavg").make_strategy(RunConfig())
+    replies = [_reply(np.array([1.0, 0.0]), 1), _reply(np.array([4.0, 3.0]), 2)]
+    arrays, _ = strategy.aggregate_train(1, replies)
+    assert np.allclose(arrays.to_numpy_ndarrays()[0], [3.0, 2.0])
+
+
+def test_pooled_accuracy_weights_clients_by_size():
+    metrics = [
+        MetricRecord({p.NUM_VAL: 10, p.NUM_TEST: 10, p.GLOBAL_VAL_CORRECT: 10, p.GLOBAL_TEST_CORRECT: 5}),
+        MetricRecord({p.NUM_VAL: 30, p.NUM_TEST: 90, p.GLOBAL_VAL_CORRECT: 0, p.GLOBAL_TEST_CORRECT: 45}),
+    ]
+    pooled = pooled_accuracies(metrics)
+    assert pooled == {"global_val_acc": 0.25, "global_test_acc": 0.5}
+
+
+def test_summary_picks_the_best_round_on_validation_never_test(tmp_path):
+    rows = [
+        {"round": 0, "global_val_acc": 0.1, "global_test_acc": 0.9},
+        {
+            "round": 1,
+            "seconds": 1.0,
+            "client_train_seconds_max": 0.1,
+            "clients": 2,
+            "global_val_acc": 0.5,
+            "global_test_acc": 0.4,
+        },
+        {
+            "round": 2,
+            "seconds": 1.0,
+            "client_train_seconds_max": 0.1,
+            "clients": 2,
+            "global_val_acc": 0.3,
+            "global_test_acc": 0.6,
+        },
+    ]
+    summary = outputs.summarize(rows, 2.0, RunConfig())
+    assert summary["best_round"] == 1 and summary["best"]["global_test_acc"] == 0.4
+    assert summary["final"]["global_test_acc"] == 0.6
+    json.dumps(summary)
+
+
+def test_existing_run_directory_is_never_reused(tmp_path):
+    config = RunConfig(output_dir=str(tmp_path), run_name="first")
+    run_dir = outputs.create_run_dir(config)
+    (run_dir / "metrics.jsonl").write_text('{"round": 0}\n')
+    with pytest.raises(FileExistsError, match="overwrite=true"):
+        outputs.create_run_dir(config)
+    assert (run_dir / "metrics.jsonl").read_text() == '{"round": 0}\n'
+    generated = RunConfig(output_dir=str(tmp_path))
+    assert outputs.create_run_dir(generated) != outputs.create_run_dir(generated)

@@ -1,0 +1,58 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simulations.cli import main
+
+
+def test_partition_json_has_the_documented_keys(capsys, shared_datasets):
+    code = main(
+        [
+            "partition",
+            "--dataset",
+            "cora",
+            "--data-root",
+            str(shared_datasets),
+            "--clients",
+            "10",
+            "--method",
+            "louvain",
+            "--seed",
+            "0",
+            "--json",
+        ]
+    )
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["num_nodes"] == 2708 and len(report["clients"]) == 10
+    assert sum(c["nodes"] for c in report["clients"]) == 2708
+    assert all(len(c["class_counts"]) == 7 and sum(c["class_counts"]) == c["nodes"] for c in report["clients"])
+    assert report["cut_edges"] + sum(c["edges"] for c in report["clients"]) == 5278
+
+
+def test_partition_table_on_screen(capsys):
+    assert main(["partition", "--clients", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "class histogram" in out and "cut between clients" in out
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["partition", "--dataset", "imagenet"], "unknown dataset 'imagenet'"),
+        (["partition", "--method", "spectral"], "unknown partitioner 'spectral'"),
+        (["partition", "--clients", "5000"], "cannot cut 3000 nodes into 5000 clients"),
+        (["partition", "--dataset", "cora", "--data-root", "/nonexistent"], "raw files missing"),
+        (["run", "-c", "model='transformer'"], "unknown model 'transformer'"),
+        (["run", "-c", "num-server-rounds=0"], "num-server-rounds must be >= 1"),
+        (["run", "--federation-config", "num-supernodes=4000"], "cannot cut 3000 nodes into 4000 clients"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(argv, message):
+    result = subprocess.run([sys.executable, "-m", "simulations.cli", *argv], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
