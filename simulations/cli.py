@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simulations.commands import partition, run
+from simulations.commands import bench, partition, run
 
-COMMANDS = (run, partition)
+COMMANDS = (run, partition, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -103,6 +104,11 @@ class LocalSuperLink:
             time.sleep(0.2)
         return self
 
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "the SuperLink is not running"
+        return self.process.pid
+
     def stop(self) -> None:
         """Stop the SuperLink and everything it started (its process group)."""
         if self.process is None or self.process.poll() is not None:
@@ -135,18 +141,63 @@ def flwr_run(
     federation_config: dict[str, object],
     stream: bool = True,
 ) -> int:
-    """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``."""
+    """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``.
+
+    ``flwr run`` returns as soon as the run is submitted unless it streams the logs,
+    so it always streams; with ``stream=False`` the logs go to ``flwr_home/run.log``.
+    """
+    env = flower_environment(flwr_home)
     command = [
-        "flwr",
+        shutil.which("flwr", path=env["PATH"]) or "flwr",
         "run",
         str(PROJECT_ROOT),
         FEDERATION,
+        "--stream",
         "--run-config",
         " ".join(f"{k}={toml_value(v)}" for k, v in run_config.items()),
     ]
     if federation_config:
         command += ["--federation-config", " ".join(f"{k}={toml_value(v)}" for k, v in federation_config.items())]
     if stream:
-        command.append("--stream")
-    env = flower_environment(flwr_home)
-    return subprocess.call([shutil.which("flwr", path=env["PATH"]) or "flwr", *command[1:]], env=env)
+        return subprocess.call(command, env=env)
+    with open(flwr_home / "run.log", "w") as log:
+        return subprocess.call(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+class PeakMemory:
+    """Samples the resident memory of a process and all its descendants in a thread."""
+
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    @property
+    def peak_gb(self) -> float:
+        return self.peak_bytes / 1024**3
+
+    def _sample(self) -> None:
+        import psutil
+
+        try:
+            root = psutil.Process(self.pid)
+            while not self._stop.wait(self.interval):
+                total = 0
+                for process in [root, *root.children(recursive=True)]:
+                    try:
+                        total += process.memory_info().rss
+                    except psutil.NoSuchProcess:
+                        continue
+                self.peak_bytes = max(self.peak_bytes, total)
+        except psutil.NoSuchProcess:
+            return
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -24,7 +24,7 @@ from graphs import build_federation
 from models.run_config import RunConfig
 from server.app import check_run_config
 from server.outputs import resolve_run_dir, summary_table
-from simulations.flower import PROJECT_ROOT, LocalSuperLink, flwr_run
+from simulations.flower import PROJECT_ROOT, LocalSuperLink, PeakMemory, flwr_run
 
 # Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
 # CPUs per client would run one client at a time on a two-core machine).
@@ -72,18 +72,18 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> tuple[
     return config, federation
 
 
-def main(args: argparse.Namespace) -> int:
-    config, federation = prepare(args.run_config, args.federation_config)
+def simulate(config: RunConfig, federation: dict[str, object], stream: bool = True) -> dict:
+    """``flwr run`` one prepared config on a SuperLink of our own; return its summary.
+
+    The summary gains ``total_wall_seconds`` (start of the SuperLink to the end of the
+    run) and ``peak_memory_gb`` (the largest resident memory of the SuperLink and all
+    its descendants: ServerApp, simulation engine, Ray workers).
+    """
     run_dir = Path(config.output_dir) / config.run_name
     flwr_home = PROJECT_ROOT / ".flwr" / config.run_name
     started = time.perf_counter()
-    print(
-        f"stamen run: {config.algorithm} on {config.dataset}, {federation['num-supernodes']} clients, "
-        f"{config.num_server_rounds} rounds -> {run_dir}",
-        flush=True,
-    )
-    with LocalSuperLink(flwr_home):
-        code = flwr_run(flwr_home, config.to_flower(), federation, stream=not args.quiet)
+    with LocalSuperLink(flwr_home) as superlink, PeakMemory(superlink.pid) as memory:
+        code = flwr_run(flwr_home, config.to_flower(), federation, stream=stream)
     summary_file = run_dir / "summary.json"
     if code != 0 or not summary_file.exists():
         raise RuntimeError(
@@ -91,11 +91,24 @@ def main(args: argparse.Namespace) -> int:
             f"logs: {flwr_home / 'superlink.log'}, partial outputs: {run_dir}"
         )
     shutil.rmtree(flwr_home, ignore_errors=True)
-    print_summary(json.loads(summary_file.read_text()), time.perf_counter() - started)
+    summary = json.loads(summary_file.read_text())
+    summary.update({"total_wall_seconds": time.perf_counter() - started, "peak_memory_gb": memory.peak_gb})
+    summary_file.write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def main(args: argparse.Namespace) -> int:
+    config, federation = prepare(args.run_config, args.federation_config)
+    print(
+        f"stamen run: {config.algorithm} on {config.dataset}, {federation['num-supernodes']} clients, "
+        f"{config.num_server_rounds} rounds -> {Path(config.output_dir) / config.run_name}",
+        flush=True,
+    )
+    print_summary(simulate(config, federation, stream=not args.quiet))
     return 0
 
 
-def print_summary(summary: dict, wall_seconds: float) -> None:
+def print_summary(summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -108,7 +121,7 @@ def print_summary(summary: dict, wall_seconds: float) -> None:
     console = Console()
     console.print(table)
     console.print(
-        f"wall time {wall_seconds:.1f} s (server loop {summary['wall_seconds']:.1f} s, "
+        f"wall time {summary['total_wall_seconds']:.1f} s, peak memory {summary['peak_memory_gb']:.2f} GB (server loop {summary['wall_seconds']:.1f} s, "
         f"{summary['seconds_per_round']:.3f} s per round, of which client training "
         f"{summary['client_train_seconds_per_round']:.3f} s); devices: {', '.join(summary['devices'])}"
     )

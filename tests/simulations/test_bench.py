@@ -1,0 +1,49 @@
+"""`stamen bench sim` on a tiny setting: it runs and writes well-formed output (no timing asserted)."""
+
+import json
+import subprocess
+import sys
+
+
+def test_bench_sim_writes_json_and_readme(tmp_path):
+    out = tmp_path / "benchmarks"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulations.cli",
+            "bench",
+            "sim",
+            "--dataset",
+            "csbm",
+            "--csbm-nodes",
+            "400",
+            "--clients",
+            "3",
+            "--rounds",
+            "3",
+            "--algorithms",
+            "fedavg",
+            "--name",
+            "tiny",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    record = json.loads((out / "tiny.json").read_text())
+    (entry,) = record["results"]
+    assert entry["clients"] == 3 and entry["algorithm"] == "fedavg"
+    run = entry["flwr_run"]
+    assert run["total_wall_seconds"] > run["start_up_seconds"] > 0
+    assert 0 < run["per_round"]["client_train_seconds_max"] <= run["per_round"]["seconds"]
+    assert run["peak_memory_gb"] > 0.1  # server, engine and client processes were all sampled
+    assert 0 <= run["max_test_acc"] <= 1
+    baseline = entry["in_process"]
+    assert baseline["wall_seconds"] > 0 and 0 <= baseline["final_test_acc"] <= 1
+    assert entry["wall_ratio"] == run["total_wall_seconds"] / baseline["wall_seconds"]
+    readme = (out / "README.md").read_text()
+    assert "## tiny" in readme and "| fedavg | 3 |" in readme
