@@ -121,7 +121,8 @@ def print_summary(summary: dict) -> None:
     console = Console()
     console.print(table)
     console.print(
-        f"wall time {summary['total_wall_seconds']:.1f} s, peak memory {summary['peak_memory_gb']:.2f} GB (server loop {summary['wall_seconds']:.1f} s, "
+        f"wall time {summary['total_wall_seconds']:.1f} s, peak memory {summary['peak_memory_gb']:.2f} GB "
+        f"(server loop {summary['wall_seconds']:.1f} s, "
         f"{summary['seconds_per_round']:.3f} s per round, of which client training "
         f"{summary['client_train_seconds_per_round']:.3f} s); devices: {', '.join(summary['devices'])}"
     )
