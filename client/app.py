@@ -23,6 +23,7 @@ from flwr.app import (
 from flwr.clientapp import ClientApp
 
 from client.algorithms import client_algorithm
+from client.certification import certify_local
 from client.device import choose_device
 from client.job import LocalJob, client_data, federation_spec
 from client.training import Evaluation, evaluate
@@ -113,3 +114,15 @@ def evaluate_received(message: Message, context: Context) -> Message:
     metrics = _counts(evaluate(_received_model(job, message), job.data), GLOBAL_KEYS)
     metrics[p.EVAL_SECONDS] = time.perf_counter() - started
     return _reply(message, job, ArrayRecord(), metrics)
+
+
+@app.query()
+def query(message: Message, context: Context) -> Message:
+    """Federated certificates: the client certifies its own predictions, replies ratios only."""
+    job = _job(context)
+    kind = message.content[p.CONFIG].get(p.QUERY)
+    if kind != p.CERTIFY_QUERY:
+        raise ValueError(f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r}")
+    metrics = certify_local(job.data, job.config, job.partition_id)
+    metrics[p.PARTITION_ID] = job.partition_id
+    return Message(content=RecordDict({p.METRICS: MetricRecord(metrics)}), reply_to=message)

@@ -32,3 +32,13 @@ EVALUATE_RECEIVED = "evaluate-received"  # evaluate the received model before tr
 
 # Keys inside CLIENT_INFO.
 DEVICE = "device"
+
+# Query messages: federated label-flip certificates. Keys inside METRICS of the reply,
+# per budget k: f"{CERTIFIED_RATIO}-{k}", f"{CERTIFIED_ACCURACY}-{k}", f"{UNKNOWN_RATIO}-{k}".
+CERTIFY_QUERY = "certify"  # value of CONFIG["query"]
+QUERY = "query"
+NUM_TARGETS = "num-targets"
+CERTIFIED_RATIO = "certified-ratio"
+CERTIFIED_ACCURACY = "certified-accuracy"
+UNKNOWN_RATIO = "unknown-ratio"
+CERTIFY_SECONDS = "certify-seconds"

@@ -49,6 +49,13 @@ class RunConfig:
     proximal_mu: float = 0.01
     keep_optimizer_state: bool = True
     device: str = "auto"
+    # federated label-flip certificates after training (empty budgets: off)
+    certify_budgets: str = ""
+    certify_arch: str = "gcn"
+    certify_c: float = 0.01
+    certify_labels_per_class: int = 10
+    certify_targets: int = 20
+    certify_time_limit: float = 60.0
     # federation
     fraction_train: float = 1.0
     min_clients: int = 2
@@ -88,11 +95,24 @@ class RunConfig:
             (self.hidden >= 1 and self.num_layers >= 1, "hidden and num-layers must be >= 1"),
             (0 <= self.dropout < 1, "dropout must lie in [0, 1)"),
             (self.dirichlet_alpha > 0, "dirichlet-alpha must be > 0"),
+            (self.certify_c > 0, "certify-c must be > 0"),
+            (
+                self.certify_labels_per_class >= 1 and self.certify_targets >= 1,
+                "certify-labels-per-class and certify-targets must be >= 1",
+            ),
+            (
+                _is_budget_list(self.certify_budgets),
+                f"certify-budgets must be like '1,2,3', got {self.certify_budgets!r}",
+            ),
             (_is_device(self.device), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}"),
         ]
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
+
+    def budgets(self) -> list[int]:
+        """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
+        return sorted({int(part) for part in self.certify_budgets.split(",") if part.strip()})
 
     def csbm_options(self) -> tuple[tuple[str, float], ...]:
         """Generator options of the ``csbm`` dataset (empty for file datasets)."""
@@ -129,3 +149,8 @@ def _is_device(spec: str) -> bool:
         return True
     prefix, _, index = spec.partition(":")
     return prefix == "cuda" and index.isdigit()
+
+
+def _is_budget_list(text: str) -> bool:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    return all(part.isdigit() for part in parts)

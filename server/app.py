@@ -15,6 +15,7 @@ from models import MODELS
 from models.run_config import RunConfig
 from server import outputs
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
+from server.certification import certify_federation
 from server.loop import Row, run_rounds
 
 app = ServerApp()
@@ -76,4 +77,7 @@ def main(grid: Grid, context: Context) -> None:
     if len(arrays) > 0:
         outputs.save_model(run_dir, arrays.to_torch_state_dict(), config)
     outputs.plot_curves(run_dir, rows)
+    if config.budgets():
+        summary["certificates"] = certify_federation(grid, config, run_dir)["budgets"]
+        outputs.write_summary(run_dir, summary)
     log(INFO, "stamen: results of %s\n%s", run_dir, format_table(summary))

@@ -57,7 +57,7 @@ def training_figures(metrics: list[MetricRecord]) -> Row:
     }
 
 
-def _exchange(grid: Grid, messages: Iterable[Message], timeout: float, min_clients: int, what: str) -> list[Message]:
+def exchange(grid: Grid, messages: Iterable[Message], timeout: float, min_clients: int, what: str) -> list[Message]:
     """Send, wait, and keep the replies without error; fail clearly when too few remain."""
     messages = list(messages)
     replies = list(grid.send_and_receive(messages, timeout=timeout))
@@ -93,7 +93,7 @@ def run_rounds(
     for server_round in range(1, num_rounds + 1):
         started = time.perf_counter()
         messages = strategy.configure_train(server_round, arrays, ConfigRecord(), grid)
-        replies = _exchange(grid, messages, timeout, min_clients, f"round {server_round}")
+        replies = exchange(grid, messages, timeout, min_clients, f"round {server_round}")
         exchanged = time.perf_counter()
         metrics = [reply.content[p.METRICS] for reply in replies]
         pending.update({k: v for k, v in pooled_accuracies(metrics).items() if k.startswith("global_")})
@@ -117,7 +117,7 @@ def run_rounds(
     if aggregates:
         started = time.perf_counter()
         messages = strategy.configure_evaluate(num_rounds, arrays, ConfigRecord(), grid)
-        replies = _exchange(grid, messages, timeout, min_clients, "final evaluation")
+        replies = exchange(grid, messages, timeout, min_clients, "final evaluation")
         pending.update(pooled_accuracies([reply.content[p.METRICS] for reply in replies]))
         pending["final_eval_seconds"] = time.perf_counter() - started
     on_row(pending)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simulations.commands import bench, partition, run
+from simulations.commands import bench, certify, partition, run
 
-COMMANDS = (run, partition, bench)
+COMMANDS = (run, partition, bench, certify)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -38,6 +38,9 @@ def flower_environment(flwr_home: Path) -> dict[str, str]:
     # Each simulated client is a single-threaded process; more torch threads than
     # cores makes a small machine many times slower.
     env.setdefault("OMP_NUM_THREADS", "1")
+    # Library deprecation notices from every Ray worker drown the run's own log.
+    env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning,ignore::FutureWarning")
+    env.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     return env
 
 

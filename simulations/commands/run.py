@@ -67,6 +67,11 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> tuple[
     if config.min_clients > num_clients:
         raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}")
     build_federation(federation_spec(config, num_clients))  # raises on bad data or partition
+    if config.budgets():
+        from certify.ntk import ARCHITECTURES
+
+        if config.certify_arch not in ARCHITECTURES:
+            raise ValueError(f"unknown certify-arch {config.certify_arch!r}; choose one of: {', '.join(ARCHITECTURES)}")
     run_dir = resolve_run_dir(config)
     config = dataclasses.replace(config, output_dir=str(run_dir.parent), run_name=run_dir.name)
     return config, federation

@@ -20,7 +20,10 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 def test_stamen_run_trains_a_federation_and_writes_its_outputs(tmp_path):
-    run_config = f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 local-epochs=5 seed=0"
+    run_config = (
+        f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 local-epochs=5 seed=0 "
+        "certify-budgets='1,2' certify-targets=5 certify-labels-per-class=5"
+    )
     result = subprocess.run(
         [
             sys.executable,
@@ -48,4 +51,8 @@ def test_stamen_run_trains_a_federation_and_writes_its_outputs(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["final"]["global_test_acc"] == rows[-1]["global_test_acc"]
     assert "global test accuracy" in result.stdout  # the final table
+    certificates = json.loads((run_dir / "certificates.json").read_text())
+    assert len(certificates["clients"]) == 3 and certificates["targets"] > 0
+    ratios = [certificates["budgets"][k]["certified-ratio"] for k in ("1", "2")]
+    assert 1.0 >= ratios[0] >= ratios[1] >= 0.0
     assert not _processes_mentioning(str(Path.cwd() / ".flwr" / "e2e")), "a Flower process outlived the run"

@@ -11,6 +11,7 @@ from models import protocol as p
 from models.run_config import RunConfig
 from server import outputs
 from server.algorithms import server_algorithm
+from server.certification import certify_federation
 from server.loop import pooled_accuracies, run_rounds
 
 
@@ -43,8 +44,11 @@ class InProcessGrid:
             if node in self.failing:
                 replies.append(Message(error=_error(), reply_to=_delivered(message)))
                 continue
-            is_train = message.metadata.message_type == MessageType.TRAIN
-            handler = client_app.train if is_train else client_app.evaluate_received
+            handler = {
+                MessageType.TRAIN: client_app.train,
+                MessageType.EVALUATE: client_app.evaluate_received,
+                MessageType.QUERY: client_app.query,
+            }[message.metadata.message_type]
             replies.append(handler(_delivered(message), self.contexts[node]))
         return replies
 
@@ -156,3 +160,21 @@ def test_existing_run_directory_is_never_reused(tmp_path):
     assert (run_dir / "metrics.jsonl").read_text() == '{"round": 0}\n'
     generated = RunConfig(output_dir=str(tmp_path))
     assert outputs.create_run_dir(generated) != outputs.create_run_dir(generated)
+
+
+def test_federated_certificates_pool_client_ratios(tmp_path):
+    certify = {"certify-budgets": "0,1,3", "certify-targets": 8, "certify-c": 0.01, "certify-labels-per-class": 5}
+    config = RunConfig.from_flower({**RUN, **certify})
+    grid = InProcessGrid(config.to_flower(), 3)
+    report = certify_federation(grid, config, tmp_path)
+    assert json.loads((tmp_path / "certificates.json").read_text()) == report
+    ratios = [report["budgets"][k]["certified-ratio"] for k in ("0", "1", "3")]
+    assert ratios[0] == 1.0  # no flips: every prediction stands
+    assert ratios[0] >= ratios[1] >= ratios[2] >= 0.0
+    assert report["targets"] == sum(c["num-targets"] for c in report["clients"]) > 0
+    assert all(
+        set(c)
+        <= {"partition-id", "num-targets", "certify-seconds"}
+        | {f"{name}-{k}" for name in ("certified-ratio", "certified-accuracy", "unknown-ratio") for k in (0, 1, 3)}
+        for c in report["clients"]
+    ), "a client sent more than aggregate ratios"

@@ -1,0 +1,157 @@
+"""``stamen certify`` end to end (in-process, through add_parser/main like simulations/cli.py)."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from certify.ntk import ntk
+from simulations.commands import certify as command
+
+
+def run(argv):
+    """Mimic the stamen CLI: ValueError/FileNotFoundError -> 'error: <msg>', exit 2."""
+    parser = argparse.ArgumentParser(prog="stamen")
+    command.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["certify", *argv])
+    try:
+        return args.func(args), ""
+    except (ValueError, FileNotFoundError) as exc:
+        return 2, f"error: {exc}"
+
+
+TINY = [
+    "--dataset",
+    "csbm-paper",
+    "--csbm-nodes",
+    "40",
+    "--labeled-per-class",
+    "4",
+    "--targets",
+    "6",
+    "--budgets",
+    "0,1,2",
+    "--C",
+    "0.5",
+]
+
+
+def _graph_file(tmp_path, classes=2):
+    rng = np.random.default_rng(0)
+    n = 14
+    y = np.arange(n) % classes
+    x = rng.standard_normal((n, 3)) + np.eye(3)[y]
+    src = np.arange(n)
+    dst = (src + 1) % n
+    edge_index = np.stack([np.r_[src, dst], np.r_[dst, src]])
+    labeled = np.arange(0, 8)
+    targets = np.arange(8, 14)
+    path = tmp_path / "g.npz"
+    np.savez(path, x=x, edge_index=edge_index, y=y, labeled=labeled, targets=targets)
+    return path, x, edge_index
+
+
+def test_tiny_csbm_end_to_end(tmp_path, capsys):
+    out = tmp_path / "run"
+    code, msg = run([*TINY, "--arch", "gcn,sgc", "--out", str(out), "--json"])
+    assert code == 0, msg
+    printed = json.loads(capsys.readouterr().out)
+    assert {p.name for p in out.iterdir()} == {"certificate.json", "certified_accuracy.png", "report.md"}
+    saved = json.loads((out / "certificate.json").read_text())
+    assert saved == printed
+    for arch in ("gcn", "sgc"):
+        res = saved["architectures"][arch]
+        assert len(res["targets"]) == 6
+        aggr = res["aggregates"]
+        assert aggr["0"]["certified_accuracy"] == pytest.approx(res["clean_accuracy"])
+        assert aggr["1"]["certified_ratio"] >= aggr["2"]["certified_ratio"]
+        for t in res["targets"]:
+            assert {"clean_score", "budgets"} <= set(t)
+            assert {"status", "worst_case_score", "seconds"} <= set(t["budgets"]["1"])
+    # refuses to overwrite silently
+    code, msg = run([*TINY, "--out", str(out)])
+    assert code == 2 and "not empty" in msg and "--overwrite" in msg
+    code, msg = run([*TINY, "--out", str(out), "--overwrite", "--model", "krr"])
+    assert code == 0, msg
+
+
+def test_graph_file_with_user_kernel(tmp_path):
+    path, x, edge_index = _graph_file(tmp_path)
+    kern = ntk(x, edge_index, "gcn")
+    np.save(tmp_path / "k.npy", kern)
+    out = tmp_path / "run"
+    code, msg = run(
+        ["--graph", str(path), "--kernel", str(tmp_path / "k.npy"), "--budgets", "1,2", "--C", "1", "--out", str(out)]
+    )
+    assert code == 0, msg
+    saved = json.loads((out / "certificate.json").read_text())
+    res = next(iter(saved["architectures"].values()))
+    assert saved["ntk_variant"] == "user kernel"
+    assert [t["node"] for t in res["targets"]] == list(range(8, 14))
+    # the same kernel through the NTK path gives the same certificate
+    code, msg = run(
+        ["--graph", str(path), "--arch", "gcn", "--budgets", "1,2", "--C", "1", "--out", str(tmp_path / "run2")]
+    )
+    assert code == 0, msg
+    res2 = json.loads((tmp_path / "run2" / "certificate.json").read_text())["architectures"]["gcn"]
+    assert [t["budgets"]["2"]["status"] for t in res["targets"]] == [
+        t["budgets"]["2"]["status"] for t in res2["targets"]
+    ]
+
+
+def test_collective_clients_and_multiclass(tmp_path):
+    path, _, _ = _graph_file(tmp_path)
+    code, msg = run(["--graph", str(path), "--mode", "collective", "--budgets", "1,2", "--out", str(tmp_path / "a")])
+    assert code == 0, msg
+    coll = json.loads((tmp_path / "a" / "certificate.json").read_text())["architectures"]["gcn"]["collective"]
+    assert coll["1"]["status"] == "optimal" and coll["1"]["max_changed"] <= coll["2"]["max_changed"]
+    code, msg = run(
+        ["--graph", str(path), "--clients", "2", "--attacker", "any", "--budgets", "1", "--out", str(tmp_path / "b")]
+    )
+    assert code == 0, msg
+    res = json.loads((tmp_path / "b" / "certificate.json").read_text())["architectures"]["gcn"]
+    assert set(res["targets"][0]["budgets"]["1"]["per_client"]) == {"0", "1"}
+    (tmp_path / "three").mkdir()
+    path3, _, _ = _graph_file(tmp_path / "three", classes=3)
+    code, msg = run(
+        ["--graph", str(path3), "--classes", "all", "--budgets", "1", "--C", "1", "--out", str(tmp_path / "c")]
+    )
+    assert code == 0, msg
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--budgets", "one"], "--budgets must be a comma list of integers"),
+        (["--budgets", "-1"], "--budgets must be >= 0"),
+        (["--arch", "gcn,transformer"], "--arch 'transformer' is not accepted"),
+        (["--solver", "gurobi"], "--solver 'gurobi' is not accepted; choose one of: highs, cbc"),
+        (["--mode", "both"], "--mode 'both'"),
+        (["--C", "-1"], "--C must be a positive number or 'cv'"),
+        (["--ntk-variant", "paper"], "--ntk-variant 'paper'"),
+        (["--classes", "1,1"], "--classes takes two distinct class ids"),
+        (["--attacker", "any"], "need --clients K"),
+        (["--dataset", "mnist"], "--dataset 'mnist' is not accepted"),
+    ],
+)
+def test_bad_input_gives_one_line_error(tmp_path, extra, needle):
+    code, msg = run([*TINY, "--out", str(tmp_path / "x"), *extra])
+    assert code == 2
+    assert needle in msg and "\n" not in msg
+
+
+def test_bad_kernel_and_graph_files(tmp_path):
+    path, x, edge_index = _graph_file(tmp_path)
+    bad = -np.eye(14)
+    np.save(tmp_path / "neg.npy", bad)
+    code, msg = run(["--graph", str(path), "--kernel", str(tmp_path / "neg.npy"), "--out", str(tmp_path / "o")])
+    assert code == 2 and "not positive semi-definite" in msg
+    np.save(tmp_path / "small.npy", np.eye(5))
+    code, msg = run(["--graph", str(path), "--kernel", str(tmp_path / "small.npy"), "--out", str(tmp_path / "o")])
+    assert code == 2 and "graph has 14 nodes" in msg
+    code, msg = run(["--graph", str(tmp_path / "missing.npz"), "--out", str(tmp_path / "o")])
+    assert code == 2 and "not found" in msg
+    np.savez(tmp_path / "partial.npz", x=x, edge_index=edge_index)
+    code, msg = run(["--graph", str(tmp_path / "partial.npz"), "--out", str(tmp_path / "o")])
+    assert code == 2 and "lacks arrays y, labeled, targets" in msg
