@@ -1,4 +1,4 @@
-"""Stamen's ClientApp: Flower glue around :mod:`client.training` and the algorithm plug-ins.
+"""Stamen's ClientApp: Flower glue around :mod:`models.training` and the algorithm plug-ins.
 
 ``train`` evaluates the model it received (the previous round's global model) on
 its validation and test nodes, trains locally with the run's algorithm, evaluates
@@ -25,11 +25,12 @@ from flwr.clientapp import ClientApp
 from client.algorithms import client_algorithm
 from client.certification import certify_local
 from client.device import choose_device
-from client.job import LocalJob, client_data, federation_spec
-from client.training import Evaluation, evaluate
+from client.job import LocalJob, client_data
+from graphs import FederationSpec
 from models import NodeClassifier
 from models import protocol as p
 from models.run_config import RunConfig
+from models.training import Evaluation, evaluate
 
 app = ClientApp()
 
@@ -39,7 +40,7 @@ def _job(context: Context) -> LocalJob:
     partition_id = int(context.node_config["partition-id"])
     num_partitions = int(context.node_config["num-partitions"])
     device = choose_device(str(context.node_config.get("device", config.device)))
-    data = client_data(federation_spec(config, num_partitions), partition_id, device)
+    data = client_data(FederationSpec.from_run_config(config.to_flower(), num_partitions), partition_id, device)
     return LocalJob(config, partition_id, data, device, context.state)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from flwr.app import ConfigRecord
 
 from client.job import LocalJob
-from client.training import fit
 from models import NodeClassifier
+from models.training import fit
 
 USES_GLOBAL_MODEL = True
 

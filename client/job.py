@@ -9,10 +9,10 @@ import torch
 from flwr.app import ArrayRecord, RecordDict
 from torch_geometric.data import Data
 
-from client.training import adam_state_record, restore_adam_state
 from graphs import FederationSpec, build_federation
 from models import NodeClassifier, build_model
 from models.run_config import RunConfig
+from models.training import adam_state_record, restore_adam_state
 
 OPTIMIZER_STATE = "optimizer-state"
 
@@ -63,22 +63,6 @@ class LocalJob:
     def keep_optimizer(self, optimizer: torch.optim.Adam) -> None:
         if self.config.keep_optimizer_state:
             self.state[OPTIMIZER_STATE] = ArrayRecord(adam_state_record(optimizer))
-
-
-def federation_spec(config: RunConfig, num_partitions: int) -> FederationSpec:
-    """The data spec of a run with ``num_partitions`` clients."""
-    return FederationSpec(
-        dataset=config.dataset,
-        num_clients=num_partitions,
-        partitioner=config.partitioner,
-        seed=config.seed,
-        data_root=config.data_root,
-        dirichlet_alpha=config.dirichlet_alpha,
-        train_frac=config.train_frac,
-        val_frac=config.val_frac,
-        new_client=config.new_client,
-        dataset_options=config.csbm_options(),
-    )
 
 
 @functools.lru_cache(maxsize=64)

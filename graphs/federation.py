@@ -9,7 +9,9 @@ loads and partitions the graph once.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from torch_geometric.data import Data
@@ -45,6 +47,40 @@ class FederationSpec:
     val_frac: float = 0.2
     new_client: bool = False
     dataset_options: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_run_config(cls, values: Mapping[str, Any], num_clients: int) -> FederationSpec:
+        """The data keys of a Stamen run config (kebab-case, as Flower passes it) for K clients."""
+        dataset = str(values.get("dataset", cls.dataset))
+        options: tuple[tuple[str, float], ...] = ()
+        if dataset == "csbm":
+            names = {
+                "nodes": "num_nodes",
+                "classes": "num_classes",
+                "degree": "avg_degree",
+                "homophily": "homophily",
+                "features": "num_features",
+                "signal": "signal",
+            }
+            options = tuple(
+                sorted(
+                    (names[key[5:]], value)
+                    for key, value in values.items()
+                    if key[5:] in names and key.startswith("csbm-")
+                )
+            )
+        return cls(
+            dataset=dataset,
+            num_clients=num_clients,
+            partitioner=str(values.get("partitioner", cls.partitioner)),
+            seed=int(values.get("seed", cls.seed)),
+            data_root=str(values.get("data-root", cls.data_root)),
+            dirichlet_alpha=float(values.get("dirichlet-alpha", cls.dirichlet_alpha)),
+            train_frac=float(values.get("train-frac", cls.train_frac)),
+            val_frac=float(values.get("val-frac", cls.val_frac)),
+            new_client=bool(values.get("new-client", cls.new_client)),
+            dataset_options=options,
+        )
 
 
 @dataclass

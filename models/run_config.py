@@ -114,19 +114,6 @@ class RunConfig:
         """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
         return sorted({int(part) for part in self.certify_budgets.split(",") if part.strip()})
 
-    def csbm_options(self) -> tuple[tuple[str, float], ...]:
-        """Generator options of the ``csbm`` dataset (empty for file datasets)."""
-        if self.dataset != "csbm":
-            return ()
-        return (
-            ("avg_degree", self.csbm_degree),
-            ("homophily", self.csbm_homophily),
-            ("num_classes", self.csbm_classes),
-            ("num_features", self.csbm_features),
-            ("num_nodes", self.csbm_nodes),
-            ("signal", self.csbm_signal),
-        )
-
 
 def _typed(key: str, value: Any, kind: str) -> Any:
     """Check one value against its field's annotation (``"int"``, ``"float"``, ``"str"``, ``"bool"``)."""

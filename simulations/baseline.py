@@ -14,11 +14,11 @@ from typing import Any
 
 import torch
 
-from client.job import federation_spec
-from client.training import evaluate, fit
-from graphs import build_federation
+from graphs import FederationSpec, build_federation
 from models import build_model
+from models.fedavg_loop import fedavg_rounds
 from models.run_config import RunConfig
+from models.training import evaluate
 
 
 def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
     """
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    federation = build_federation(federation_spec(config, num_clients))
+    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
     clients = federation.clients
 
     def new_model() -> torch.nn.Module:
@@ -43,34 +43,26 @@ def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
             dropout=config.dropout,
         )
 
-    global_model = new_model()
-    local_models = [new_model() for _ in clients]
-    optimizers = [
-        torch.optim.Adam(m.parameters(), lr=config.lr, weight_decay=config.weight_decay) for m in local_models
-    ]
-    weights = [int(c.train_mask.sum()) for c in clients]
     history = []
-    set_up = time.perf_counter() - started
-    for server_round in range(1, config.num_server_rounds + 1):
-        round_started = time.perf_counter()
-        states = []
-        for model, optimizer, data in zip(local_models, optimizers, clients):
-            model.load_state_dict(global_model.state_dict())
-            fit(model, data, config.local_epochs, optimizer)
-            states.append(model.state_dict())
-        total = sum(weights)
-        global_model.load_state_dict(
-            {key: sum(s[key] * w for s, w in zip(states, weights)) / total for key in states[0]}
-        )
-        evaluations = [evaluate(global_model, data) for data in clients]
+
+    def record(server_round: int, model: torch.nn.Module) -> None:
+        evaluations = [evaluate(model, data) for data in clients]
+        now = time.perf_counter()
         history.append(
             {
                 "round": server_round,
                 "global_val_acc": sum(e.val_correct for e in evaluations) / sum(e.num_val for e in evaluations),
                 "global_test_acc": sum(e.test_correct for e in evaluations) / sum(e.num_test for e in evaluations),
-                "seconds": time.perf_counter() - round_started,
+                "seconds": now - (history[-1]["ended"] if history else loop_started),
+                "ended": now,
             }
         )
+
+    set_up = time.perf_counter() - started
+    loop_started = time.perf_counter()
+    fedavg_rounds(
+        new_model(), clients, config.num_server_rounds, config.local_epochs, config.lr, config.weight_decay, record
+    )
     best = max(history, key=lambda row: row["global_val_acc"])
     return {
         "wall_seconds": time.perf_counter() - started,

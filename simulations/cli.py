@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simulations.commands import bench, certify, partition, run
+from simulations.commands import bench, certify, partition, run, unlearn
 
-COMMANDS = (run, partition, bench, certify)
+COMMANDS = (run, partition, bench, certify, unlearn)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from flwr.common.config import get_project_config, parse_config_args
 
-from client.job import federation_spec
-from graphs import build_federation
+from graphs import FederationSpec, build_federation
 from models.run_config import RunConfig
 from server.app import check_run_config
 from server.outputs import resolve_run_dir, summary_table
@@ -66,7 +65,7 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> tuple[
         raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
     if config.min_clients > num_clients:
         raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}")
-    build_federation(federation_spec(config, num_clients))  # raises on bad data or partition
+    build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))  # raises on bad data or partition
     if config.budgets():
         from certify.ntk import ARCHITECTURES
 

@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from client.device import choose_device
-from client.training import adam_state_record, evaluate, fit, restore_adam_state
 from graphs import FederationSpec, build_federation
 from models import build_model
+from models.training import adam_state_record, evaluate, fit, restore_adam_state
 
 
 @pytest.fixture(scope="module")

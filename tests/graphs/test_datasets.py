@@ -59,3 +59,20 @@ def test_csbm_has_the_requested_degree_and_homophily():
     homophily = float((data.y[src] == data.y[dst]).float().mean())
     assert degree == pytest.approx(8.0, rel=0.05)
     assert homophily == pytest.approx(0.8, abs=0.02)
+
+
+def test_default_csbm_needs_the_graph_a_gcn_beats_an_mlp():
+    from graphs import split_masks
+    from models import build_model
+    from models.training import evaluate, fit
+
+    data = make_csbm(num_nodes=1500)
+    data.train_mask, data.val_mask, data.test_mask = split_masks(data.num_nodes, 0.6, 0.2, seed=0)
+    accuracy = {}
+    for name in ("gcn", "mlp"):
+        torch.manual_seed(0)
+        model = build_model(name, data.num_features, data.num_classes)
+        fit(model, data, 100, torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4))
+        result = evaluate(model, data)
+        accuracy[name] = result.test_correct / result.num_test
+    assert accuracy["gcn"] > accuracy["mlp"] + 0.3

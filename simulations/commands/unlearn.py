@@ -1,0 +1,145 @@
+"""``stamen unlearn RUN_DIR``: forget data from a finished run and compare with retraining.
+
+The run directory must hold ``config.json`` (the run config), ``summary.json`` (its
+``clients``) and ``model.pt`` (see :mod:`server.outputs`). The federation is rebuilt
+from the config with that many clients. For the run's own seed (``seed`` in
+``config.json``) the saved model is the original model; for every other seed of
+``--seeds`` the original model is retrained in-process by FedAvg with the run's
+config, initialised from that seed (the partition and splits stay those of the run).
+Retraining from scratch, every method and the evaluation then run in-process
+(:func:`unlearn.harness.run_request`).
+
+Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
+``unlearning.png``); an existing, non-empty folder there is refused unless
+``--overwrite`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from unlearn.harness import METHODS, parse_methods, parse_seeds, run_request
+from unlearn.requests import parse_request
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "unlearn",
+        help="forget a client, some nodes or a class from a finished run; compare with retraining",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a finished run's directory")
+    parser.add_argument(
+        "--request",
+        action="append",
+        required=True,
+        help="client:i, nodes:i:FRACTION or class:c (repeat for several requests)",
+    )
+    parser.add_argument("--method", default="all", help=f"all or a comma list of: {', '.join(METHODS)}")
+    parser.add_argument("--seeds", default="", help="comma-separated model seeds (default: the run's seed)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    parser.add_argument("--overwrite", action="store_true", help="replace earlier results of the same request")
+    parser.set_defaults(func=main)
+
+
+def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
+    """``(RunConfig, number of clients, saved state dict)`` of a run directory."""
+    from models.run_config import RunConfig
+
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"run directory {run_dir} not found")
+    for name in ("config.json", "summary.json", "model.pt"):
+        if not (run_dir / name).is_file():
+            raise FileNotFoundError(f"{run_dir / name} not found: is {run_dir} a finished run directory?")
+    try:
+        values = json.loads((run_dir / "config.json").read_text())
+        summary = json.loads((run_dir / "summary.json").read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{run_dir}: config.json or summary.json is not valid JSON ({error.msg})") from None
+    config = RunConfig.from_flower(values)
+    num_clients = summary.get("clients")
+    if not isinstance(num_clients, int) or num_clients < 1:
+        raise ValueError(f"{run_dir / 'summary.json'} has no positive 'clients' count")
+    try:
+        saved = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 - a corrupt file is one line for the user
+        raise ValueError(f"{run_dir / 'model.pt'} cannot be read ({type(error).__name__})") from None
+    if not isinstance(saved, dict) or "state_dict" not in saved:
+        raise ValueError(f"{run_dir / 'model.pt'} has no 'state_dict'")
+    spec = saved.get("spec", {})
+    for key in ("model", "hidden", "num_layers"):
+        if key in spec and spec[key] != getattr(config, key):
+            raise ValueError(
+                f"model.pt was saved for {key}={spec[key]!r} but config.json says {getattr(config, key)!r}"
+            )
+    return config, num_clients, saved["state_dict"]
+
+
+def main(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    run_dir = Path(args.run_dir).expanduser().resolve()
+    config, num_clients, state = load_run(run_dir)
+    methods = parse_methods(args.method)
+    seeds = parse_seeds(args.seeds) if args.seeds else [config.seed]
+    from graphs import FederationSpec, build_federation
+
+    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
+    num_classes = int(federation.clients[0].num_classes)
+    requests = [parse_request(text, num_clients, num_classes) for text in args.request]
+    out_dirs = []
+    for request in requests:
+        out = run_dir / "unlearn" / request.slug
+        if out.exists() and any(out.iterdir()) and not args.overwrite:
+            raise FileExistsError(f"{out} already holds results; pass --overwrite to replace them")
+        out_dirs.append(out)
+    # check the saved weights fit the rebuilt model before any long work
+    from unlearn.baselines import new_model
+
+    try:
+        new_model(config, federation.clients[0].num_features, num_classes, config.seed).load_state_dict(state)
+    except RuntimeError as error:
+        first = str(error).strip().splitlines()[0]
+        raise ValueError(f"model.pt does not fit the run's model: {first}") from None
+    err = Console(stderr=True)
+    command = "stamen unlearn " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["unlearn"] else ""
+    results = []
+    originals = {config.seed: state}  # filled with the other seeds' originals as they are trained
+    for request, out in zip(requests, out_dirs):
+        with err.status(f"{request}: starting") as status:
+            if err.is_terminal:
+
+                def progress(message: str, request=request) -> None:
+                    status.update(f"{request}: {message}")
+            else:  # a log file: one line per step
+
+                def progress(message: str, request=request) -> None:
+                    err.print(f"[unlearn] {request}: {message}", highlight=False)
+
+            result = run_request(config, num_clients, request, methods, seeds, originals=originals, progress=progress)
+        result["run_dir"] = str(run_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        from unlearn.report import bar_plot, markdown
+
+        (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+        (out / "report.md").write_text(markdown(result, command))
+        bar_plot(result, out / "unlearning.png")
+        results.append(result)
+    from unlearn.report import rich_table, targets_table
+
+    console = err if args.json else Console()
+    for result, out in zip(results, out_dirs):
+        console.print(rich_table(result))
+        console.print(targets_table(result))
+        console.print(f"wrote {out / 'report.md'}, {out / 'unlearning.png'}, {out / 'result.json'}")
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[0]))
+    return 0

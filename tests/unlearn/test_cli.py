@@ -1,0 +1,124 @@
+"""``stamen unlearn RUN_DIR`` end to end on a tiny saved run, and its one-line errors."""
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphs import FederationSpec, build_federation
+from server.outputs import save_model
+from simulations.commands import unlearn as command
+from unlearn.baselines import fedavg_train
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(argv):
+    """Mimic ``simulations.cli.main``: the listed errors become one line and exit 2."""
+    parser = argparse.ArgumentParser(prog="stamen")
+    command.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["unlearn", *argv])
+    try:
+        return args.func(args), ""
+    except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as error:
+        return 2, f"stamen unlearn: error: {error}"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A finished run's directory with the layout of server/outputs.py (config, summary, model)."""
+    from tests.unlearn.conftest import small_config
+
+    config = small_config(num_server_rounds=15, csbm_nodes=300)
+    path = tmp_path_factory.mktemp("runs") / "tiny"
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps(config.to_flower(), indent=2))
+    (path / "summary.json").write_text(json.dumps({"clients": 3, "rounds": 15}))
+    (path / "metrics.jsonl").write_text("")
+    model = fedavg_train(
+        build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients, config, seed=config.seed
+    )
+    save_model(path, model.state_dict(), config)
+    return path
+
+
+def test_end_to_end_json_files_and_no_silent_overwrite(run_dir, capsys):
+    code, message = run([str(run_dir), "--request", "class:1", "--method", "wash,laf", "--json"])
+    assert code == 0, message
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
+    assert printed["request"] == "class:1" and printed["seeds"] == [0]
+    assert printed["methods"] == ["original", "retrain", "wash", "laf"]
+    assert printed["per_seed"][0]["rows"]["original"]["source"] == "given"  # the saved model.pt
+    assert "retrain" in captured.err  # the table went to stderr
+    out = run_dir / "unlearn" / "class-1"
+    assert {p.name for p in out.iterdir()} == {"report.md", "unlearning.png", "result.json"}
+    assert json.loads((out / "result.json").read_text())["mean"] == printed["mean"]
+    report = (out / "report.md").read_text()
+    assert "| wash |" in report and "forgot-class test" in report and "\\|x\\|" in report
+    assert (out / "unlearning.png").read_bytes()[:4] == b"\x89PNG"
+    code, message = run([str(run_dir), "--request", "class:1", "--method", "wash"])
+    assert code == 2 and "already holds results" in message and "--overwrite" in message
+    code, message = run([str(run_dir), "--request", "class:1", "--method", "wash", "--overwrite"])
+    assert code == 0, message
+
+
+def test_table_on_screen_for_a_node_request(run_dir, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "220")
+    code, message = run([str(run_dir), "--request", "nodes:2:0.5", "--method", "wash"])
+    assert code == 0, message
+    out = capsys.readouterr().out
+    assert "nodes:2:0.5" in out and "MIA AUC" in out and "wash" in out
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--request", "client:3"], "client 3 is out of range 0..2"),
+        (["--request", "nodes:0:1.5"], "fraction 1.5 must lie in (0, 1]"),
+        (["--request", "nodes:0:0"], "fraction 0 must lie in (0, 1]"),
+        (["--request", "class:4"], "class 4 is out of range 0..3"),
+        (["--request", "class:1", "--method", "sisa"], "unknown method"),
+        (["--request", "class:1", "--seeds", "x"], "--seeds must be comma-separated integers"),
+    ],
+)
+def test_bad_input_is_one_line(run_dir, extra, needle):
+    code, message = run([str(run_dir), *extra])
+    assert code == 2
+    assert needle in message and "\n" not in message
+
+
+def test_bad_run_directories(tmp_path, run_dir):
+    code, message = run([str(tmp_path / "missing"), "--request", "class:1"])
+    assert code == 2 and "not found" in message
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("config.json", "summary.json"):
+        (broken / name).write_text((run_dir / name).read_text())
+    code, message = run([str(broken), "--request", "class:1"])
+    assert code == 2 and "model.pt not found" in message
+    (broken / "model.pt").write_bytes(b"not a checkpoint")
+    code, message = run([str(broken), "--request", "class:1"])
+    assert code == 2 and "cannot be read" in message and "\n" not in message
+
+
+def test_exit_code_and_single_stderr_line_in_a_real_process(run_dir):
+    code = (
+        "import argparse, sys; from simulations.commands import unlearn as c;"
+        "p = argparse.ArgumentParser(prog='stamen'); c.add_parser(p.add_subparsers(dest='command'));"
+        "from simulations import cli; cli.COMMANDS = (*cli.COMMANDS, c) if c not in cli.COMMANDS else cli.COMMANDS;"
+        "sys.exit(cli.main(sys.argv[1:]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, "unlearn", str(run_dir), "--request", "nodes:0:2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "fraction 2 must lie in (0, 1]" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,88 @@
+"""``laf``: label-agnostic (labels deleted or permuted change nothing), loss ranges, it forgets."""
+
+import math
+
+import pytest
+import torch
+
+from graphs import FederationSpec, build_federation
+from unlearn.baselines import fedavg_train
+from unlearn.laf import LAFConfig, alignment_loss, bounded, extractor_loss, laf
+from unlearn.requests import parse_request, split_federation
+
+
+@pytest.fixture(scope="module")
+def trained(request):
+    from tests.unlearn.conftest import small_config
+
+    config = small_config(num_server_rounds=20)
+    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), 3))
+    model = fedavg_train(federation.clients, config, seed=0)
+    split = split_federation(federation.clients, parse_request("class:1", 3, 4), seed=0)
+    return model, split
+
+
+def test_loss_terms_have_their_documented_ranges():
+    errors = torch.tensor([0.0, 1e-3, 0.5, 1.0, 10.0, 1e6])
+    values = bounded(errors)
+    assert values[0] == 1.0 and (values >= 1).all() and (values < math.e).all()
+    assert (values.diff() > 0).all()  # increasing in the error
+    assert extractor_loss(torch.zeros(4), torch.full((3,), 1e9)) > 1 - math.e
+    assert extractor_loss(torch.zeros(4), torch.full((3,), 1e9)) < 1 - math.e + 1e-6
+    assert extractor_loss(torch.full((4,), 1e9), torch.zeros(3)) < math.e - 1
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(20, 8, generator=g)
+    f = torch.randn(5, 8, generator=g)
+    for tau in (0.1, 1.0, 10.0):
+        # identical to the originals: remaining distance 0, forgotten distance 0 -> 0
+        assert alignment_loss(z, z, f, f, tau).abs() < 1e-6
+        # remaining flipped (distance 2), forgotten kept: the maximum 2
+        assert torch.isclose(alignment_loss(-z, z, f, f, tau), torch.tensor(2.0), atol=1e-5)
+        # remaining kept, forgotten flipped: the minimum -2
+        assert torch.isclose(alignment_loss(z, z, -f, f, tau), torch.tensor(-2.0), atol=1e-5)
+        random = alignment_loss(torch.randn(20, 8, generator=g), z, torch.randn(5, 8, generator=g), f, tau)
+        assert -2 <= float(random) <= 2
+
+
+def _weights(model):
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def test_laf_never_reads_labels(trained):
+    model, split = trained
+    base = laf(model, split.original, LAFConfig(steps=3, vae_epochs=30), seed=5)
+    permuted, deleted = [], []
+    g = torch.Generator().manual_seed(1)
+    for data in split.original:
+        p = data.clone()
+        p.y = p.y[torch.randperm(p.num_nodes, generator=g)]
+        permuted.append(p)
+        d = data.clone()
+        del d.y
+        assert "y" not in d
+        deleted.append(d)
+    with_permuted = laf(model, permuted, LAFConfig(steps=3, vae_epochs=30), seed=5)
+    with_deleted = laf(model, deleted, LAFConfig(steps=3, vae_epochs=30), seed=5)
+    assert torch.equal(_weights(base), _weights(with_permuted))
+    assert torch.equal(_weights(base), _weights(with_deleted))
+    # and it did change the encoder (not a no-op), but never the head
+    assert not torch.equal(_weights(base.encoder), _weights(model.encoder))
+    assert torch.equal(_weights(base.head), _weights(model.head))
+    other_seed = laf(model, split.original, LAFConfig(steps=3, vae_epochs=30), seed=6)
+    assert not torch.equal(_weights(base), _weights(other_seed))
+
+
+def test_laf_moves_forgotten_embeddings_more_than_remaining(trained):
+    model, split = trained
+    config = LAFConfig()
+    out = laf(model, split.original, config, seed=0)
+    assert config.info["extractor_loss"][-1] < config.info["extractor_loss"][0]
+    assert config.info["alignment_loss"][-1] < config.info["alignment_loss"][0]
+    with torch.no_grad():
+        moved_f, moved_r = [], []
+        for data in split.original:
+            before, after = model.embed(data.x, data.edge_index), out.embed(data.x, data.edge_index)
+            distance = 1 - torch.nn.functional.cosine_similarity(before, after, dim=1)
+            moved_f.append(distance[data.forget_mask])
+            moved_r.append(distance[data.train_mask & ~data.forget_mask])
+    assert torch.cat(moved_f).mean() > 3 * torch.cat(moved_r).mean()

@@ -1,0 +1,126 @@
+"""The figures of a request as a rich table, a Markdown report and a bar plot."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+COLUMNS = (
+    ("acc_remaining", "Dr acc"),
+    ("acc_forget", "Df acc"),
+    ("test_global", "test acc"),
+    ("test_client", "client test"),
+    ("test_forgotten_class", "forgot-class test"),
+    ("test_other_classes", "other-class test"),
+    ("mia_auc", "MIA AUC"),
+    ("gap_closure", "gap closure"),
+    ("seconds", "seconds"),
+    ("time_ratio", "time / retrain"),
+)
+
+
+def columns(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The columns that apply to the request (client test for client/node, class tests for class)."""
+    skip = {"test_forgotten_class", "test_other_classes"} if result["kind"] != "class" else {"test_client"}
+    return [(key, label) for key, label in COLUMNS if key not in skip]
+
+
+def fmt(value: Any, key: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if key == "seconds":
+        return f"{value:.3f}"
+    if key == "time_ratio":
+        return f"{value:.4f}"
+    return f"{value:.3f}"
+
+
+def title(result: dict[str, Any]) -> str:
+    return (
+        f"{result['request']} on {result['dataset']} ({result['model']}, {result['num_clients']} clients, "
+        f"{result['partitioner']}, {result['rounds']} rounds): {result['num_forget']} forgotten nodes, "
+        f"mean over seeds {','.join(map(str, result['seeds']))}"
+    )
+
+
+def rich_table(result: dict[str, Any]):
+    from rich.table import Table
+
+    table = Table(title=title(result))
+    table.add_column("method")
+    for _, label in columns(result):
+        table.add_column(label, justify="right")
+    for name in result["methods"]:
+        row = result["mean"][name]
+        table.add_row(name, *(fmt(row.get(key), key) for key, _ in columns(result)))
+    return table
+
+
+def targets_table(result: dict[str, Any]):
+    from rich.table import Table
+
+    table = Table(title="the issue's targets")
+    for name in ("method", "target", "value", "threshold", "met"):
+        table.add_column(name)
+    for check in result["targets"]:
+        met = {True: "yes", False: "NO", None: "-"}[check["met"]]
+        table.add_row(check["method"], check["target"], fmt(check["value"]), check["threshold"], met)
+    return table
+
+
+def markdown(result: dict[str, Any], command: str = "") -> str:
+    cols = columns(result)
+    lines = [f"# Unlearning {result['request']}", "", title(result) + ".", ""]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    lines += ["| method | " + " | ".join(label for _, label in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name in result["methods"]:
+        row = result["mean"][name]
+        lines.append(f"| {name} | " + " | ".join(fmt(row.get(k), k) for k, _ in cols) + " |")
+    lines += ["", "## Targets", "", "| method | target | value | threshold | met |", "|---|---|---|---|---|"]
+    for c in result["targets"]:
+        met = {True: "yes", False: "no", None: "-"}[c["met"]]
+        threshold = c["threshold"].replace("|", "\\|")  # a literal pipe would split the cell
+        lines.append(f"| {c['method']} | {c['target']} | {fmt(c['value'])} | {threshold} | {met} |")
+    lines += [
+        "",
+        "Accuracies on Dr and test nodes are measured on the remaining graphs (forgotten nodes and their edges",
+        "removed); Df accuracy and the membership-inference features on the graphs as trained. Gap closure is",
+        "(AUC_original - AUC_method) / (AUC_original - AUC_retrain) from the mean AUCs. Seconds: the method's wall",
+        "time (retrain: in-process FedAvg from scratch on the remaining federation).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def bar_plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    keys = [k for k, _ in columns(result) if k not in ("seconds", "time_ratio", "gap_closure")]
+    labels = dict(COLUMNS)
+    names = result["methods"]
+    figure, axis = plt.subplots(figsize=(max(8, 1.4 * len(keys)), 4))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        values = [result["mean"][name].get(k) for k in keys]
+        errors = [result["std"][name].get(k) or 0.0 for k in keys]
+        axis.bar(
+            np.arange(len(keys)) + i * width,
+            [np.nan if v is None else v for v in values],
+            width,
+            yerr=errors,
+            label=name,
+        )
+    axis.set_xticks(np.arange(len(keys)) + 0.4 - width / 2)
+    axis.set_xticklabels([labels[k] for k in keys], fontsize=8)
+    axis.set_ylim(0, 1.05)
+    axis.set_title(result["request"] + f" ({result['dataset']}, {result['num_clients']} clients)")
+    axis.legend(fontsize=7, ncol=4)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
