@@ -134,7 +134,7 @@ def bench_sim(args: argparse.Namespace) -> int:
             print(json.dumps(entry["flwr_run"]["per_round"]), flush=True)
     record = {
         "name": args.name,
-        "command": "stamen " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "",
+        "command": "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine_description(),
         "setting": {k: v for k, v in vars(args).items() if k not in ("func", "out", "bench", "command")},
