@@ -1,22 +1,30 @@
-"""Graph data in, client subgraphs out: datasets, partitioners, splits."""
+"""Graph data in, client subgraphs out: datasets, partitioners, splits.
 
-from graphs.csbm import make_csbm, sample_csbm
-from graphs.datasets import DATASETS, load_dataset
-from graphs.federation import Federation, FederationSpec, build_federation
-from graphs.partition import PARTITIONERS, client_subgraph, cut_edges, partition_nodes
-from graphs.splits import split_masks
+Attributes load on first use (PEP 562), so ``import graphs.names`` stays light.
+"""
 
-__all__ = [
-    "DATASETS",
-    "PARTITIONERS",
-    "Federation",
-    "FederationSpec",
-    "build_federation",
-    "client_subgraph",
-    "cut_edges",
-    "load_dataset",
-    "make_csbm",
-    "partition_nodes",
-    "sample_csbm",
-    "split_masks",
-]
+import importlib
+
+_SOURCES = {
+    "make_csbm": "graphs.csbm",
+    "make_paper_csbm": "graphs.csbm",
+    "sample_csbm": "graphs.csbm",
+    "load_dataset": "graphs.datasets",
+    "Federation": "graphs.federation",
+    "FederationSpec": "graphs.federation",
+    "build_federation": "graphs.federation",
+    "DATASETS": "graphs.names",
+    "PARTITIONERS": "graphs.names",
+    "client_subgraph": "graphs.partition",
+    "cut_edges": "graphs.partition",
+    "partition_nodes": "graphs.partition",
+    "split_masks": "graphs.splits",
+}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'graphs' has no attribute {name!r}")
+    return getattr(importlib.import_module(_SOURCES[name]), name)

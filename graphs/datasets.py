@@ -27,10 +27,9 @@ from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
 
 from graphs.csbm import make_csbm
+from graphs.names import DATASETS, PLANETOID
 
-PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 PLANETOID_RAW_FILES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-DATASETS = ("csbm", *PLANETOID, "cora_ml")
 
 
 def data_root(root: str | os.PathLike | None) -> Path | None:

@@ -24,7 +24,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import subgraph
 
-PARTITIONERS = ("louvain", "metis", "label-dirichlet")
+from graphs.names import PARTITIONERS
 
 
 def partition_nodes(

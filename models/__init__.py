@@ -1,5 +1,20 @@
-"""GNN node classifiers with an explicit encoder -> head split."""
+"""GNN node classifiers with an explicit encoder -> head split.
 
-from models.node_classifier import MODELS, NodeClassifier, build_model
+Attributes load on first use (PEP 562), so ``import models.run_config`` stays light.
+"""
 
-__all__ = ["MODELS", "NodeClassifier", "build_model"]
+import importlib
+
+_SOURCES = {
+    "MODELS": "models.names",
+    "NodeClassifier": "models.node_classifier",
+    "build_model": "models.node_classifier",
+}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'models' has no attribute {name!r}")
+    return getattr(importlib.import_module(_SOURCES[name]), name)

@@ -30,7 +30,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import APPNP, GATConv, GCNConv, SAGEConv, SimpleConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-MODELS = ("gcn", "sgc", "sage", "gat", "appnp", "mlp")
+from models.names import MODELS
 
 
 class GCNPropagation(nn.Module):

@@ -10,8 +10,8 @@ from flwr.app import Context
 from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
 
-from graphs import DATASETS, PARTITIONERS
-from models import MODELS
+from graphs.names import DATASETS, PARTITIONERS
+from models.names import MODELS
 from models.run_config import RunConfig
 from server import outputs
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm

@@ -18,8 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from models.run_config import RunConfig
 from server.loop import Row
 
@@ -115,7 +113,9 @@ def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
-def save_model(run_dir: Path, state_dict: dict[str, torch.Tensor], config: RunConfig) -> None:
+def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
+    import torch  # only at the end of a run: the ServerApp starts without PyTorch
+
     spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers}
     torch.save({"state_dict": state_dict, "spec": spec}, run_dir / "model.pt")
 
