@@ -8,6 +8,7 @@ KKT conditions turn the label-flip attack into a MILP.
 Modules: :mod:`certify.ntk` (closed-form NTKs, kernel validation), :mod:`certify.svm`
 (high-precision bias-free SVM), :mod:`certify.milp` (sample-wise, collective and
 multi-class certificates), :mod:`certify.screening` (sound bound and greedy attack),
+:mod:`certify.exhaustive` (exact sweep over all flip sets, shared by all targets),
 :mod:`certify.solvers` (HiGHS/CBC through PuLP), :mod:`certify.krr` (kernel ridge
 regression certificates), :mod:`certify.federated` (client-restricted attackers),
 :mod:`certify.partition`, :mod:`certify.data`, :mod:`certify.bruteforce` (exhaustive

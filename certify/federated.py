@@ -36,7 +36,7 @@ def combine_any(per_client: list[list[TargetOutcome]]) -> list[dict[int, str]]:
     return combined
 
 
-def certify_against_clients(k_ll, k_tl, y, c, budgets, owner, attacker, spec=SolverSpec(), k_tt=None):
+def certify_against_clients(k_ll, k_tl, y, c, budgets, owner, attacker, spec=SolverSpec(), k_tt=None, **method):
     """Sample-wise statuses when client ``attacker`` (an int or ``"any"``) flips its labels.
 
     ``owner[i]`` is the client of labelled position ``i``. Returns ``(outcomes, statuses)``
@@ -47,7 +47,7 @@ def certify_against_clients(k_ll, k_tl, y, c, budgets, owner, attacker, spec=Sol
     if attacker != "any" and int(attacker) not in set(owner.tolist()):
         raise ValueError(f"attacker client {attacker} owns no labelled node; clients: {sorted(set(owner.tolist()))}")
     outcomes = {
-        cl: certify_samplewise(k_ll, k_tl, y, c, budgets, flippable=(owner == cl), spec=spec, k_tt=k_tt)
+        cl: certify_samplewise(k_ll, k_tl, y, c, budgets, flippable=(owner == cl), spec=spec, k_tt=k_tt, **method)
         for cl in clients
     }
     statuses = combine_any([outcomes[cl] for cl in clients])

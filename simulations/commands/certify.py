@@ -73,7 +73,16 @@ def add_parser(subparsers) -> None:
     c.add_argument(
         "--decide", action="store_true", help="sample-wise decision MILP (infeasible = certified; no worst-case score)"
     )
-    c.add_argument("--no-screen", action="store_true", help="send every target to the MILP")
+    c.add_argument("--no-screen", action="store_true", help="no bound/greedy screening before a MILP")
+    c.add_argument(
+        "--method",
+        default="auto",
+        help="auto (default): exhaustive retraining sweep for budgets with at most --enumerate-limit "
+        "flip sets, MILP beyond; milp: always the MILP; enumerate: always the sweep",
+    )
+    c.add_argument(
+        "--enumerate-limit", type=int, default=20000, help="flip sets up to which auto sweeps (default 20000)"
+    )
     c.add_argument("--solver", default="highs", help="highs (default) or cbc")
     c.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP (default 60)")
     f = p.add_argument_group("federated attacker")
@@ -126,6 +135,9 @@ def _validate(args) -> dict:
     _choice(args.mode, MODES, "--mode")
     _choice(args.model, MODELS, "--model")
     _choice(args.solver, SOLVERS, "--solver")
+    _choice(args.method, ("auto", "milp", "enumerate"), "--method")
+    if args.enumerate_limit < 0:
+        raise ValueError(f"--enumerate-limit must be >= 0, got {args.enumerate_limit}")
     _choice(args.ntk_variant, VARIANTS, "--ntk-variant")
     if args.normalization is not None:
         _choice(args.normalization, ("row", "sym"), "--normalization")
@@ -298,6 +310,8 @@ def main(args) -> int:
         "model": args.model,
         "ntk_variant": args.ntk_variant if given_kernel is None else "user kernel",
         "solver": {"name": args.solver, "time_limit": args.time_limit},
+        "method": args.method,
+        "enumerate_limit": args.enumerate_limit,
         "budgets": cfg["budgets"],
         "attacker": cfg["attacker"] if args.clients is None else f"{cfg['attacker']} of {args.clients} clients",
         "seed": args.seed,
@@ -371,13 +385,15 @@ def _certify_arch(args, cfg, inst, kern, spec, owner, advance) -> dict:
     result["clean_accuracy"] = float(np.mean(pred == y_t))
     if args.mode == "collective":
         flippable = None
-        coll = certify_collective(k_ll, k_tl, y_l, C, cfg["budgets"], flippable, spec, k_tt=k_tt)
+        coll = certify_collective(
+            k_ll, k_tl, y_l, C, cfg["budgets"], flippable, spec, k_tt=k_tt, **_method_kwargs(args)
+        )
         advance(len(T))
         result["collective"] = {str(k): v for k, v in coll.items()}
         return result
     if binary and owner is not None and cfg["attacker"] != "all labels":
         outcomes, statuses = certify_against_clients(
-            k_ll, k_tl, y_l, C, cfg["budgets"], owner, cfg["attacker"], spec, k_tt
+            k_ll, k_tl, y_l, C, cfg["budgets"], owner, cfg["attacker"], spec, k_tt, **_method_kwargs(args)
         )
         first = next(iter(outcomes.values()))
         targets = []
@@ -409,6 +425,7 @@ def _certify_arch(args, cfg, inst, kern, spec, owner, advance) -> dict:
                 decide=args.decide,
                 k_tt=k_tt,
                 progress=advance,
+                **_method_kwargs(args),
             )
         else:
             outs = certify_multiclass(
@@ -510,6 +527,10 @@ def _certify_krr(args, cfg, inst, k_ll, k_tl, y_l, y_t, binary, result, advance)
     result["aggregates"] = aggregate_samplewise(records, cfg["budgets"])
     result["targets"] = records
     return result
+
+
+def _method_kwargs(args) -> dict:
+    return {"method": args.method, "enumerate_limit": args.enumerate_limit}
 
 
 def _spec(args):

@@ -155,3 +155,20 @@ def test_bad_kernel_and_graph_files(tmp_path):
     np.savez(tmp_path / "partial.npz", x=x, edge_index=edge_index)
     code, msg = run(["--graph", str(tmp_path / "partial.npz"), "--out", str(tmp_path / "o")])
     assert code == 2 and "lacks arrays y, labeled, targets" in msg
+
+
+def test_method_flag_milp_and_auto_agree(tmp_path):
+    outs = {}
+    for method in ("auto", "milp"):
+        out = tmp_path / method
+        code, msg = run([*TINY, "--arch", "sgc", "--method", method, "--out", str(out)])
+        assert code == 0, msg
+        payload = json.loads((out / "certificate.json").read_text())
+        assert payload["method"] == method
+        outs[method] = payload["architectures"]["sgc"]["targets"]
+    for a, b in zip(outs["auto"], outs["milp"]):
+        for k in ("1", "2"):
+            assert a["budgets"][k]["status"] == b["budgets"][k]["status"]
+        assert a["budgets"]["1"]["method"] == "enumerate"
+    code, msg = run([*TINY, "--method", "fast", "--out", str(tmp_path / "bad")])
+    assert code == 2 and "--method" in msg

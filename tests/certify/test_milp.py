@@ -101,13 +101,14 @@ def test_collective_count_equals_brute_force(c, make_problem):
         assert res.objective == bf.collective_count(scores[rows], signs)
 
 
-def test_collective_orchestration_with_screening_matches_oracle(make_problem):
+@pytest.mark.parametrize("method", ["milp", "enumerate"])
+def test_collective_orchestration_with_screening_matches_oracle(method, make_problem):
     k_ll, k_tl, k_tt, y = make_problem(6, m=8, num_targets=6)
     c = 1.0
     clean = KernelSVM(c).fit(k_ll, y)
     signs = np.where(k_tl @ clean.dual_coef_ >= 0, 1.0, -1.0)
     sets, scores = bf.all_scores(k_ll, k_tl, y, c, 2)
-    out = certify_collective(k_ll, k_tl, y, c, [0, 1, 2], spec=HIGHS, k_tt=k_tt)
+    out = certify_collective(k_ll, k_tl, y, c, [0, 1, 2], spec=HIGHS, k_tt=k_tt, method=method)
     for k in (1, 2):
         rows = [i for i, s in enumerate(sets) if len(s) <= k]
         assert out[k]["max_changed"] == bf.collective_count(scores[rows], signs)
@@ -126,17 +127,31 @@ def test_client_restricted_budget_matches_oracle(make_problem):
             assert set(res.flips) <= {0, 3, 5, 8}
 
 
-@pytest.mark.parametrize("screen", [True, False])
-def test_samplewise_statuses_match_oracle(screen, make_problem):
+@pytest.mark.parametrize(
+    "screen,method,limit",
+    [(True, "milp", 0), (False, "milp", 0), (True, "enumerate", 0), (True, "auto", 11), (False, "auto", 56)],
+)
+def test_samplewise_statuses_match_oracle(screen, method, limit, make_problem):
+    # auto with limit 11 sweeps budget 1 (11 sets) and leaves 2, 3 to screening + MILP;
+    # limit 56 sweeps budgets 1, 2 (56 sets) and leaves 3 to the MILP
     k_ll, k_tl, k_tt, y = make_problem(8, m=10, num_targets=5)
     c = 0.5
     clean, signs, sets, scores, _ = _oracle(k_ll, k_tl, y, c, 3)
-    outs = certify_samplewise(k_ll, k_tl, y, c, [0, 1, 2, 3], spec=HIGHS, screen=screen, k_tt=k_tt)
+    outs = certify_samplewise(
+        k_ll, k_tl, y, c, [0, 1, 2, 3], spec=HIGHS, screen=screen, k_tt=k_tt, method=method, enumerate_limit=limit
+    )
+    swept = {"milp": 0, "enumerate": 3, "auto": {11: 1, 56: 2}.get(limit)}[method]
     for t, out in enumerate(outs):
         for k in (0, 1, 2, 3):
             rows = [i for i, s in enumerate(sets) if len(s) <= k]
-            robust = np.min(signs[t] * scores[rows, t]) > 0
+            worst = np.min(signs[t] * scores[rows, t])
+            robust = worst > 0
             assert out.budgets[k].status == (CERTIFIED if robust else NOT_CERTIFIED), (t, k, out.budgets[k])
+            if 0 < k <= swept:
+                assert out.budgets[k].method == "enumerate"
+                assert out.budgets[k].worst_case_score == pytest.approx(signs[t] * worst, abs=1e-9)
+            elif k > swept:
+                assert out.budgets[k].method != "enumerate"
 
 
 def test_stability_radius_is_sound(make_problem):
@@ -184,6 +199,6 @@ def test_time_limit_is_never_certified(make_problem):
     sign = 1.0 if (k_tl @ clean.dual_coef_)[0] >= 0 else -1.0
     res = SampleWiseMILP(k_ll, y, 10.0, k_tl[0], sign, alpha_start=clean.alpha_).solve(3, tiny)
     assert res.status == "unknown" and "Time limit" in res.raw_status
-    outs = certify_samplewise(k_ll, k_tl, y, 10.0, [3], spec=tiny, screen=False)
+    outs = certify_samplewise(k_ll, k_tl, y, 10.0, [3], spec=tiny, screen=False, method="milp")
     for out in outs:
         assert out.budgets[3].status != CERTIFIED

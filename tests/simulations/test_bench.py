@@ -46,4 +46,4 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert baseline["wall_seconds"] > 0 and 0 <= baseline["final_test_acc"] <= 1
     assert entry["wall_ratio"] == run["total_wall_seconds"] / baseline["wall_seconds"]
     readme = (out / "README.md").read_text()
-    assert "## tiny" in readme and "| fedavg | 3 |" in readme
+    assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme
