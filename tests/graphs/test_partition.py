@@ -79,3 +79,16 @@ def test_splits_are_disjoint_deterministic_and_the_new_client_is_held_out():
     build_federation.cache_clear()
     again = build_federation(spec)
     assert all(torch.equal(a.train_mask, b.train_mask) for a, b in zip(federation.clients, again.clients))
+
+
+def test_partitions_are_cached_on_disk_by_content(cora, writable_cache, monkeypatch):
+    from graphs import federation
+
+    first = federation.cached_partition(cora, 7, "louvain", 3, 0.5)
+    files = list((writable_cache / "partitions").glob("*.npz"))
+    assert files, "the partition was not stored"
+    monkeypatch.setattr(federation, "partition_nodes", lambda *a, **k: pytest.fail("recomputed a cached partition"))
+    again = federation.cached_partition(cora, 7, "louvain", 3, 0.5)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again)) and len(again) == 7
+    with pytest.raises(pytest.fail.Exception):  # another seed is another partition
+        federation.cached_partition(cora, 7, "louvain", 4, 0.5)
