@@ -433,7 +433,7 @@ def certify_samplewise(
     method: str = "auto",
     enumerate_limit: int = ENUMERATE_LIMIT,
 ) -> list[TargetOutcome]:
-    """Sample-wise certificates of every target row of ``k_tl`` for each budget.
+    r"""Sample-wise certificates of every target row of ``k_tl`` for each budget.
 
     ``method``: ``auto`` (default) decides every budget whose number of flip sets
     :math:`\sum_{j\le k}\binom{m}{j}` is at most ``enumerate_limit`` by one exhaustive
