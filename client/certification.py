@@ -1,7 +1,8 @@
 """A client certifies its own predictions against label flips of its own labelled nodes.
 
 The task is binary, as in the certification literature: the client's two most frequent
-training classes, on the subgraph induced by their nodes. The labelled set is up to
+training classes, on the subgraph induced by their nodes (isolated nodes dropped, as
+``stamen certify`` does). The labelled set is up to
 ``certify-labels-per-class`` training nodes per class and the targets up to
 ``certify-targets`` test nodes, both drawn with the run's seed. The certificate is the
 exact MILP one of :mod:`certify` for the GNN's NTK + kernel SVM; only aggregate ratios
@@ -13,9 +14,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
 from torch_geometric.data import Data
-from torch_geometric.utils import subgraph
 
 from models import protocol as p
 from models.run_config import RunConfig
@@ -23,7 +22,8 @@ from models.run_config import RunConfig
 
 def certify_local(data: Data, config: RunConfig, partition_id: int) -> dict[str, float]:
     """Certified ratios of this client's targets, per budget, as a flat metrics dict."""
-    from certify.federated import client_certified_ratios  # MILP solvers load only when asked
+    from certify.data import select_classes  # MILP solvers load only when asked
+    from certify.federated import client_certified_ratios
 
     started = time.perf_counter()
     y = data.y.cpu().numpy()
@@ -32,10 +32,11 @@ def certify_local(data: Data, config: RunConfig, partition_id: int) -> dict[str,
     classes = np.argsort(-counts, kind="stable")[:2]
     if counts[classes[1]] == 0:  # fewer than two labelled classes: nothing to certify
         return {p.NUM_TARGETS: 0.0, p.CERTIFY_SECONDS: time.perf_counter() - started}
-    keep = np.isin(y, classes)
-    nodes = np.flatnonzero(keep)
-    edge_index, _ = subgraph(torch.as_tensor(nodes), data.edge_index.cpu(), relabel_nodes=True, num_nodes=len(y))
-    local_y, local_train, local_test = (y[nodes] == classes[0]).astype(np.int64), train[nodes], test[nodes]
+    x, edge_index, local_y, _, nodes = select_classes(
+        data.x.cpu().numpy(), data.edge_index.cpu().numpy(), y, [int(c) for c in classes], binary=True
+    )
+    local_y = 1 - local_y  # select_classes numbers classes in order; the client's largest is +1
+    local_train, local_test = train[nodes], test[nodes]
     rng = np.random.default_rng(config.seed * 7_919 + partition_id)
     labeled = np.concatenate(
         [
@@ -47,8 +48,8 @@ def certify_local(data: Data, config: RunConfig, partition_id: int) -> dict[str,
     if targets.size == 0:
         return {p.NUM_TARGETS: 0.0, p.CERTIFY_SECONDS: time.perf_counter() - started}
     ratios = client_certified_ratios(
-        data.x.cpu().numpy()[nodes],
-        edge_index.numpy(),
+        x,
+        edge_index,
         local_y,
         np.sort(labeled),
         targets,

@@ -96,7 +96,8 @@ def run_rounds(
         replies = exchange(grid, messages, timeout, min_clients, f"round {server_round}")
         exchanged = time.perf_counter()
         metrics = [reply.content[p.METRICS] for reply in replies]
-        pending.update({k: v for k, v in pooled_accuracies(metrics).items() if k.startswith("global_")})
+        accuracies = pooled_accuracies(metrics)
+        pending.update({k: v for k, v in accuracies.items() if k.startswith("global_")})
         if len(pending) > 1:
             on_row(pending)
         if aggregates:
@@ -109,7 +110,7 @@ def run_rounds(
             "clients": len(replies),
             "devices": sorted({str(reply.content[p.CLIENT_INFO][p.DEVICE]) for reply in replies}),
             **training_figures(metrics),
-            **{k: v for k, v in pooled_accuracies(metrics).items() if not k.startswith("global_")},
+            **{k: v for k, v in accuracies.items() if not k.startswith("global_")},
             "exchange_seconds": exchanged - started,
             "aggregate_seconds": time.perf_counter() - exchanged,
             "seconds": time.perf_counter() - started,
