@@ -1,238 +1,42 @@
 """``stamen bench``: the project's headline figures, measured, into ``benchmarks/``.
 
-``stamen bench sim`` runs real ``flwr run`` simulations (one per algorithm and client
-count) and, side by side in the same session, the in-process FedAvg loop of
-:mod:`simulations.baseline` on the same federation. Each benchmark writes
-``<out>/<name>.json``; ``<out>/README.md`` is regenerated from every JSON file there.
-Benchmarks report what the code measured on that run; nothing here is a pass/fail test.
+Each benchmark (a module of :mod:`simulations.benches`) writes ``<out>/<name>.json``;
+``<out>/README.md`` is regenerated from every record there. Benchmarks report what
+the code measured on that run; nothing here is a pass/fail test.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import platform
-import shlex
-import subprocess
-import sys
 from pathlib import Path
-from statistics import mean
-from typing import Any
+from types import ModuleType
 
-from simulations.commands.run import prepare, simulate
+from simulations.benches import sim
+from simulations.benches.records import new_record, write_readme
 
-STEADY_KEYS = (
-    "seconds",
-    "exchange_seconds",
-    "aggregate_seconds",
-    "client_train_seconds_max",
-    "client_train_seconds_sum",
-    "client_eval_seconds_sum",
-)
+BENCHES: tuple[ModuleType, ...] = (sim,)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("bench", help="measure the headline figures into benchmarks/")
     benches = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
-    sim = benches.add_parser("sim", help="flwr run simulations against an in-process FedAvg loop")
-    sim.add_argument("--dataset", default="cora")
-    sim.add_argument("--data-root", default="")
-    sim.add_argument("--clients", default="10", help="comma-separated client counts, e.g. 10,50,100")
-    sim.add_argument("--partitioner", default="louvain")
-    sim.add_argument("--algorithms", default="fedavg", help="comma-separated, e.g. fedavg,fedprox,local")
-    sim.add_argument("--rounds", type=int, default=100)
-    sim.add_argument("--model", default="gcn")
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--csbm-nodes", type=int, default=3000)
-    sim.add_argument("--cpus-per-client", type=int, default=1)
-    sim.add_argument("--no-baseline", action="store_true", help="skip the in-process loop")
-    sim.add_argument("--name", default="sim", help="benchmark name: <out>/<name>.json")
-    sim.add_argument("--out", default="benchmarks", help="output folder")
-    sim.set_defaults(func=bench_sim)
+    for bench in BENCHES:
+        sub = benches.add_parser(bench.NAME, help=bench.HELP, description=bench.__doc__)
+        bench.add_arguments(sub)
+        sub.add_argument("--name", default=bench.NAME, help="benchmark name: <out>/<name>.json")
+        sub.add_argument("--out", default="benchmarks", help="output folder")
+        sub.set_defaults(func=run_bench, module=bench)
 
 
-def _int_list(text: str, what: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError as error:
-        raise ValueError(f"{what} must be comma-separated integers, got {text!r}") from error
-    if not values or min(values) < 1:
-        raise ValueError(f"{what} must be positive integers, got {text!r}")
-    return values
-
-
-def per_round_breakdown(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean seconds per round after the first (which carries start-up), by part."""
-    steady = [row for row in rows if row.get("round", 0) >= 2 and "seconds" in row]
-    if not steady:
-        steady = [row for row in rows if "seconds" in row]
-    figures = {key: mean(row[key] for row in steady) for key in STEADY_KEYS}
-    first = next((row for row in rows if row.get("round") == 1), None)
-    figures["first_round_seconds"] = first["seconds"] if first else float("nan")
-    return figures
-
-
-def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
-    """The in-process loop in a fresh process, so its time and peak memory are its own."""
-    code = (
-        "import json, sys, torch; torch.set_num_threads(1);"
-        "from models.run_config import RunConfig; from simulations.baseline import in_process_fedavg;"
-        f"print(json.dumps(in_process_fedavg(RunConfig.from_flower(json.loads(sys.argv[1])), {num_clients})))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(overrides)], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"the in-process baseline failed: {result.stderr.strip().splitlines()[-1]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def bench_sim(args: argparse.Namespace) -> int:
+def run_bench(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    results: list[dict[str, Any]] = []
-    for num_clients in _int_list(args.clients, "--clients"):
-        for algorithm in [a.strip() for a in args.algorithms.split(",") if a.strip()]:
-            overrides = {
-                "algorithm": algorithm,
-                "dataset": args.dataset,
-                "data-root": str(Path(args.data_root).resolve()) if args.data_root else "",
-                "partitioner": args.partitioner,
-                "num-server-rounds": args.rounds,
-                "model": args.model,
-                "seed": args.seed,
-                "csbm-nodes": args.csbm_nodes,
-                "output-dir": str(out / "runs"),
-            }
-            run_overrides = [" ".join(f"{k}={json.dumps(v)}" for k, v in overrides.items())]
-            federation_overrides = [f"num-supernodes={num_clients} client-resources-num-cpus={args.cpus_per_client}"]
-            config, federation = prepare(run_overrides, federation_overrides)
-            print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
-            summary = simulate(config, federation, stream=False)
-            rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
-            breakdown = per_round_breakdown(rows)
-            entry: dict[str, Any] = {
-                "algorithm": algorithm,
-                "clients": num_clients,
-                "flwr_run": {
-                    "total_wall_seconds": summary["total_wall_seconds"],
-                    "peak_memory_gb": summary["peak_memory_gb"],
-                    "final_test_acc": summary["final"]["global_test_acc"] or summary["final"]["test_acc"],
-                    "test_acc_at_best_val": summary["best"]["global_test_acc"] or summary["best"]["test_acc"],
-                    "max_test_acc": summary["max_test_acc"],
-                    "start_up_seconds": summary["total_wall_seconds"] - sum(r.get("seconds", 0) for r in rows),
-                    "per_round": breakdown,
-                    "run_dir": summary["run_dir"],
-                },
-            }
-            if algorithm == "fedavg" and not args.no_baseline:
-                print(f"[bench sim] in-process FedAvg loop, {num_clients} clients ...", flush=True)
-                entry["in_process"] = _baseline({k: v for k, v in overrides.items() if k != "output-dir"}, num_clients)
-                entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / entry["in_process"]["wall_seconds"]
-            results.append(entry)
-            print(json.dumps(entry["flwr_run"]["per_round"]), flush=True)
-    record = {
-        "name": args.name,
-        "command": "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": machine_description(),
-        "setting": {k: v for k, v in vars(args).items() if k not in ("func", "out", "bench", "command")},
-        "results": results,
-    }
+    bench: ModuleType = args.module
+    results = bench.run(args)
+    setting = {k: v for k, v in vars(args).items() if k not in ("func", "module", "out", "bench", "command")}
+    record = new_record(bench.NAME, args.name, setting, results)
     (out / f"{args.name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    write_readme(out)
-    print_sim_table(record)
+    write_readme(out, {b.NAME: b.markdown for b in BENCHES})
+    bench.print_table(record)
     return 0
-
-
-def machine_description() -> dict[str, Any]:
-    import os
-
-    import flwr
-    import torch
-    import torch_geometric
-
-    return {
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "torch": torch.__version__,
-        "flwr": flwr.__version__,
-        "torch_geometric": torch_geometric.__version__,
-    }
-
-
-def sim_rows(record: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for entry in record["results"]:
-        run, base = entry["flwr_run"], entry.get("in_process")
-        per_round = run["per_round"]
-        rows.append(
-            [
-                entry["algorithm"],
-                str(entry["clients"]),
-                f"{run['total_wall_seconds']:.1f}",
-                f"{run['start_up_seconds']:.1f}",
-                f"{per_round['first_round_seconds']:.1f}",
-                f"{per_round['seconds']:.3f}",
-                f"{per_round['client_train_seconds_max']:.3f}",
-                f"{run['peak_memory_gb']:.2f}",
-                f"{run['test_acc_at_best_val']:.3f} / {run['max_test_acc']:.3f}",
-                f"{base['wall_seconds']:.1f}" if base else "-",
-                f"{base['test_acc_at_best_val']:.3f} / {base['max_test_acc']:.3f}" if base else "-",
-                f"{entry['wall_ratio']:.2f}x" if base else "-",
-            ]
-        )
-    return rows
-
-
-SIM_COLUMNS = [
-    "algorithm",
-    "clients",
-    "flwr run wall s",
-    "s before round 1",
-    "round 1 s",
-    "s / later round",
-    "client train s / round (max)",
-    "peak GB",
-    "test acc (best val / max)",
-    "in-process wall s",
-    "in-process test acc",
-    "wall ratio",
-]
-
-
-def print_sim_table(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"stamen bench {record['name']}")
-    for column in SIM_COLUMNS:
-        table.add_column(column, justify="right")
-    for row in sim_rows(record):
-        table.add_row(*row)
-    Console().print(table)
-
-
-def write_readme(out: Path) -> None:
-    """Regenerate ``<out>/README.md`` from every benchmark JSON in ``out``."""
-    lines = ["# Benchmarks", "", "Generated by `stamen bench`; every figure is what that run measured.", ""]
-    for path in sorted(out.glob("*.json")):
-        record = json.loads(path.read_text())
-        if not record.get("results") or "flwr_run" not in record["results"][0]:
-            continue  # another command's record (e.g. certify.json, described in its own .md)
-        machine = record["machine"]
-        lines += [
-            f"## {record['name']}",
-            "",
-            f"`{record['command']}` on {record['date']}: {machine['platform']}, {machine['cpus']} CPUs, "
-            f"Python {machine['python']}, torch {machine['torch']}, flwr {machine['flwr']}, "
-            f"PyG {machine['torch_geometric']}.",
-            "",
-        ]
-        if record["results"] and "flwr_run" in record["results"][0]:
-            lines += ["| " + " | ".join(SIM_COLUMNS) + " |", "|" + "---|" * len(SIM_COLUMNS)]
-            lines += ["| " + " | ".join(row) + " |" for row in sim_rows(record)]
-            lines.append("")
-    (out / "README.md").write_text("\n".join(lines) + "\n")

@@ -1,0 +1,174 @@
+"""``stamen bench sim``: ``flwr run`` simulations against the in-process FedAvg loop.
+
+One real ``flwr run`` per algorithm and client count and, side by side in the same
+session, the in-process FedAvg loop of :mod:`simulations.baseline` on the same
+federation (in a fresh process, so its time and peak memory are its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from simulations.benches.records import int_list, markdown_table
+from simulations.commands.run import prepare, simulate
+
+NAME = "sim"
+HELP = "flwr run simulations against an in-process FedAvg loop"
+
+STEADY_KEYS = (
+    "seconds",
+    "exchange_seconds",
+    "aggregate_seconds",
+    "client_train_seconds_max",
+    "client_train_seconds_sum",
+    "client_eval_seconds_sum",
+)
+
+
+def add_arguments(sim: argparse.ArgumentParser) -> None:
+    sim.add_argument("--dataset", default="cora")
+    sim.add_argument("--data-root", default="")
+    sim.add_argument("--clients", default="10", help="comma-separated client counts, e.g. 10,50,100")
+    sim.add_argument("--partitioner", default="louvain")
+    sim.add_argument("--algorithms", default="fedavg", help="comma-separated, e.g. fedavg,fedprox,local")
+    sim.add_argument("--rounds", type=int, default=100)
+    sim.add_argument("--model", default="gcn")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--csbm-nodes", type=int, default=3000)
+    sim.add_argument("--cpus-per-client", type=int, default=1)
+    sim.add_argument("--no-baseline", action="store_true", help="skip the in-process loop")
+
+
+def per_round_breakdown(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean seconds per round after the first (which carries start-up), by part."""
+    steady = [row for row in rows if row.get("round", 0) >= 2 and "seconds" in row]
+    if not steady:
+        steady = [row for row in rows if "seconds" in row]
+    figures = {key: mean(row[key] for row in steady) for key in STEADY_KEYS}
+    first = next((row for row in rows if row.get("round") == 1), None)
+    figures["first_round_seconds"] = first["seconds"] if first else float("nan")
+    return figures
+
+
+def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
+    """The in-process loop in a fresh process, so its time and peak memory are its own."""
+    code = (
+        "import json, sys, torch; torch.set_num_threads(1);"
+        "from models.run_config import RunConfig; from simulations.baseline import in_process_fedavg;"
+        f"print(json.dumps(in_process_fedavg(RunConfig.from_flower(json.loads(sys.argv[1])), {num_clients})))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(overrides)], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"the in-process baseline failed: {result.stderr.strip().splitlines()[-1]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One ``flwr run`` per client count and algorithm; the in-process loop beside FedAvg."""
+    out = Path(args.out).resolve()
+    results: list[dict[str, Any]] = []
+    for num_clients in int_list(args.clients, "--clients"):
+        for algorithm in [a.strip() for a in args.algorithms.split(",") if a.strip()]:
+            overrides = {
+                "algorithm": algorithm,
+                "dataset": args.dataset,
+                "data-root": str(Path(args.data_root).resolve()) if args.data_root else "",
+                "partitioner": args.partitioner,
+                "num-server-rounds": args.rounds,
+                "model": args.model,
+                "seed": args.seed,
+                "csbm-nodes": args.csbm_nodes,
+                "output-dir": str(out / "runs"),
+            }
+            run_overrides = [" ".join(f"{k}={json.dumps(v)}" for k, v in overrides.items())]
+            federation_overrides = [f"num-supernodes={num_clients} client-resources-num-cpus={args.cpus_per_client}"]
+            config, federation = prepare(run_overrides, federation_overrides)
+            print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
+            summary = simulate(config, federation, stream=False)
+            rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+            breakdown = per_round_breakdown(rows)
+            entry: dict[str, Any] = {
+                "algorithm": algorithm,
+                "clients": num_clients,
+                "flwr_run": {
+                    "total_wall_seconds": summary["total_wall_seconds"],
+                    "peak_memory_gb": summary["peak_memory_gb"],
+                    "final_test_acc": summary["final"]["global_test_acc"] or summary["final"]["test_acc"],
+                    "test_acc_at_best_val": summary["best"]["global_test_acc"] or summary["best"]["test_acc"],
+                    "max_test_acc": summary["max_test_acc"],
+                    "start_up_seconds": summary["total_wall_seconds"] - sum(r.get("seconds", 0) for r in rows),
+                    "per_round": breakdown,
+                    "run_dir": summary["run_dir"],
+                },
+            }
+            if algorithm == "fedavg" and not args.no_baseline:
+                print(f"[bench sim] in-process FedAvg loop, {num_clients} clients ...", flush=True)
+                entry["in_process"] = _baseline({k: v for k, v in overrides.items() if k != "output-dir"}, num_clients)
+                entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / entry["in_process"]["wall_seconds"]
+            results.append(entry)
+            print(json.dumps(entry["flwr_run"]["per_round"]), flush=True)
+    return results
+
+
+def sim_rows(record: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for entry in record["results"]:
+        run, base = entry["flwr_run"], entry.get("in_process")
+        per_round = run["per_round"]
+        rows.append(
+            [
+                entry["algorithm"],
+                str(entry["clients"]),
+                f"{run['total_wall_seconds']:.1f}",
+                f"{run['start_up_seconds']:.1f}",
+                f"{per_round['first_round_seconds']:.1f}",
+                f"{per_round['seconds']:.3f}",
+                f"{per_round['client_train_seconds_max']:.3f}",
+                f"{run['peak_memory_gb']:.2f}",
+                f"{run['test_acc_at_best_val']:.3f} / {run['max_test_acc']:.3f}",
+                f"{base['wall_seconds']:.1f}" if base else "-",
+                f"{base['test_acc_at_best_val']:.3f} / {base['max_test_acc']:.3f}" if base else "-",
+                f"{entry['wall_ratio']:.2f}x" if base else "-",
+            ]
+        )
+    return rows
+
+
+SIM_COLUMNS = [
+    "algorithm",
+    "clients",
+    "flwr run wall s",
+    "s before round 1",
+    "round 1 s",
+    "s / later round",
+    "client train s / round (max)",
+    "peak GB",
+    "test acc (best val / max)",
+    "in-process wall s",
+    "in-process test acc",
+    "wall ratio",
+]
+
+
+def markdown(record: dict[str, Any]) -> list[str]:
+    return markdown_table(SIM_COLUMNS, sim_rows(record))
+
+
+def print_table(record: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"stamen bench {record['name']}")
+    for column in SIM_COLUMNS:
+        table.add_column(column, justify="right")
+    for row in sim_rows(record):
+        table.add_row(*row)
+    Console().print(table)
