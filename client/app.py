@@ -45,7 +45,7 @@ def _job(context: Context) -> LocalJob:
 
 
 def _received_model(job: LocalJob, message: Message) -> NodeClassifier:
-    model = job.new_model()
+    model = job.model()
     received = message.content[p.ARRAYS]
     if len(received) > 0:  # round 1 sends no weights: every client built the same seeded ones
         model.load_state_dict(received.to_torch_state_dict())
@@ -79,41 +79,55 @@ def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) 
     return Message(content=content, reply_to=message)
 
 
+class Laps:
+    """Wall time of a handler's phases, summed per phase key (reported to the server)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, key: str) -> None:
+        now = time.perf_counter()
+        self.seconds[key] = self.seconds.get(key, 0.0) + now - self._last
+        self._last = now
+
+
 @app.train()
 def train(message: Message, context: Context) -> Message:
+    laps = Laps()
     job = _job(context)
     algorithm = client_algorithm(job.config.algorithm)
     round_config = message.content[p.CONFIG]
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
     model = _received_model(job, message)
+    laps.lap(p.SETUP_SECONDS)
 
-    started = time.perf_counter()
     metrics: dict = {}
     if algorithm.USES_GLOBAL_MODEL:
         metrics.update(_counts(evaluate(model, job.data), GLOBAL_KEYS))
-    evaluated = time.perf_counter()
+    laps.lap(p.EVAL_SECONDS)
 
     # Dropout draws differ per client and round, and repeat with the run's seed.
     torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
-    loss = algorithm.train(model, job, round_config)
-    trained = time.perf_counter()
+    metrics[p.TRAIN_LOSS] = algorithm.train(model, job, round_config)
+    laps.lap(p.TRAIN_SECONDS)
     metrics.update(_counts(evaluate(model, job.data), LOCAL_KEYS))
-    metrics.update(
-        {
-            p.TRAIN_LOSS: loss,
-            p.TRAIN_SECONDS: trained - evaluated,
-            p.EVAL_SECONDS: (evaluated - started) + (time.perf_counter() - trained),
-        }
-    )
-    return _reply(message, job, ArrayRecord(model.state_dict()), metrics)
+    laps.lap(p.EVAL_SECONDS)
+    arrays = ArrayRecord(model.state_dict())
+    laps.lap(p.PACK_SECONDS)
+    metrics.update(laps.seconds)
+    return _reply(message, job, arrays, metrics)
 
 
 @app.evaluate()
 def evaluate_received(message: Message, context: Context) -> Message:
+    laps = Laps()
     job = _job(context)
-    started = time.perf_counter()
-    metrics = _counts(evaluate(_received_model(job, message), job.data), GLOBAL_KEYS)
-    metrics[p.EVAL_SECONDS] = time.perf_counter() - started
+    model = _received_model(job, message)
+    laps.lap(p.SETUP_SECONDS)
+    metrics = _counts(evaluate(model, job.data), GLOBAL_KEYS)
+    laps.lap(p.EVAL_SECONDS)
+    metrics.update(laps.seconds)
     return _reply(message, job, ArrayRecord(), metrics)
 
 

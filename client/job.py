@@ -35,18 +35,28 @@ class LocalJob:
     device: torch.device
     state: RecordDict
 
-    def new_model(self) -> NodeClassifier:
-        """The initial model; every client builds the same weights from the run's seed."""
-        torch.manual_seed(self.config.seed)
-        model = build_model(
+    def model(self) -> NodeClassifier:
+        """This process's model for the run, reset to the initial weights of the run's seed.
+
+        Every client starts from the same seeded weights. Building a PyG model (signature
+        inspection, random initialisation) costs about as much as a local epoch on a Cora
+        client, so a process builds each architecture once and resets it on every call:
+        the same object comes back each time, to be used within one message (Flower hands
+        a process one message at a time).
+        """
+        model, initial = _initial_model(
             self.config.model,
             self.data.num_features,
             int(self.data.num_classes),
-            hidden=self.config.hidden,
-            num_layers=self.config.num_layers,
-            dropout=self.config.dropout,
+            self.config.hidden,
+            self.config.num_layers,
+            self.config.dropout,
+            self.config.seed,
+            self.device,
         )
-        return model.to(self.device)
+        model.load_state_dict(initial)
+        model.zero_grad(set_to_none=True)
+        return model
 
     def optimizer(self, model: NodeClassifier) -> torch.optim.Adam:
         """Adam over ``model``, resuming this client's moment estimates from earlier rounds.
@@ -71,3 +81,20 @@ def client_data(spec: FederationSpec, partition_id: int, device: torch.device) -
     if not 0 <= partition_id < spec.num_clients:
         raise ValueError(f"partition-id {partition_id} is outside 0..{spec.num_clients - 1}")
     return build_federation(spec).clients[partition_id].to(device)
+
+
+@functools.lru_cache(maxsize=8)
+def _initial_model(
+    name: str,
+    in_dim: int,
+    num_classes: int,
+    hidden: int,
+    num_layers: int,
+    dropout: float,
+    seed: int,
+    device: torch.device,
+) -> tuple[NodeClassifier, dict[str, torch.Tensor]]:
+    torch.manual_seed(seed)
+    model = build_model(name, in_dim, num_classes, hidden=hidden, num_layers=num_layers, dropout=dropout)
+    model = model.to(device)
+    return model, {key: value.detach().clone() for key, value in model.state_dict().items()}

@@ -47,13 +47,21 @@ def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
 
 
 def training_figures(metrics: list[MetricRecord]) -> Row:
-    """Training loss (weighted by training nodes) and the clients' compute times."""
+    """Training loss (weighted by training nodes) and where the clients' time went.
+
+    ``client_<phase>_seconds_sum`` adds a phase over clients (the compute the round
+    needs); ``client_handler_seconds_max`` is the slowest client's whole handler, the
+    least time any schedule of the round could take.
+    """
     examples = sum(int(m[p.NUM_EXAMPLES]) for m in metrics)
+    phases = {"setup": p.SETUP_SECONDS, "train": p.TRAIN_SECONDS, "eval": p.EVAL_SECONDS, "pack": p.PACK_SECONDS}
+    handler = [sum(float(m[key]) for key in phases.values()) for m in metrics]
     return {
         "train_loss": sum(float(m[p.TRAIN_LOSS]) * int(m[p.NUM_EXAMPLES]) for m in metrics) / max(examples, 1),
         "client_train_seconds_max": max(float(m[p.TRAIN_SECONDS]) for m in metrics),
-        "client_train_seconds_sum": sum(float(m[p.TRAIN_SECONDS]) for m in metrics),
-        "client_eval_seconds_sum": sum(float(m[p.EVAL_SECONDS]) for m in metrics),
+        **{f"client_{name}_seconds_sum": sum(float(m[key]) for m in metrics) for name, key in phases.items()},
+        "client_handler_seconds_sum": sum(handler),
+        "client_handler_seconds_max": max(handler),
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,12 @@ STEADY_KEYS = (
     "exchange_seconds",
     "aggregate_seconds",
     "client_train_seconds_max",
+    "client_handler_seconds_max",
+    "client_handler_seconds_sum",
+    "client_setup_seconds_sum",
     "client_train_seconds_sum",
     "client_eval_seconds_sum",
+    "client_pack_seconds_sum",
 )
 
 
@@ -45,12 +50,18 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--no-baseline", action="store_true", help="skip the in-process loop")
 
 
-def per_round_breakdown(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean seconds per round after the first (which carries start-up), by part."""
+def per_round_breakdown(rows: list[dict[str, Any]], actors: int) -> dict[str, float]:
+    """Mean seconds per round after the first (which carries start-up), by part.
+
+    ``engine_seconds`` is what the exchange took beyond the clients' own handlers
+    spread over the ``actors`` that ran them in parallel: Flower's message passing,
+    polling, scheduling on Ray actors and the transfer of each client's context.
+    """
     steady = [row for row in rows if row.get("round", 0) >= 2 and "seconds" in row]
     if not steady:
         steady = [row for row in rows if "seconds" in row]
     figures = {key: mean(row[key] for row in steady) for key in STEADY_KEYS}
+    figures["engine_seconds"] = figures["exchange_seconds"] - figures["client_handler_seconds_sum"] / actors
     first = next((row for row in rows if row.get("round") == 1), None)
     figures["first_round_seconds"] = first["seconds"] if first else float("nan")
     return figures
@@ -94,7 +105,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
             summary = simulate(config, federation, stream=False)
             rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
-            breakdown = per_round_breakdown(rows)
+            actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
+            breakdown = per_round_breakdown(rows, actors)
             entry: dict[str, Any] = {
                 "algorithm": algorithm,
                 "clients": num_clients,
@@ -105,6 +117,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "test_acc_at_best_val": summary["best"]["global_test_acc"] or summary["best"]["test_acc"],
                     "max_test_acc": summary["max_test_acc"],
                     "start_up_seconds": summary["total_wall_seconds"] - sum(r.get("seconds", 0) for r in rows),
+                    "outside_server_app_seconds": summary["total_wall_seconds"] - summary["wall_seconds"],
+                    "actors": actors,
                     "per_round": breakdown,
                     "run_dir": summary["run_dir"],
                 },
@@ -158,17 +172,75 @@ SIM_COLUMNS = [
 ]
 
 
+BREAKDOWN_COLUMNS = [
+    "algorithm",
+    "clients",
+    "actors",
+    "s / round",
+    "exchange",
+    "aggregate",
+    "client handlers (sum)",
+    "setup (sum)",
+    "train (sum)",
+    "eval (sum)",
+    "pack (sum)",
+    "slowest handler",
+    "engine",
+    "outside ServerApp s",
+    "round 1 s",
+]
+
+
+def breakdown_rows(record: dict[str, Any]) -> list[list[str]]:
+    """Where a steady round's seconds went (see :func:`per_round_breakdown`)."""
+    rows = []
+    for entry in record["results"]:
+        run = entry["flwr_run"]
+        if "engine_seconds" not in run["per_round"]:
+            continue  # recorded before the breakdown existed
+        per_round = run["per_round"]
+        rows.append(
+            [entry["algorithm"], str(entry["clients"]), str(run["actors"])]
+            + [
+                f"{per_round[key]:.3f}"
+                for key in (
+                    "seconds",
+                    "exchange_seconds",
+                    "aggregate_seconds",
+                    "client_handler_seconds_sum",
+                    "client_setup_seconds_sum",
+                    "client_train_seconds_sum",
+                    "client_eval_seconds_sum",
+                    "client_pack_seconds_sum",
+                    "client_handler_seconds_max",
+                    "engine_seconds",
+                )
+            ]
+            + [f"{run['outside_server_app_seconds']:.1f}", f"{per_round['first_round_seconds']:.1f}"]
+        )
+    return rows
+
+
 def markdown(record: dict[str, Any]) -> list[str]:
-    return markdown_table(SIM_COLUMNS, sim_rows(record))
+    lines = markdown_table(SIM_COLUMNS, sim_rows(record))
+    breakdown = breakdown_rows(record)
+    if breakdown:
+        lines += ["", "Seconds per steady round, by part:", ""] + markdown_table(BREAKDOWN_COLUMNS, breakdown)
+    return lines
 
 
 def print_table(record: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"stamen bench {record['name']}")
-    for column in SIM_COLUMNS:
-        table.add_column(column, justify="right")
-    for row in sim_rows(record):
-        table.add_row(*row)
-    Console().print(table)
+    console = Console()
+    for title, columns, rows in (
+        (f"stamen bench {record['name']}", SIM_COLUMNS, sim_rows(record)),
+        ("seconds per steady round, by part", BREAKDOWN_COLUMNS, breakdown_rows(record)),
+    ):
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(column, justify="right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)

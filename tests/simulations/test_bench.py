@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def test_bench_sim_writes_json_and_readme(tmp_path):
     out = tmp_path / "benchmarks"
@@ -39,7 +41,16 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert entry["clients"] == 3 and entry["algorithm"] == "fedavg"
     run = entry["flwr_run"]
     assert run["total_wall_seconds"] > run["start_up_seconds"] > 0
-    assert 0 < run["per_round"]["client_train_seconds_max"] <= run["per_round"]["seconds"]
+    per_round = run["per_round"]
+    assert 0 < per_round["client_train_seconds_max"] <= per_round["seconds"]
+    parts = ("setup", "train", "eval", "pack")
+    assert per_round["client_handler_seconds_sum"] == pytest.approx(
+        sum(per_round[f"client_{part}_seconds_sum"] for part in parts)
+    )
+    assert per_round["client_handler_seconds_max"] <= per_round["exchange_seconds"]
+    assert per_round["engine_seconds"] == pytest.approx(
+        per_round["exchange_seconds"] - per_round["client_handler_seconds_sum"] / run["actors"]
+    )
     assert run["peak_memory_gb"] > 0.1  # server, engine and client processes were all sampled
     assert 0 <= run["max_test_acc"] <= 1
     baseline = entry["in_process"]
@@ -47,3 +58,4 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert entry["wall_ratio"] == run["total_wall_seconds"] / baseline["wall_seconds"]
     readme = (out / "README.md").read_text()
     assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme
+    assert "Seconds per steady round, by part" in readme
