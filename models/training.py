@@ -53,20 +53,38 @@ def fit(
 
 
 def adam_state_record(optimizer: torch.optim.Adam) -> dict[str, torch.Tensor]:
-    """Adam's moment estimates and step counts as named tensors (for a client's state)."""
-    return {
-        f"{index}.{name}": torch.as_tensor(value).detach().cpu()
-        for index, slots in optimizer.state_dict()["state"].items()
-        for name, value in slots.items()
+    """Adam's moment estimates and step counts as one flat tensor per slot (for a client's state).
+
+    One tensor per slot (``exp_avg``, ``exp_avg_sq``, ``step``) rather than per
+    parameter: a client's state crosses a process boundary every round, and every
+    array pays a fixed (de)serialisation cost. ``index`` lists the parameters (in the
+    optimizer's order) that have state.
+    """
+    state = optimizer.state_dict()["state"]
+    if not state:
+        return {}
+    indices = sorted(state)
+    record = {
+        name: torch.cat([torch.as_tensor(state[i][name]).detach().reshape(-1).cpu() for i in indices])
+        for name in state[indices[0]]
     }
+    record["index"] = torch.tensor(indices)
+    return record
 
 
 def restore_adam_state(optimizer: torch.optim.Adam, tensors: dict[str, torch.Tensor]) -> None:
-    """Inverse of :func:`adam_state_record` for an optimizer over the same parameters."""
-    state: dict[int, dict[str, torch.Tensor]] = {}
-    for key, value in tensors.items():
-        index, name = key.split(".", 1)
-        state.setdefault(int(index), {})[name] = value
+    """Inverse of :func:`adam_state_record` for an optimizer over parameters of the same shapes."""
+    if not tensors:
+        return
+    params = [param for group in optimizer.param_groups for param in group["params"]]
+    indices = [int(i) for i in tensors["index"]]
+    state: dict[int, dict[str, torch.Tensor]] = {i: {} for i in indices}
+    for name, flat in tensors.items():
+        if name == "index":
+            continue
+        shapes = [torch.Size([]) if name == "step" else params[i].shape for i in indices]
+        for i, shape, chunk in zip(indices, shapes, flat.split([shape.numel() for shape in shapes])):
+            state[i][name] = chunk.reshape(shape)
     optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
 
 
