@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -101,7 +102,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             }
             run_overrides = [" ".join(f"{k}={json.dumps(v)}" for k, v in overrides.items())]
             federation_overrides = [f"num-supernodes={num_clients} client-resources-num-cpus={args.cpus_per_client}"]
+            checking = time.perf_counter()
             config, federation = prepare(run_overrides, federation_overrides)
+            check_seconds = time.perf_counter() - checking
             print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
             summary = simulate(config, federation, stream=False)
             rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
@@ -118,6 +121,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "max_test_acc": summary["max_test_acc"],
                     "start_up_seconds": summary["total_wall_seconds"] - sum(r.get("seconds", 0) for r in rows),
                     "outside_server_app_seconds": summary["total_wall_seconds"] - summary["wall_seconds"],
+                    "check_seconds": check_seconds,
                     "actors": actors,
                     "per_round": breakdown,
                     "run_dir": summary["run_dir"],
@@ -186,6 +190,7 @@ BREAKDOWN_COLUMNS = [
     "pack (sum)",
     "slowest handler",
     "engine",
+    "CLI checks s",
     "outside ServerApp s",
     "round 1 s",
 ]
@@ -216,7 +221,11 @@ def breakdown_rows(record: dict[str, Any]) -> list[list[str]]:
                     "engine_seconds",
                 )
             ]
-            + [f"{run['outside_server_app_seconds']:.1f}", f"{per_round['first_round_seconds']:.1f}"]
+            + [
+                f"{run['check_seconds']:.1f}",
+                f"{run['outside_server_app_seconds']:.1f}",
+                f"{per_round['first_round_seconds']:.1f}",
+            ]
         )
     return rows
 
