@@ -25,6 +25,7 @@ from flwr.clientapp import ClientApp
 from client.algorithms import client_algorithm
 from client.certification import certify_local
 from client.device import choose_device
+from client.privacy import client_dp_mod, train_round
 from client.job import LocalJob, client_data
 from graphs import FederationSpec
 from models import NodeClassifier
@@ -61,6 +62,8 @@ def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
 
 
 def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) -> Message:
+    if job.config.privacy == "client-dp":
+        metrics[p.UNIT_WEIGHT] = 1
     metrics.update(
         {
             p.PARTITION_ID: job.partition_id,
@@ -79,7 +82,7 @@ def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) 
     return Message(content=content, reply_to=message)
 
 
-@app.train()
+@app.train(mods=[client_dp_mod])
 def train(message: Message, context: Context) -> Message:
     job = _job(context)
     algorithm = client_algorithm(job.config.algorithm)
@@ -95,7 +98,11 @@ def train(message: Message, context: Context) -> Message:
 
     # Dropout draws differ per client and round, and repeat with the run's seed.
     torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
-    loss = algorithm.train(model, job, round_config)
+    if job.config.privacy == "dp-sgd":
+        loss, private = train_round(model, job, server_round)
+        metrics.update(private)
+    else:
+        loss = algorithm.train(model, job, round_config)
     trained = time.perf_counter()
     metrics.update(_counts(evaluate(model, job.data), LOCAL_KEYS))
     metrics.update(
@@ -119,11 +126,14 @@ def evaluate_received(message: Message, context: Context) -> Message:
 
 @app.query()
 def query(message: Message, context: Context) -> Message:
-    """Federated certificates: the client certifies its own predictions, replies ratios only."""
+    """Federated certificates (the client certifies its own predictions, replies ratios only),
+    or the seeded initial model (client-level DP clips updates from it)."""
     job = _job(context)
     kind = message.content[p.CONFIG].get(p.QUERY)
+    if kind == p.INITIAL_MODEL_QUERY:
+        return Message(content=RecordDict({p.ARRAYS: ArrayRecord(job.new_model().state_dict())}), reply_to=message)
     if kind != p.CERTIFY_QUERY:
-        raise ValueError(f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r}")
+        raise ValueError(f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r} or {p.INITIAL_MODEL_QUERY!r}")
     metrics = certify_local(job.data, job.config, job.partition_id)
     metrics[p.PARTITION_ID] = job.partition_id
     return Message(content=RecordDict({p.METRICS: MetricRecord(metrics)}), reply_to=message)

@@ -13,7 +13,7 @@ from flwr.serverapp import Grid, ServerApp
 from graphs.names import DATASETS, PARTITIONERS
 from models.names import MODELS
 from models.run_config import RunConfig
-from server import outputs
+from server import outputs, privacy
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
 from server.loop import Row, run_rounds
@@ -55,20 +55,36 @@ def main(grid: Grid, context: Context) -> None:
     log(INFO, "stamen: writing run outputs to %s", run_dir)
     random.seed(config.seed)  # Flower's client sampling draws from Python's random module
     algorithm = server_algorithm(config.algorithm)
+    strategy, initial, epsilon_after = algorithm.make_strategy(config), None, None
+    if config.privacy == "client-dp":
+        num_nodes = len(list(grid.get_node_ids()))
+        try:
+            strategy = privacy.client_dp_strategy(strategy, config, num_nodes)
+        except ValueError as error:
+            log(ERROR, "error: %s", error)
+            raise SystemExit(2) from error
+        initial = privacy.initial_arrays(grid, config.round_timeout)
+        rate = privacy.sampled_clients(config, num_nodes) / num_nodes
+
+        def epsilon_after(rounds: int) -> float:
+            return privacy.client_dp_epsilon(strategy.noise_multiplier, rate, rounds, config.target_delta)
 
     def on_row(row: Row) -> None:
+        if epsilon_after is not None and "clients" in row:
+            row["client_dp_epsilon"] = epsilon_after(row["round"])
         outputs.append_row(run_dir, row)
-        shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k == "train_loss"}
+        shown = {k: round(v, 4) for k, v in row.items() if k.endswith(("acc", "epsilon", "epsilon_max")) or k == "train_loss"}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 
     arrays = run_rounds(
         grid,
-        algorithm.make_strategy(config),
+        strategy,
         config.num_server_rounds,
         aggregates=algorithm.AGGREGATES,
         min_clients=config.min_clients,
         timeout=config.round_timeout,
         on_row=on_row,
+        initial=initial,
     )
     rows = outputs.read_rows(run_dir)
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
@@ -81,3 +97,5 @@ def main(grid: Grid, context: Context) -> None:
         summary["certificates"] = certify_federation(grid, config, run_dir)["budgets"]
         outputs.write_summary(run_dir, summary)
     log(INFO, "stamen: results of %s\n%s", run_dir, format_table(summary))
+    if "privacy" in summary:
+        log(INFO, "stamen: privacy spent\n%s", outputs.privacy_table(summary["privacy"]))
