@@ -133,7 +133,9 @@ def query(message: Message, context: Context) -> Message:
     if kind == p.INITIAL_MODEL_QUERY:
         return Message(content=RecordDict({p.ARRAYS: ArrayRecord(job.new_model().state_dict())}), reply_to=message)
     if kind != p.CERTIFY_QUERY:
-        raise ValueError(f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r} or {p.INITIAL_MODEL_QUERY!r}")
+        raise ValueError(
+            f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r} or {p.INITIAL_MODEL_QUERY!r}"
+        )
     metrics = certify_local(job.data, job.config, job.partition_id)
     metrics[p.PARTITION_ID] = job.partition_id
     return Message(content=RecordDict({p.METRICS: MetricRecord(metrics)}), reply_to=message)

@@ -27,6 +27,7 @@ through :math:`\mathbf{P}`, which this guarantee does not cover (see the README)
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -101,14 +102,18 @@ def noise_multiplier(config: RunConfig, num_samples: int) -> float:
         return config.noise_multiplier
     rate = sample_rate(num_samples, config.dp_batch_size)
     steps = config.num_server_rounds * config.local_epochs * round(1 / rate)
+    return solved_noise_multiplier(config.target_epsilon, config.target_delta, rate, steps)
+
+
+@functools.lru_cache(maxsize=256)
+def solved_noise_multiplier(target_epsilon: float, delta: float, rate: float, steps: int) -> float:
+    """Opacus's search for the noise multiplier (pure, and slow enough to remember per process)."""
     try:
-        return get_noise_multiplier(
-            target_epsilon=config.target_epsilon, target_delta=config.target_delta, sample_rate=rate, steps=steps
-        )
+        return get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta, sample_rate=rate, steps=steps)
     except ValueError as error:
         raise ValueError(
-            f"target-epsilon={config.target_epsilon} cannot be reached with {steps} steps at sampling rate "
-            f"{rate:.4f} and delta={config.target_delta}: {error}"
+            f"target-epsilon={target_epsilon} cannot be reached with {steps} steps at sampling rate "
+            f"{rate:.4f} and delta={delta}: {error}"
         ) from error
 
 
@@ -127,7 +132,11 @@ def load_accountant(state: RecordDict) -> RDPAccountant:
 def save_accountant(state: RecordDict, accountant: RDPAccountant) -> None:
     z, q, n = zip(*accountant.history) if accountant.history else ((), (), ())
     state[ACCOUNTANT_STATE] = ConfigRecord(
-        {"noise-multipliers": [float(v) for v in z], "sample-rates": [float(v) for v in q], "steps": [int(v) for v in n]}
+        {
+            "noise-multipliers": [float(v) for v in z],
+            "sample-rates": [float(v) for v in q],
+            "steps": [int(v) for v in n],
+        }
     )
 
 

@@ -133,7 +133,10 @@ class RunConfig:
                 f"noise-multiplier must be > 0 under privacy={self.privacy!r} (zero noise has no finite epsilon, "
                 f"whatever target-epsilon asks), got {self.noise_multiplier}",
             ),
-            (self.target_epsilon >= 0, f"target-epsilon must be >= 0 (0: use noise-multiplier), got {self.target_epsilon}"),
+            (
+                self.target_epsilon >= 0,
+                f"target-epsilon must be >= 0 (0: use noise-multiplier), got {self.target_epsilon}",
+            ),
             (0 < self.target_delta < 1, f"target-delta must lie in (0, 1), got {self.target_delta}"),
         ]
         if self.privacy == "dp-sgd":

@@ -35,6 +35,9 @@ def check_run_config(values: dict) -> RunConfig:
     return config
 
 
+SHOWN = ("train_loss", "epsilon_max", "client_dp_epsilon")  # besides accuracies, in the round log
+
+
 def format_table(summary: dict) -> str:
     rows = [("figure", "final", "best (val)")] + outputs.summary_table(summary)
     width = max(len(r[0]) for r in rows)
@@ -55,36 +58,28 @@ def main(grid: Grid, context: Context) -> None:
     log(INFO, "stamen: writing run outputs to %s", run_dir)
     random.seed(config.seed)  # Flower's client sampling draws from Python's random module
     algorithm = server_algorithm(config.algorithm)
-    strategy, initial, epsilon_after = algorithm.make_strategy(config), None, None
-    if config.privacy == "client-dp":
-        num_nodes = len(list(grid.get_node_ids()))
-        try:
-            strategy = privacy.client_dp_strategy(strategy, config, num_nodes)
-        except ValueError as error:
-            log(ERROR, "error: %s", error)
-            raise SystemExit(2) from error
-        initial = privacy.initial_arrays(grid, config.round_timeout)
-        rate = privacy.sampled_clients(config, num_nodes) / num_nodes
-
-        def epsilon_after(rounds: int) -> float:
-            return privacy.client_dp_epsilon(strategy.noise_multiplier, rate, rounds, config.target_delta)
+    try:
+        setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
+    except ValueError as error:
+        log(ERROR, "error: %s", error)
+        raise SystemExit(2) from error
 
     def on_row(row: Row) -> None:
-        if epsilon_after is not None and "clients" in row:
-            row["client_dp_epsilon"] = epsilon_after(row["round"])
+        if setup.epsilon_after is not None and "clients" in row:
+            row["client_dp_epsilon"] = setup.epsilon_after(row["round"])
         outputs.append_row(run_dir, row)
-        shown = {k: round(v, 4) for k, v in row.items() if k.endswith(("acc", "epsilon", "epsilon_max")) or k == "train_loss"}
+        shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 
     arrays = run_rounds(
         grid,
-        strategy,
+        setup.strategy,
         config.num_server_rounds,
         aggregates=algorithm.AGGREGATES,
         min_clients=config.min_clients,
         timeout=config.round_timeout,
         on_row=on_row,
-        initial=initial,
+        initial=setup.initial,
     )
     rows = outputs.read_rows(run_dir)
     summary = outputs.summarize(rows, time.perf_counter() - started, config)

@@ -20,6 +20,8 @@ The ServerApp stays free of PyTorch: Opacus is imported here only for client-DP 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
@@ -111,6 +113,39 @@ def initial_arrays(grid: Grid, timeout: float) -> ArrayRecord:
     if reply.has_error():
         raise RuntimeError(f"node {node} could not send the initial model: {reply.error.reason}")
     return reply.content[p.ARRAYS]
+
+
+@dataclass
+class PrivateSetup:
+    """How a run's privacy setting changes the round loop.
+
+    Attributes:
+        strategy: the strategy to drive (wrapped for client-level DP).
+        initial: the weights round 1 sends (None: none, clients build the seeded model).
+        epsilon_after: client-level epsilon after a number of rounds (None without client-level DP).
+    """
+
+    strategy: Strategy
+    initial: ArrayRecord | None = None
+    epsilon_after: Callable[[int], float] | None = None
+
+
+def private_setup(strategy: Strategy, config: RunConfig, grid: Grid) -> PrivateSetup:
+    """Wrap ``strategy`` for ``privacy='client-dp'``; other settings leave it as it is.
+
+    The population :math:`N` is the nodes connected now (all of them, in a simulation).
+    """
+    if config.privacy != "client-dp":
+        return PrivateSetup(strategy)
+    num_nodes = len(list(grid.get_node_ids()))
+    wrapped = client_dp_strategy(strategy, config, num_nodes)
+    rate = sampled_clients(config, num_nodes) / num_nodes
+    sigma = client_noise_multiplier(config, num_nodes)
+
+    def epsilon_after(rounds: int) -> float:
+        return client_dp_epsilon(sigma, rate, rounds, config.target_delta)
+
+    return PrivateSetup(wrapped, initial_arrays(grid, config.round_timeout), epsilon_after)
 
 
 def epsilon_figures(spent: dict[int, float]) -> dict[str, Any]:
