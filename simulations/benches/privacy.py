@@ -44,6 +44,7 @@ HELP = "accuracy at epsilon 1, 2, 4, 8 and no DP (DP-SGD and client-level DP); D
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="cora")
     parser.add_argument("--data-root", default="")
+    parser.add_argument("--csbm-nodes", type=int, default=3000)
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--local-epochs", type=int, default=2)
@@ -63,6 +64,7 @@ def _config(args: argparse.Namespace, seed: int, **privacy: Any) -> RunConfig:
         {
             "dataset": args.dataset,
             "data-root": str(Path(args.data_root).resolve()) if args.data_root else "",
+            "csbm-nodes": args.csbm_nodes,
             "model": "sgc",
             "num-layers": 2,
             "dropout": 0.0,

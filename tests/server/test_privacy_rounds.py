@@ -70,9 +70,7 @@ def test_client_level_dp_clips_updates_and_adds_noise(clipping):
     _, grid, setup, rows = _run(dp)
     sent, replies = grid.exchanges[1]  # exchanges[0] asks one client for the seeded initial model
     assert all(len(arrays) > 0 for arrays in sent), "round 1 must send the weights updates are clipped from"
-    updates = [
-        np.sqrt(sum(((r - s) ** 2).sum() for r, s in zip(reply, start))) for reply, start in zip(replies, sent)
-    ]
+    updates = [np.sqrt(sum(((r - s) ** 2).sum() for r, s in zip(reply, start))) for reply, start in zip(replies, sent)]
     if clipping == "client-fixed":
         assert all(u <= norm * (1 + 1e-5) for u in updates)
     else:  # the server clips: what the clients send is unclipped
