@@ -25,8 +25,8 @@ from flwr.clientapp import ClientApp
 from client.algorithms import client_algorithm
 from client.certification import certify_local
 from client.device import choose_device
-from client.privacy import client_dp_mod, train_round
 from client.job import LocalJob, client_data
+from client.privacy import client_dp_mod, train_round
 from graphs import FederationSpec
 from models import NodeClassifier
 from models import protocol as p
