@@ -83,7 +83,7 @@ def client_dp_epsilon(noise_multiplier: float, rate: float, rounds: int, delta: 
     return accountant.get_epsilon(delta)
 
 
-def client_dp_strategy(strategy: Strategy, config: RunConfig, num_nodes: int) -> Strategy:
+def client_dp_strategy(strategy: Strategy, config: RunConfig, num_nodes: int, noise_multiplier: float) -> Strategy:
     """``strategy`` (a FedAvg) averaging with equal weights, wrapped by the Flower DP wrapper of ``clipping``.
 
     Flower's noise :math:`\\sigma C / m` is calibrated to an equal-weight mean: a client
@@ -92,12 +92,11 @@ def client_dp_strategy(strategy: Strategy, config: RunConfig, num_nodes: int) ->
     if not isinstance(strategy, FedAvg):
         raise ValueError(f"privacy='client-dp' wraps a FedAvg-family strategy, got {type(strategy).__name__}")
     strategy.weighted_by_key = p.UNIT_WEIGHT
-    sigma = client_noise_multiplier(config, num_nodes)
     sampled = sampled_clients(config, num_nodes)
     wrapper = WRAPPERS[config.clipping]
     if config.clipping.endswith("adaptive"):
-        return wrapper(strategy, sigma, sampled, initial_clipping_norm=config.clipping_norm)
-    return wrapper(strategy, sigma, config.clipping_norm, sampled)
+        return wrapper(strategy, noise_multiplier, sampled, initial_clipping_norm=config.clipping_norm)
+    return wrapper(strategy, noise_multiplier, config.clipping_norm, sampled)
 
 
 def initial_arrays(grid: Grid, timeout: float) -> ArrayRecord:
@@ -138,9 +137,9 @@ def private_setup(strategy: Strategy, config: RunConfig, grid: Grid) -> PrivateS
     if config.privacy != "client-dp":
         return PrivateSetup(strategy)
     num_nodes = len(list(grid.get_node_ids()))
-    wrapped = client_dp_strategy(strategy, config, num_nodes)
-    rate = sampled_clients(config, num_nodes) / num_nodes
     sigma = client_noise_multiplier(config, num_nodes)
+    wrapped = client_dp_strategy(strategy, config, num_nodes, sigma)
+    rate = sampled_clients(config, num_nodes) / num_nodes
 
     def epsilon_after(rounds: int) -> float:
         return client_dp_epsilon(sigma, rate, rounds, config.target_delta)

@@ -123,9 +123,11 @@ def _seeds(text: str) -> list[int]:
         raise ValueError(f"--seeds must be comma-separated integers, got {text!r}") from error
 
 
-def _trade_off(args: argparse.Namespace, privacy: str) -> list[dict[str, Any]]:
+def _trade_off(args: argparse.Namespace, privacy: str, with_baseline: bool) -> list[dict[str, Any]]:
+    """Runs at each target epsilon (and without DP when ``with_baseline``), over the seeds."""
     results = []
-    for target in [0.0, *[float(e) for e in args.epsilons.split(",") if e.strip()]]:
+    targets = [float(e) for e in args.epsilons.split(",") if e.strip()]
+    for target in [0.0, *targets] if with_baseline else targets:
         runs = []
         for seed in _seeds(args.seeds):
             setting = {"privacy": privacy, "target-epsilon": target} if target > 0 else {}
