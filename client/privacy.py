@@ -45,7 +45,7 @@ from torch_geometric.data import Data
 from client.job import LocalJob
 from models import NodeClassifier
 from models import protocol as p
-from models.names import DECOUPLED_MODELS
+from models.names import check_decoupled
 from models.run_config import RunConfig
 
 ACCOUNTANT_STATE = "dp-sgd-accountant"  # ConfigRecord in context.state: the RDP history
@@ -65,14 +65,6 @@ class RowClassifier(nn.Module):
     def forward(self, rows: Tensor) -> Tensor:
         no_edges = torch.empty((2, 0), dtype=torch.long, device=rows.device)  # the per-node layers read no edges
         return self.classifier.head(self.classifier.encoder.transform(rows, no_edges))
-
-
-def check_decoupled(model_name: str) -> None:
-    if model_name not in DECOUPLED_MODELS:
-        raise ValueError(
-            f"privacy='dp-sgd' needs a decoupled model (propagate once, then a per-node network); "
-            f"model {model_name!r} is not one; choose one of: {', '.join(DECOUPLED_MODELS)}"
-        )
 
 
 @torch.no_grad()

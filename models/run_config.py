@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from models.names import DECOUPLED_MODELS
+from models.names import check_decoupled
 
 
 @dataclass(frozen=True)
@@ -140,14 +140,10 @@ class RunConfig:
             (0 < self.target_delta < 1, f"target-delta must lie in (0, 1), got {self.target_delta}"),
         ]
         if self.privacy == "dp-sgd":
+            check_decoupled(self.model)
             checks += [
                 (self.max_grad_norm > 0, f"max-grad-norm must be > 0, got {self.max_grad_norm}"),
                 (self.dp_batch_size >= 1, f"dp-batch-size must be >= 1, got {self.dp_batch_size}"),
-                (
-                    self.model in DECOUPLED_MODELS,
-                    f"privacy='dp-sgd' needs a decoupled model (propagate once, then a per-node network); "
-                    f"model {self.model!r} is not one; choose one of: {', '.join(DECOUPLED_MODELS)}",
-                ),
                 (
                     self.algorithm in ("fedavg", "local"),
                     f"privacy='dp-sgd' trains with plain DP-SGD: use algorithm fedavg or local, not {self.algorithm!r}",
