@@ -203,8 +203,19 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     return results
 
 
-TRADE_OFF_COLUMNS = ["privacy", "target epsilon", "final epsilon (max over clients, seeds)", "test acc (mean ± std)"]
+TRADE_OFF_COLUMNS = [
+    "privacy",
+    "target epsilon",
+    "noise multiplier (mean)",
+    "final epsilon (max over clients, seeds)",
+    "test acc (mean ± std)",
+]
 COST_COLUMNS = ["training nodes", "DP-SGD s/epoch", "same batches, no DP s/epoch", "full batch, no DP s/epoch", "ratio"]
+
+
+def _mean_noise(entry: dict[str, Any]) -> str:
+    values = [z for run in entry["runs"] for z in run["noise_multipliers"]]
+    return f"{mean(values):.3f}" if values else "-"
 
 
 def trade_off_rows(record: dict[str, Any]) -> list[list[str]]:
@@ -212,6 +223,7 @@ def trade_off_rows(record: dict[str, Any]) -> list[list[str]]:
         [
             entry["privacy"],
             "-" if entry["target_epsilon"] is None else f"{entry['target_epsilon']:g}",
+            _mean_noise(entry),
             "-" if entry["final_epsilon_max"] is None else f"{entry['final_epsilon_max']:.3f}",
             f"{entry['test_acc_mean']:.3f} ± {entry['test_acc_std']:.3f} ({len(entry['runs'])} seeds)",
         ]
