@@ -195,11 +195,9 @@ def epoch_seconds(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = [{"kind": "epoch_seconds", **epoch_seconds(args)}]
     print(f"[bench privacy] seconds per local epoch: {results[0]}", flush=True)
-    results += [{"kind": "trade_off", **entry} for entry in _trade_off(args, "dp-sgd")]
+    results += [{"kind": "trade_off", **entry} for entry in _trade_off(args, "dp-sgd", with_baseline=True)]
     if not args.skip_client_dp:
-        results += [
-            {"kind": "trade_off", **entry} for entry in _trade_off(args, "client-dp") if entry["target_epsilon"]
-        ]
+        results += [{"kind": "trade_off", **entry} for entry in _trade_off(args, "client-dp", with_baseline=False)]
     return results
 
 
