@@ -26,6 +26,7 @@ from client.algorithms import client_algorithm
 from client.certification import certify_local
 from client.device import choose_device
 from client.job import LocalJob, client_data
+from client.privacy import client_dp_mod, train_round
 from graphs import FederationSpec
 from models import NodeClassifier
 from models import protocol as p
@@ -61,6 +62,8 @@ def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
 
 
 def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) -> Message:
+    if job.config.privacy == "client-dp":
+        metrics[p.UNIT_WEIGHT] = 1
     metrics.update(
         {
             p.PARTITION_ID: job.partition_id,
@@ -92,7 +95,7 @@ class Laps:
         self._last = now
 
 
-@app.train()
+@app.train(mods=[client_dp_mod])
 def train(message: Message, context: Context) -> Message:
     laps = Laps()
     job = _job(context)
@@ -109,7 +112,11 @@ def train(message: Message, context: Context) -> Message:
 
     # Dropout draws differ per client and round, and repeat with the run's seed.
     torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
-    metrics[p.TRAIN_LOSS] = algorithm.train(model, job, round_config)
+    if job.config.privacy == "dp-sgd":
+        metrics[p.TRAIN_LOSS], private = train_round(model, job, server_round)
+        metrics.update(private)
+    else:
+        metrics[p.TRAIN_LOSS] = algorithm.train(model, job, round_config)
     laps.lap(p.TRAIN_SECONDS)
     metrics.update(_counts(evaluate(model, job.data), LOCAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
@@ -133,11 +140,16 @@ def evaluate_received(message: Message, context: Context) -> Message:
 
 @app.query()
 def query(message: Message, context: Context) -> Message:
-    """Federated certificates: the client certifies its own predictions, replies ratios only."""
+    """Federated certificates (the client certifies its own predictions, replies ratios only),
+    or the seeded initial model (client-level DP clips updates from it)."""
     job = _job(context)
     kind = message.content[p.CONFIG].get(p.QUERY)
+    if kind == p.INITIAL_MODEL_QUERY:
+        return Message(content=RecordDict({p.ARRAYS: ArrayRecord(job.model().state_dict())}), reply_to=message)
     if kind != p.CERTIFY_QUERY:
-        raise ValueError(f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r}")
+        raise ValueError(
+            f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r} or {p.INITIAL_MODEL_QUERY!r}"
+        )
     metrics = certify_local(job.data, job.config, job.partition_id)
     metrics[p.PARTITION_ID] = job.partition_id
     return Message(content=RecordDict({p.METRICS: MetricRecord(metrics)}), reply_to=message)

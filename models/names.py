@@ -1,3 +1,16 @@
 """The model names a run config may use (free of heavy imports, see :mod:`graphs.names`)."""
 
 MODELS = ("gcn", "sgc", "sage", "gat", "appnp", "mlp")
+
+# Models whose encoder is a parameter-free propagation after per-node layers, so that a
+# node's logits depend on its own propagated feature row only: DP-SGD trains these.
+DECOUPLED_MODELS = ("sgc", "mlp")
+
+
+def check_decoupled(model: str) -> None:
+    """ValueError unless DP-SGD can train ``model`` (one of :data:`DECOUPLED_MODELS`)."""
+    if model not in DECOUPLED_MODELS:
+        raise ValueError(
+            f"privacy='dp-sgd' needs a decoupled model (propagate once, then a per-node network); "
+            f"model {model!r} is not one; choose one of: {', '.join(DECOUPLED_MODELS)}"
+        )

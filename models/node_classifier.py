@@ -58,15 +58,17 @@ class Encoder(nn.Module):
         self.dropout = dropout
         self.uses_edges = uses_edges
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def transform(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        """Everything but the final aggregation (per node when the layers use no edges)."""
         for layer in self.layers:
             x = nn.functional.dropout(x, self.dropout, self.training)
             x = layer(x, edge_index) if self.uses_edges else layer(x)
             x = torch.relu(x)
-        x = nn.functional.dropout(x, self.dropout, self.training)
-        if self.final is not None:
-            x = self.final(x, edge_index)
-        return x
+        return nn.functional.dropout(x, self.dropout, self.training)
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        x = self.transform(x, edge_index)
+        return x if self.final is None else self.final(x, edge_index)
 
 
 class SAGEReadout(nn.Module):

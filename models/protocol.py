@@ -44,3 +44,10 @@ CERTIFIED_RATIO = "certified-ratio"
 CERTIFIED_ACCURACY = "certified-accuracy"
 UNKNOWN_RATIO = "unknown-ratio"
 CERTIFY_SECONDS = "certify-seconds"
+
+# Privacy (DP-SGD on clients, client-level DP). Keys inside METRICS.
+EPSILON = "epsilon"  # a DP-SGD client's epsilon so far, composed over all its rounds
+NOISE_MULTIPLIER = "noise-multiplier"  # the DP-SGD noise multiplier the client trained with
+DP_STEPS = "dp-steps"  # DP-SGD steps taken this round
+UNIT_WEIGHT = "unit-weight"  # 1 for every client: client-level DP averages with equal weights
+INITIAL_MODEL_QUERY = "initial-model"  # value of CONFIG["query"]: reply with the seeded initial weights

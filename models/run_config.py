@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from models.names import check_decoupled
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -64,6 +66,15 @@ class RunConfig:
     output_dir: str = "runs"
     run_name: str = ""
     overwrite: bool = False
+    # privacy: none | dp-sgd (Opacus on each client) | client-dp (Flower's DP strategy wrappers)
+    privacy: str = "none"
+    noise_multiplier: float = 1.0  # Gaussian noise std over the clipping norm
+    target_epsilon: float = 0.0  # > 0: solve the noise multiplier so the whole run spends this
+    target_delta: float = 1e-5
+    max_grad_norm: float = 1.0  # dp-sgd: per-sample gradient clipping norm
+    dp_batch_size: int = 32  # dp-sgd: expected Poisson batch size
+    clipping: str = "server-fixed"  # client-dp: server-fixed | client-fixed | server-adaptive | client-adaptive
+    clipping_norm: float = 1.0  # client-dp: update clipping norm (the initial one when adaptive)
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -105,14 +116,58 @@ class RunConfig:
                 f"certify-budgets must be like '1,2,3', got {self.certify_budgets!r}",
             ),
             (_is_device(self.device), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}"),
+            *self._privacy_checks(),
         ]
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
 
+    def _privacy_checks(self) -> list[tuple[bool, str]]:
+        if self.privacy not in PRIVACY:
+            return [(False, f"privacy must be one of {', '.join(PRIVACY)}, got {self.privacy!r}")]
+        if self.privacy == "none":
+            return []
+        checks = [
+            (
+                self.noise_multiplier > 0,
+                f"noise-multiplier must be > 0 under privacy={self.privacy!r} (zero noise has no finite epsilon, "
+                f"whatever target-epsilon asks), got {self.noise_multiplier}",
+            ),
+            (
+                self.target_epsilon >= 0,
+                f"target-epsilon must be >= 0 (0: use noise-multiplier), got {self.target_epsilon}",
+            ),
+            (0 < self.target_delta < 1, f"target-delta must lie in (0, 1), got {self.target_delta}"),
+        ]
+        if self.privacy == "dp-sgd":
+            check_decoupled(self.model)
+            checks += [
+                (self.max_grad_norm > 0, f"max-grad-norm must be > 0, got {self.max_grad_norm}"),
+                (self.dp_batch_size >= 1, f"dp-batch-size must be >= 1, got {self.dp_batch_size}"),
+                (
+                    self.algorithm in ("fedavg", "local"),
+                    f"privacy='dp-sgd' trains with plain DP-SGD: use algorithm fedavg or local, not {self.algorithm!r}",
+                ),
+            ]
+        else:
+            checks += [
+                (self.clipping in CLIPPINGS, f"clipping must be one of {', '.join(CLIPPINGS)}, got {self.clipping!r}"),
+                (self.clipping_norm > 0, f"clipping-norm must be > 0, got {self.clipping_norm}"),
+                (
+                    self.algorithm in ("fedavg", "fedprox"),
+                    f"privacy='client-dp' adds noise to an aggregate: use algorithm fedavg or fedprox, "
+                    f"not {self.algorithm!r}",
+                ),
+            ]
+        return checks
+
     def budgets(self) -> list[int]:
         """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
         return sorted({int(part) for part in self.certify_budgets.split(",") if part.strip()})
+
+
+PRIVACY = ("none", "dp-sgd", "client-dp")
+CLIPPINGS = ("server-fixed", "client-fixed", "server-adaptive", "client-adaptive")
 
 
 def _typed(key: str, value: Any, kind: str) -> Any:

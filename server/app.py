@@ -13,7 +13,7 @@ from flwr.serverapp import Grid, ServerApp
 from graphs.names import DATASETS, PARTITIONERS
 from models.names import MODELS
 from models.run_config import RunConfig
-from server import outputs
+from server import outputs, privacy
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
 from server.loop import Row, run_rounds
@@ -33,6 +33,9 @@ def check_run_config(values: dict) -> RunConfig:
         if value not in accepted:
             raise ValueError(f"unknown {key} {value!r}; choose one of: {', '.join(accepted)}")
     return config
+
+
+SHOWN = ("train_loss", "epsilon_max", "client_dp_epsilon")  # besides accuracies, in the round log
 
 
 def format_table(summary: dict) -> str:
@@ -55,20 +58,28 @@ def main(grid: Grid, context: Context) -> None:
     log(INFO, "stamen: writing run outputs to %s", run_dir)
     random.seed(config.seed)  # Flower's client sampling draws from Python's random module
     algorithm = server_algorithm(config.algorithm)
+    try:
+        setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
+    except ValueError as error:
+        log(ERROR, "error: %s", error)
+        raise SystemExit(2) from error
 
     def on_row(row: Row) -> None:
+        if setup.epsilon_after is not None and "clients" in row:
+            row["client_dp_epsilon"] = setup.epsilon_after(row["round"])
         outputs.append_row(run_dir, row)
-        shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k == "train_loss"}
+        shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 
     arrays = run_rounds(
         grid,
-        algorithm.make_strategy(config),
+        setup.strategy,
         config.num_server_rounds,
         aggregates=algorithm.AGGREGATES,
         min_clients=config.min_clients,
         timeout=config.round_timeout,
         on_row=on_row,
+        initial=setup.initial,
     )
     rows = outputs.read_rows(run_dir)
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
@@ -81,3 +92,5 @@ def main(grid: Grid, context: Context) -> None:
         summary["certificates"] = certify_federation(grid, config, run_dir)["budgets"]
         outputs.write_summary(run_dir, summary)
     log(INFO, "stamen: results of %s\n%s", run_dir, format_table(summary))
+    if "privacy" in summary:
+        log(INFO, "stamen: privacy spent\n%s", outputs.privacy_table(summary["privacy"]))

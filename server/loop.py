@@ -26,6 +26,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from models import protocol as p
+from server.privacy import epsilon_figures
 
 Row = dict[str, Any]
 
@@ -90,13 +91,17 @@ def run_rounds(
     min_clients: int,
     timeout: float,
     on_row: Callable[[Row], None],
+    initial: ArrayRecord | None = None,
 ) -> ArrayRecord:
     """Run ``num_rounds`` rounds; call ``on_row`` with each finished round's row, in order.
 
+    Round 1 sends ``initial`` (by default no weights: clients build the seeded initial
+    model). Rows carry every DP-SGD client's epsilon so far, sampled this round or not.
     Returns the final global weights (for a non-aggregating algorithm, the weights
     the server last sent, i.e. none).
     """
-    arrays = ArrayRecord()  # round 1 sends no weights: clients build the seeded initial model
+    arrays = ArrayRecord() if initial is None else initial
+    spent: dict[int, float] = {}
     pending: Row = {"round": 0}
     for server_round in range(1, num_rounds + 1):
         started = time.perf_counter()
@@ -105,6 +110,7 @@ def run_rounds(
         exchanged = time.perf_counter()
         metrics = [reply.content[p.METRICS] for reply in replies]
         accuracies = pooled_accuracies(metrics)
+        spent.update({int(m[p.PARTITION_ID]): float(m[p.EPSILON]) for m in metrics if p.EPSILON in m})
         pending.update({k: v for k, v in accuracies.items() if k.startswith("global_")})
         if len(pending) > 1:
             on_row(pending)
@@ -118,6 +124,7 @@ def run_rounds(
             "clients": len(replies),
             "devices": sorted({str(reply.content[p.CLIENT_INFO][p.DEVICE]) for reply in replies}),
             **training_figures(metrics),
+            **epsilon_figures(spent),
             **{k: v for k, v in accuracies.items() if not k.startswith("global_")},
             "exchange_seconds": exchanged - started,
             "aggregate_seconds": time.perf_counter() - exchanged,

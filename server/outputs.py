@@ -81,7 +81,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     trained = [r for r in rows if "seconds" in r]
     seconds = [r["seconds"] for r in trained]
     train_max = [r["client_train_seconds_max"] for r in trained]
-    return {
+    summary = {
         "algorithm": config.algorithm,
         "dataset": config.dataset,
         "model": config.model,
@@ -96,6 +96,36 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
         "client_train_seconds_per_round": sum(train_max) / len(train_max) if train_max else None,
     }
+    if config.privacy != "none":
+        summary["privacy"] = privacy_summary(final, summary["final"], config)
+    return summary
+
+
+def privacy_summary(final_row: Row, final: dict[str, Any], config: RunConfig) -> dict[str, Any]:
+    """The privacy spent by the end of the run, beside the accuracy it bought.
+
+    DP-SGD: each client's epsilon (composed over the rounds it trained in);
+    client-level DP: one epsilon for every client.
+    """
+    accuracy = final.get("global_test_acc") if final.get("global_test_acc") is not None else final.get("test_acc")
+    figures = {"privacy": config.privacy, "delta": config.target_delta, "test_acc": accuracy}
+    if config.privacy == "dp-sgd":
+        figures.update(epsilon=final_row.get("epsilon", {}), epsilon_max=final_row.get("epsilon_max"))
+    else:
+        figures.update(clipping=config.clipping, epsilon_max=final_row.get("client_dp_epsilon"))
+    return figures
+
+
+def privacy_table(privacy: dict[str, Any]) -> str:
+    """Final epsilon per client (DP-SGD) or for all clients (client-level DP), and the test accuracy."""
+    lines = [f"{'client':>8}  {'epsilon':>10}", "-" * 20]
+    for client, epsilon in privacy.get("epsilon", {}).items():
+        lines.append(f"{client:>8}  {epsilon:>10.4f}")
+    if privacy["privacy"] == "client-dp":
+        lines.append(f"{'all':>8}  {privacy['epsilon_max']:>10.4f}")
+    accuracy = "-" if privacy["test_acc"] is None else f"{privacy['test_acc']:.4f}"
+    lines.append(f"{privacy['privacy']} at delta={privacy['delta']:g}; test accuracy {accuracy}")
+    return "\n".join(lines)
 
 
 def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -4,64 +4,21 @@ import json
 
 import numpy as np
 import pytest
-from flwr.app import ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, Message, MessageType, MetricRecord, RecordDict
 
-import client.app as client_app
 from models import protocol as p
 from models.run_config import RunConfig
 from server import outputs
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
 from server.loop import pooled_accuracies, run_rounds
+from simulations.inprocess import InProcessGrid, task_identity
 
 
 @pytest.fixture(autouse=True)
-def task_identity(monkeypatch):
-    """Flower stamps messages with the running task's identity; give this test process one."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    for name in ("_run_id", "_node_id", "_task_id"):
-        monkeypatch.setattr(TaskIdentity, name, 1)
-
-
-class InProcessGrid:
-    """A grid whose nodes are ClientApp functions called directly (no Flower engine)."""
-
-    def __init__(self, run_config: dict, num_nodes: int, failing: set[int] = frozenset()):
-        self.contexts = {
-            node: Context(0, node, {"partition-id": node, "num-partitions": num_nodes}, RecordDict(), run_config)
-            for node in range(num_nodes)
-        }
-        self.failing = failing
-
-    def get_node_ids(self):
-        return list(self.contexts)
-
-    def send_and_receive(self, messages, *, timeout=None):
-        replies = []
-        for message in messages:
-            node = message.metadata.dst_node_id
-            if node in self.failing:
-                replies.append(Message(error=_error(), reply_to=_delivered(message)))
-                continue
-            handler = {
-                MessageType.TRAIN: client_app.train,
-                MessageType.EVALUATE: client_app.evaluate_received,
-                MessageType.QUERY: client_app.query,
-            }[message.metadata.message_type]
-            replies.append(handler(_delivered(message), self.contexts[node]))
-        return replies
-
-
-def _delivered(message: Message) -> Message:
-    message.metadata.__dict__["_message_id"] = message.metadata.message_id or f"m{id(message)}"
-    return message
-
-
-def _error():
-    from flwr.app import Error
-
-    return Error(code=0, reason="node lost")
+def flower_task_identity():
+    with task_identity():
+        yield
 
 
 RUN = {"num-server-rounds": 4, "csbm-nodes": 600, "local-epochs": 3, "min-clients": 2}

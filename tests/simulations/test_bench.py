@@ -59,3 +59,24 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     readme = (out / "README.md").read_text()
     assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme
     assert "Seconds per steady round, by part" in readme
+
+
+def test_bench_privacy_writes_its_tables(tmp_path):
+    out = tmp_path / "benchmarks"
+    tiny = "--dataset csbm --csbm-nodes 400 --clients 3 --rounds 2 --seeds 0 --epsilons 4 --timing-epochs 1"
+    result = subprocess.run(
+        [sys.executable, "-m", "simulations.cli", "bench", "privacy", *tiny.split(), "--dp-batch-size", "16"]
+        + ["--name", "tiny", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    record = json.loads((out / "tiny.json").read_text())
+    cost = [r for r in record["results"] if r["kind"] == "epoch_seconds"]
+    trade = [r for r in record["results"] if r["kind"] == "trade_off"]
+    assert len(cost) == 1 and cost[0]["dp_sgd"] > 0 and cost[0]["same_batches_no_dp"] > 0
+    assert [(r["privacy"], r["target_epsilon"]) for r in trade] == [("none", None), ("dp-sgd", 4.0), ("client-dp", 4.0)]
+    assert all(r["final_epsilon_max"] == pytest.approx(4.0, abs=0.1) for r in trade[1:])
+    readme = (out / "README.md").read_text()
+    assert "## tiny" in readme and "| dp-sgd | 4 |" in readme and "DP-SGD s/epoch" in readme

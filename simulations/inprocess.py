@@ -1,0 +1,65 @@
+"""A Flower grid whose nodes are the ClientApp called in-process: no engine, no network.
+
+The round loop, the strategies and the ClientApp (with its mods) run exactly as under
+``flwr run``; only the transport is a function call. Tests and in-process benchmarks
+use it on machines too small for a Ray simulation per measurement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+from flwr.app import Context, Error, Message, RecordDict
+
+from client.app import app as client_app
+
+
+class InProcessGrid:
+    """``num_nodes`` nodes (partition ``i`` on node ``i``), each with its own persistent ``context.state``.
+
+    Nodes in ``failing`` answer every message with an error, like a lost SuperNode.
+    """
+
+    def __init__(self, run_config: dict, num_nodes: int, failing: Iterable[int] = ()) -> None:
+        self.contexts = {
+            node: Context(0, node, {"partition-id": node, "num-partitions": num_nodes}, RecordDict(), run_config)
+            for node in range(num_nodes)
+        }
+        self.failing = frozenset(failing)
+
+    def get_node_ids(self) -> list[int]:
+        return list(self.contexts)
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> list[Message]:
+        replies = []
+        for message in messages:
+            message = _delivered(message)
+            node = message.metadata.dst_node_id
+            if node in self.failing:
+                replies.append(Message(error=Error(code=0, reason="node lost"), reply_to=message))
+            else:
+                replies.append(client_app(message, self.contexts[node]))
+        return replies
+
+
+def _delivered(message: Message) -> Message:
+    """Give the message the id a SuperLink would have stamped on it."""
+    message.metadata.__dict__["_message_id"] = message.metadata.message_id or f"m{id(message)}"
+    return message
+
+
+@contextlib.contextmanager
+def task_identity() -> Iterator[None]:
+    """Flower stamps messages with the running task's identity; give this process one meanwhile."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    names = ("_run_id", "_node_id", "_task_id")
+    saved = {name: TaskIdentity.__dict__.get(name) for name in names}
+    for name in names:
+        setattr(TaskIdentity, name, 1)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(TaskIdentity, name, value)
