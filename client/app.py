@@ -85,6 +85,11 @@ def train(message: Message, context: Context) -> Message:
     algorithm = client_algorithm(job.config.algorithm)
     round_config = message.content[p.CONFIG]
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
+    if p.UNLEARN_RETRAIN in round_config:  # the server's fallback: retrain without the forgotten data
+        from client.unlearning import retraining_view  # unlearning modules load only when asked
+
+        num_partitions = int(context.node_config["num-partitions"])
+        job = retraining_view(job, str(round_config[p.UNLEARN_RETRAIN]), num_partitions, server_round)
     model = _received_model(job, message)
 
     started = time.perf_counter()
@@ -119,11 +124,17 @@ def evaluate_received(message: Message, context: Context) -> Message:
 
 @app.query()
 def query(message: Message, context: Context) -> Message:
-    """Federated certificates: the client certifies its own predictions, replies ratios only."""
+    """Federated certificates and unlearning: the client replies ratios, counts or key statistics only."""
     job = _job(context)
     kind = message.content[p.CONFIG].get(p.QUERY)
+    if kind in p.UNLEARN_QUERIES:
+        from client.unlearning import answer  # unlearning modules load only when asked
+
+        return answer(job, message, _received_model(job, message), int(context.node_config["num-partitions"]))
     if kind != p.CERTIFY_QUERY:
-        raise ValueError(f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r}")
+        raise ValueError(
+            f"unknown query {kind!r}; this client answers {', '.join((p.CERTIFY_QUERY, *p.UNLEARN_QUERIES))}"
+        )
     metrics = certify_local(job.data, job.config, job.partition_id)
     metrics[p.PARTITION_ID] = job.partition_id
     return Message(content=RecordDict({p.METRICS: MetricRecord(metrics)}), reply_to=message)
