@@ -100,7 +100,14 @@ def train(message: Message, context: Context) -> Message:
 
     # Dropout draws differ per client and round, and repeat with the run's seed.
     torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
-    loss = algorithm.train(model, job, round_config)
+    if p.UNLEARN_LAF in round_config:  # a federated label-agnostic forgetting round, not training
+        from client.unlearning import laf_round
+
+        model, loss = laf_round(
+            job, model, str(round_config[p.UNLEARN_LAF]), int(context.node_config["num-partitions"]), server_round
+        )
+    else:
+        loss = algorithm.train(model, job, round_config)
     trained = time.perf_counter()
     metrics.update(_counts(evaluate(model, job.data), LOCAL_KEYS))
     metrics.update(

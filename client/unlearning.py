@@ -85,3 +85,30 @@ def retraining_view(job: LocalJob, request_text: str, num_partitions: int, serve
     if server_round == 1 and OPTIMIZER_STATE in job.state:
         del job.state[OPTIMIZER_STATE]
     return dataclasses.replace(job, data=remaining)
+
+
+ORIGINAL_MODEL = "unlearn-original-model"  # context.state: the weights LAF's first round received
+
+
+def laf_round(
+    job: LocalJob, model: NodeClassifier, request_text: str, num_partitions: int, server_round: int
+) -> tuple[NodeClassifier, float]:
+    """One federated LAF round on this client's graph as trained (:func:`unlearn.laf.laf`, one step).
+
+    Only clients holding data to forget have forget terms; the others keep their remaining
+    embeddings aligned. The first round's weights are the original model (kept in the
+    client's state for the later rounds' VAEs and alignment). Returns the model and the
+    extractor loss.
+    """
+    from unlearn.laf import LAFConfig, laf
+
+    request = _request(job, request_text, num_partitions)
+    if server_round == 1:
+        job.state[ORIGINAL_MODEL] = ArrayRecord(model.state_dict())
+    original = job.new_model()
+    original.load_state_dict(job.state[ORIGINAL_MODEL].to_torch_state_dict())
+    data = job.data.clone()
+    data.forget_mask = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
+    config = LAFConfig(steps=1)
+    unlearned = laf(model, [data], config, seed=job.config.seed * 1_009 + job.partition_id, original=original)
+    return unlearned, float(config.info["extractor_loss"][-1])

@@ -64,3 +64,5 @@ COUNTED = "counted"  # METRICS key: validation predictions counted
 # Key in CONFIG of training messages: retrain without the data of this request (fallback when
 # a client that holds data to forget cannot answer).
 UNLEARN_RETRAIN = "unlearn-retrain"
+# Key in CONFIG of training messages: a federated LAF round for this request (server/unlearning.py).
+UNLEARN_LAF = "unlearn-laf"

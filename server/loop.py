@@ -83,14 +83,16 @@ def run_rounds(
     timeout: float,
     on_row: Callable[[Row], None],
     train_config: ConfigRecord | None = None,
+    initial: ArrayRecord | None = None,
 ) -> ArrayRecord:
     """Run ``num_rounds`` rounds; call ``on_row`` with each finished round's row, in order.
 
     ``train_config`` is sent with every training message (e.g. the unlearning fallback's
-    retraining flag). Returns the final global weights (for a non-aggregating algorithm,
+    retraining flag); ``initial`` weights are sent in round 1 (default none: clients build the
+    seeded initial model). Returns the final global weights (for a non-aggregating algorithm,
     the weights the server last sent, i.e. none).
     """
-    arrays = ArrayRecord()  # round 1 sends no weights: clients build the seeded initial model
+    arrays = initial if initial is not None else ArrayRecord()  # none: clients build the seeded initial model
     pending: Row = {"round": 0}
     for server_round in range(1, num_rounds + 1):
         started = time.perf_counter()

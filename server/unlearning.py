@@ -17,7 +17,10 @@ If a client that holds data to forget does not answer (the requesting client of 
 cannot know who holds the class), the edit cannot be computed: the server retrains from
 scratch, with the same rounds and strategy, on the clients that answered, each training
 without its forgotten nodes, and says so in the log and in ``unlearn.json``.
-``unlearn-method='retrain'`` asks for that retraining directly. Results:
+``unlearn-method='retrain'`` asks for that retraining directly; ``unlearn-method='laf'`` runs
+label-agnostic forgetting as federated rounds (:func:`laf_rounds`: one LAF alternation per
+client per round, FedAvg of the encoders, at most 10% of the training rounds) in which only
+the clients holding data to forget have forget terms. Results:
 ``unlearn.json`` and ``unlearn.md`` in the run directory. Unlike ``stamen unlearn``, no
 membership-inference AUC is computed here: it needs per-node losses, which stay on clients.
 """
@@ -96,6 +99,14 @@ def holders_missing(request: str, partitions: dict[int, int], num_partitions: in
     answered = set(partitions.values())
     holders = range(num_partitions) if kind == "class" else [int(rest.split(":")[0])]
     return [i for i in holders if i not in answered]
+
+
+def laf_rounds(training_rounds: int) -> int:
+    """Federated LAF rounds, one alternation each: as many as in-process LAF's steps, at most 10% of
+    the training rounds (at least one)."""
+    from unlearn.laf import LAFConfig
+
+    return max(1, min(LAFConfig().steps, training_rounds // 10))
 
 
 def wash_federated(
@@ -204,6 +215,20 @@ def unlearn_federation(
     if config.unlearn_method == "wash" and not missing:
         unlearned, info = wash_federated(grid, request, arrays, valid, timeout, min_clients)
         result.update({"method_used": "wash", "wash": info})
+    elif config.unlearn_method == "laf" and not missing:
+        rounds = laf_rounds(config.num_server_rounds)
+        unlearned = run_rounds(
+            SubGrid(grid, list(partitions)),
+            strategy_factory(config),
+            rounds,
+            aggregates=aggregates,
+            min_clients=min_clients,
+            timeout=timeout,
+            on_row=lambda row: log(INFO, "stamen: LAF round %d/%d", row["round"], rounds),
+            train_config=ConfigRecord({p.UNLEARN_LAF: request}),
+            initial=arrays,
+        )
+        result.update({"method_used": "laf", "laf": {"rounds": rounds}})
     else:
         if missing:
             log(

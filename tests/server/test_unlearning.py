@@ -42,8 +42,8 @@ def trained(task_identity):
     return grid, arrays
 
 
-def _unlearn(grid, arrays, request, tmp_path, failing=frozenset()):
-    config = RunConfig.from_flower({**RUN, "unlearn-request": request})
+def _unlearn(grid, arrays, request, tmp_path, failing=frozenset(), method="wash"):
+    config = RunConfig.from_flower({**RUN, "unlearn-request": request, "unlearn-method": method})
     grid.contexts = {
         node: type(ctx)(ctx.run_id, ctx.node_id, ctx.node_config, ctx.state, config.to_flower())
         for node, ctx in grid.contexts.items()
@@ -97,3 +97,19 @@ def test_a_departed_client_that_does_not_answer_makes_the_server_retrain(trained
     assert result["evaluated_clients"] == [0, 1]
     assert result["unlearned"]["test_global"] > 0.5  # retraining on clients 0 and 1 learned
     assert not np.allclose(unlearned["head.weight"].numpy(), arrays["head.weight"].numpy())
+
+
+def test_federated_laf_moves_the_encoder_in_capped_rounds_and_keeps_the_head(trained, tmp_path):
+    grid, arrays = trained
+    config_rounds = RUN["num-server-rounds"]
+    (result, unlearned), _ = _unlearn(grid, arrays, "nodes:0:0.5", tmp_path, method="laf")
+    assert result["method_used"] == "laf" and result["laf"]["rounds"] == max(1, config_rounds // 10)
+    before, after = arrays.to_torch_state_dict(), unlearned.to_torch_state_dict()
+    assert torch.allclose(before["head.weight"], after["head.weight"], atol=1e-6)  # frozen (FedAvg rounds only)
+    moved = [
+        name
+        for name in before
+        if not name.startswith("head.") and not torch.allclose(before[name], after[name], atol=1e-4)
+    ]
+    assert moved, "no encoder weight moved"
+    assert 0.0 <= result["unlearned"]["acc_forget"] <= 1.0 and result["unlearned"]["test_client"] is not None

@@ -32,4 +32,4 @@ def test_run_config_rejects_malformed_requests(text):
     with pytest.raises(ValueError, match="unlearn-request must be"):
         RunConfig.from_flower({"unlearn-request": text})
     with pytest.raises(ValueError, match="unlearn-method must be"):
-        RunConfig.from_flower({"unlearn-method": "laf"})
+        RunConfig.from_flower({"unlearn-method": "finetune"})
