@@ -201,6 +201,7 @@ def unlearn_federation(
     node_ids = list(grid.get_node_ids())
     log(INFO, "stamen: unlearning %s (%s) on %d clients", request, config.unlearn_method, len(node_ids))
     started = time.perf_counter()
+    # The statistics query is also the roll call: who answers decides between the method and retraining.
     replies = list(grid.send_and_receive(_query(p.WASH_STATISTICS_QUERY, request, arrays, node_ids), timeout=timeout))
     valid = [r for r in replies if not r.has_error()]
     for reply in replies:
