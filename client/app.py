@@ -102,6 +102,11 @@ def train(message: Message, context: Context) -> Message:
     algorithm = client_algorithm(job.config.algorithm)
     round_config = message.content[p.CONFIG]
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
+    if p.UNLEARN_RETRAIN in round_config:  # the server's fallback: retrain without the forgotten data
+        from client.unlearning import retraining_view  # unlearning modules load only when asked
+
+        num_partitions = int(context.node_config["num-partitions"])
+        job = retraining_view(job, str(round_config[p.UNLEARN_RETRAIN]), num_partitions, server_round)
     model = _received_model(job, message)
     laps.lap(p.SETUP_SECONDS)
 
@@ -112,7 +117,13 @@ def train(message: Message, context: Context) -> Message:
 
     # Dropout draws differ per client and round, and repeat with the run's seed.
     torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
-    if job.config.privacy == "dp-sgd":
+    if p.UNLEARN_LAF in round_config:  # a federated label-agnostic forgetting round, not training
+        from client.unlearning import laf_round
+
+        model, metrics[p.TRAIN_LOSS] = laf_round(
+            job, model, str(round_config[p.UNLEARN_LAF]), int(context.node_config["num-partitions"]), server_round
+        )
+    elif job.config.privacy == "dp-sgd":
         metrics[p.TRAIN_LOSS], private = train_round(model, job, server_round)
         metrics.update(private)
     else:
@@ -140,15 +151,20 @@ def evaluate_received(message: Message, context: Context) -> Message:
 
 @app.query()
 def query(message: Message, context: Context) -> Message:
-    """Federated certificates (the client certifies its own predictions, replies ratios only),
-    or the seeded initial model (client-level DP clips updates from it)."""
+    """Federated certificates and unlearning (the client replies ratios, counts or key statistics
+    only), or the seeded initial model (client-level DP clips updates from it)."""
     job = _job(context)
     kind = message.content[p.CONFIG].get(p.QUERY)
     if kind == p.INITIAL_MODEL_QUERY:
         return Message(content=RecordDict({p.ARRAYS: ArrayRecord(job.model().state_dict())}), reply_to=message)
+    if kind in p.UNLEARN_QUERIES:
+        from client.unlearning import answer  # unlearning modules load only when asked
+
+        return answer(job, message, _received_model(job, message), int(context.node_config["num-partitions"]))
     if kind != p.CERTIFY_QUERY:
         raise ValueError(
-            f"unknown query {kind!r}; this client answers {p.CERTIFY_QUERY!r} or {p.INITIAL_MODEL_QUERY!r}"
+            f"unknown query {kind!r}; this client answers "
+            f"{', '.join((p.CERTIFY_QUERY, p.INITIAL_MODEL_QUERY, *p.UNLEARN_QUERIES))}"
         )
     metrics = certify_local(job.data, job.config, job.partition_id)
     metrics[p.PARTITION_ID] = job.partition_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass
 
@@ -42,9 +43,18 @@ class LocalJob:
         inspection, random initialisation) costs about as much as a local epoch on a Cora
         client, so a process builds each architecture once and resets it on every call:
         the same object comes back each time, to be used within one message (Flower hands
-        a process one message at a time).
+        a process one message at a time). :meth:`new_model` gives a separate one.
         """
-        model, initial = _initial_model(
+        model, initial = self._built()
+        return _reset(model, initial)
+
+    def new_model(self) -> NodeClassifier:
+        """A model object of its own (unlike :meth:`model`'s), with the run's initial weights."""
+        model, initial = self._built()
+        return _reset(copy.deepcopy(model), initial)
+
+    def _built(self) -> tuple[NodeClassifier, dict[str, torch.Tensor]]:
+        return _initial_model(
             self.config.model,
             self.data.num_features,
             int(self.data.num_classes),
@@ -54,9 +64,6 @@ class LocalJob:
             self.config.seed,
             self.device,
         )
-        model.load_state_dict(initial)
-        model.zero_grad(set_to_none=True)
-        return model
 
     def optimizer(self, model: NodeClassifier) -> torch.optim.Adam:
         """Adam over ``model``, resuming this client's moment estimates from earlier rounds.
@@ -98,3 +105,9 @@ def _initial_model(
     model = build_model(name, in_dim, num_classes, hidden=hidden, num_layers=num_layers, dropout=dropout)
     model = model.to(device)
     return model, {key: value.detach().clone() for key, value in model.state_dict().items()}
+
+
+def _reset(model: NodeClassifier, initial: dict[str, torch.Tensor]) -> NodeClassifier:
+    model.load_state_dict(initial)
+    model.zero_grad(set_to_none=True)
+    return model

@@ -51,3 +51,27 @@ NOISE_MULTIPLIER = "noise-multiplier"  # the DP-SGD noise multiplier the client 
 DP_STEPS = "dp-steps"  # DP-SGD steps taken this round
 UNIT_WEIGHT = "unit-weight"  # 1 for every client: client-level DP averages with equal weights
 INITIAL_MODEL_QUERY = "initial-model"  # value of CONFIG["query"]: reply with the seeded initial weights
+
+# Query messages: federated unlearning (server/unlearning.py <-> client/unlearning.py).
+# Every unlearning query carries the model in ARRAYS and the request in CONFIG[UNLEARN_REQUEST].
+UNLEARN_REQUEST = "unlearn-request"  # key in CONFIG: client:i, nodes:i:FRACTION or class:c
+WASH_STATISTICS_QUERY = "wash-statistics"  # reply: WASH_STATISTICS arrays + METRICS counts
+WASH_HELDOUT_QUERY = "wash-heldout"  # request: WASH_EDITS; reply: METRICS changed-i, counted
+UNLEARN_EVALUATE_QUERY = "unlearn-evaluate"  # reply: METRICS correct/total counts (unlearn.evaluate.COUNTS)
+UNLEARN_QUERIES = (WASH_STATISTICS_QUERY, WASH_HELDOUT_QUERY, UNLEARN_EVALUATE_QUERY)
+# ArrayRecord of a wash-statistics reply: sums over the client's keys k = [h; 1] (d = hidden + 1)
+WASH_STATISTICS = "wash-statistics"
+KEEP_GRAM = "keep"  # d x d: sum of k k^T over the client's remaining training nodes
+FORGET_GRAM = "forget"  # d x d: sum of k k^T over its nodes to forget
+FORGET_CROSS = "cross"  # d x C: sum of k r^T over its nodes to forget (r: target - output)
+NUM_KEEP = "num-keep"
+NUM_FORGET = "num-forget"
+# ArrayRecord of a wash-heldout query: candidate edits "edit-0", "edit-1", ... (C x d each)
+WASH_EDITS = "wash-edits"
+CHANGED = "changed"  # METRICS key prefix: f"{CHANGED}-{i}" predictions changed by edit i
+COUNTED = "counted"  # METRICS key: validation predictions counted
+# Key in CONFIG of training messages: retrain without the data of this request (fallback when
+# a client that holds data to forget cannot answer).
+UNLEARN_RETRAIN = "unlearn-retrain"
+# Key in CONFIG of training messages: a federated LAF round for this request (server/unlearning.py).
+UNLEARN_LAF = "unlearn-laf"

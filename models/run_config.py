@@ -10,6 +10,7 @@ The defaults below are the ones in ``pyproject.toml`` (a test keeps them equal).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,9 @@ class RunConfig:
     certify_labels_per_class: int = 10
     certify_targets: int = 20
     certify_time_limit: float = 60.0
+    # federated unlearning after training (empty request: off)
+    unlearn_request: str = ""
+    unlearn_method: str = "wash"
     # federation
     fraction_train: float = 1.0
     min_clients: int = 2
@@ -114,6 +118,14 @@ class RunConfig:
             (
                 _is_budget_list(self.certify_budgets),
                 f"certify-budgets must be like '1,2,3', got {self.certify_budgets!r}",
+            ),
+            (
+                _is_unlearn_request(self.unlearn_request),
+                f"unlearn-request must be client:i, nodes:i:FRACTION, class:c or empty, got {self.unlearn_request!r}",
+            ),
+            (
+                self.unlearn_method in UNLEARN_METHODS,
+                f"unlearn-method must be one of {', '.join(UNLEARN_METHODS)}, got {self.unlearn_method!r}",
             ),
             (_is_device(self.device), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}"),
             *self._privacy_checks(),
@@ -191,6 +203,14 @@ def _is_device(spec: str) -> bool:
         return True
     prefix, _, index = spec.partition(":")
     return prefix == "cuda" and index.isdigit()
+
+
+UNLEARN_METHODS = ("wash", "laf", "retrain")  # what a federated run can do with unlearn-request
+
+
+def _is_unlearn_request(text: str) -> bool:
+    """The shape of a request (ranges are checked where the federation is known)."""
+    return text == "" or re.fullmatch(r"client:\d+|nodes:\d+:(\d+\.?\d*|\.\d+)|class:\d+", text) is not None
 
 
 def _is_budget_list(text: str) -> bool:

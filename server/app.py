@@ -17,6 +17,7 @@ from server import outputs, privacy
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
 from server.loop import Row, run_rounds
+from server.unlearning import unlearn_federation
 
 app = ServerApp()
 
@@ -90,6 +91,16 @@ def main(grid: Grid, context: Context) -> None:
     outputs.plot_curves(run_dir, rows)
     if config.budgets():
         summary["certificates"] = certify_federation(grid, config, run_dir)["budgets"]
+        outputs.write_summary(run_dir, summary)
+    if config.unlearn_request:
+        try:
+            result, _ = unlearn_federation(
+                grid, config, arrays, algorithm.make_strategy, algorithm.AGGREGATES, run_dir, summary["wall_seconds"]
+            )
+        except RuntimeError as error:
+            log(ERROR, "error: %s", error)
+            raise SystemExit(2) from error
+        summary["unlearning"] = {k: result[k] for k in ("request", "method_used", "seconds", "original", "unlearned")}
         outputs.write_summary(run_dir, summary)
     log(INFO, "stamen: results of %s\n%s", run_dir, format_table(summary))
     if "privacy" in summary:

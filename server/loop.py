@@ -91,21 +91,24 @@ def run_rounds(
     min_clients: int,
     timeout: float,
     on_row: Callable[[Row], None],
+    *,
+    train_config: ConfigRecord | None = None,
     initial: ArrayRecord | None = None,
 ) -> ArrayRecord:
     """Run ``num_rounds`` rounds; call ``on_row`` with each finished round's row, in order.
 
-    Round 1 sends ``initial`` (by default no weights: clients build the seeded initial
-    model). Rows carry every DP-SGD client's epsilon so far, sampled this round or not.
-    Returns the final global weights (for a non-aggregating algorithm, the weights
-    the server last sent, i.e. none).
+    ``train_config`` is sent with every training message (e.g. the unlearning fallback's
+    retraining flag); ``initial`` weights are sent in round 1 (default none: clients build the
+    seeded initial model). Rows carry every DP-SGD client's epsilon so far, sampled this
+    round or not. Returns the final global weights (for a non-aggregating algorithm, the
+    weights the server last sent, i.e. none).
     """
-    arrays = ArrayRecord() if initial is None else initial
+    arrays = initial if initial is not None else ArrayRecord()  # none: clients build the seeded initial model
     spent: dict[int, float] = {}
     pending: Row = {"round": 0}
     for server_round in range(1, num_rounds + 1):
         started = time.perf_counter()
-        messages = strategy.configure_train(server_round, arrays, ConfigRecord(), grid)
+        messages = strategy.configure_train(server_round, arrays, ConfigRecord(dict(train_config or {})), grid)
         replies = exchange(grid, messages, timeout, min_clients, f"round {server_round}")
         exchanged = time.perf_counter()
         metrics = [reply.content[p.METRICS] for reply in replies]

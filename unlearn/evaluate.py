@@ -24,10 +24,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 
 from models import NodeClassifier
 from unlearn.mia import attack_features, membership_auc
-from unlearn.requests import ForgetSplit
+from unlearn.requests import ForgetSplit, Request
 
 METRICS = (
     "acc_remaining",
@@ -38,11 +39,6 @@ METRICS = (
     "test_other_classes",
     "mia_auc",
 )
-
-
-def _accuracy(hits: list[Tensor]) -> float | None:
-    hits = torch.cat(hits) if hits else torch.zeros(0, dtype=torch.bool)
-    return float(hits.to(torch.float64).mean()) if hits.numel() else None
 
 
 def mia_sets(split: ForgetSplit, seed: int) -> tuple[list[Tensor], list[Tensor]]:
@@ -61,43 +57,76 @@ def mia_sets(split: ForgetSplit, seed: int) -> tuple[list[Tensor], list[Tensor]]
     return fit_sets, eval_sets
 
 
+COUNTS = ("remaining", "forget", "test", "forgotten_class", "other_classes")
+
+
+@torch.no_grad()
+def client_counts(
+    model: NodeClassifier, data: Data, forget: Tensor, serving: Data, request: Request, stays: bool
+) -> dict[str, int]:
+    """One client's correct and total counts, ``{name}_correct`` and ``{name}_total`` for :data:`COUNTS`.
+
+    ``data`` is its subgraph as trained (where :math:`D_f`, the mask ``forget``, is measured),
+    ``serving`` the subgraph it serves after the request; :math:`D_r` counts only if the
+    client ``stays``. Counts rather than ratios, so a server can pool clients exactly.
+    """
+    model.eval()
+    served = model(serving.x, serving.edge_index).argmax(1) == serving.y
+    trained = model(data.x, data.edge_index).argmax(1) == data.y
+    empty = torch.zeros(0, dtype=torch.bool, device=served.device)
+    test = serving.test_mask
+    parts = {
+        "remaining": served[serving.train_mask] if stays else empty,
+        "forget": trained[forget],
+        "test": served[test],
+        "forgotten_class": served[test & (serving.y == request.label)] if request.kind == "class" else empty,
+        "other_classes": served[test & (serving.y != request.label)] if request.kind == "class" else empty,
+    }
+    counts = {}
+    for name, hits in parts.items():
+        counts[f"{name}_correct"] = int(hits.sum())
+        counts[f"{name}_total"] = int(hits.numel())
+    return counts
+
+
+def accuracies(counts: list[dict[str, int]], request: Request, client: dict[str, int] | None = None) -> dict:
+    """The accuracies of :data:`METRICS` (all but the MIA AUC) from clients' summed counts.
+
+    ``client`` is the requesting client's counts (its test accuracy), if any.
+    """
+
+    def ratio(name: str, rows: list[dict[str, int]]) -> float | None:
+        total = sum(r[f"{name}_total"] for r in rows)
+        return sum(r[f"{name}_correct"] for r in rows) / total if total else None
+
+    return {
+        "acc_remaining": ratio("remaining", counts),
+        "acc_forget": ratio("forget", counts),
+        "test_global": ratio("test", counts),
+        "test_client": ratio("test", [client]) if client is not None else None,
+        "test_forgotten_class": ratio("forgotten_class", counts) if request.kind == "class" else None,
+        "test_other_classes": ratio("other_classes", counts) if request.kind == "class" else None,
+    }
+
+
 @torch.no_grad()
 def evaluate_unlearning(model: NodeClassifier, split: ForgetSplit, seed: int = 0) -> dict[str, float | None]:
     """Every figure of :data:`METRICS` for ``model`` (``None`` where it does not apply)."""
     model.eval()
     request = split.request
     serving = split.serving()
-    served_logits = [model(d.x, d.edge_index) for d in serving]
-    trained_logits = [model(d.x, d.edge_index) for d in split.original]
     remaining = set(split.remaining_clients)
+    counts = [
+        client_counts(model, data, data.forget_mask, served, request, index in remaining)
+        for index, (data, served) in enumerate(zip(split.original, serving))
+    ]
+    client = counts[request.client] if request.client is not None else None
 
-    dr_hits, test_hits, forgot_class_hits, other_class_hits = [], [], [], []
-    for index, (data, logits) in enumerate(zip(serving, served_logits)):
-        hits = logits.argmax(1) == data.y
-        if index in remaining:
-            dr_hits.append(hits[data.train_mask])
-        test_hits.append(hits[data.test_mask])
-        if request.kind == "class":
-            forgot_class_hits.append(hits[data.test_mask & (data.y == request.label)])
-            other_class_hits.append(hits[data.test_mask & (data.y != request.label)])
-    df_hits = [(lg.argmax(1) == d.y)[d.forget_mask] for d, lg in zip(split.original, trained_logits)]
-    client_test = None
-    if request.client is not None:
-        data, logits = serving[request.client], served_logits[request.client]
-        client_test = _accuracy([(logits.argmax(1) == data.y)[data.test_mask]])
-
+    trained_logits = [model(d.x, d.edge_index) for d in split.original]
     features = [attack_features(lg, d.y) for d, lg in zip(split.original, trained_logits)]
     fit_sets, eval_sets = mia_sets(split, seed)
     members = np.vstack([f[(d.train_mask & ~d.forget_mask).numpy()] for f, d in zip(features, split.original)])
     targets = np.vstack([f[d.forget_mask.numpy()] for f, d in zip(features, split.original)])
     fit_non = np.vstack([f[m.numpy()] for f, m in zip(features, fit_sets)])
     eval_non = np.vstack([f[m.numpy()] for f, m in zip(features, eval_sets)])
-    return {
-        "acc_remaining": _accuracy(dr_hits),
-        "acc_forget": _accuracy(df_hits),
-        "test_global": _accuracy(test_hits),
-        "test_client": client_test,
-        "test_forgotten_class": _accuracy(forgot_class_hits) if request.kind == "class" else None,
-        "test_other_classes": _accuracy(other_class_hits) if request.kind == "class" else None,
-        "mia_auc": membership_auc(members, fit_non, targets, eval_non),
-    }
+    return {**accuracies(counts, request, client), "mia_auc": membership_auc(members, fit_non, targets, eval_non)}

@@ -179,7 +179,22 @@ def run_request(
         "mean": mean,
         "std": std,
         "per_seed": per_seed,
+        "mia_gap": mia_gap(per_seed),
         "targets": check_targets(request.kind, mean, methods),
+    }
+
+
+def mia_gap(per_seed: list[dict[str, Any]]) -> dict[str, float | None]:
+    r"""The gap-closure denominator :math:`\mathrm{AUC}_{orig} - \mathrm{AUC}_{retrain}`: its mean and its spread
+    over seeds. Gap closure means something only where the mean gap is well above the spread."""
+    gaps = [
+        s["rows"]["original"]["mia_auc"] - s["rows"]["retrain"]["mia_auc"]
+        for s in per_seed
+        if s["rows"]["original"]["mia_auc"] is not None and s["rows"]["retrain"]["mia_auc"] is not None
+    ]
+    return {
+        "mean": statistics.fmean(gaps) if gaps else None,
+        "std": statistics.pstdev(gaps) if len(gaps) > 1 else None,
     }
 
 
@@ -215,7 +230,16 @@ def check_targets(kind: str, mean: dict[str, dict[str, Any]], methods: list[str]
     retrain = mean["retrain"]
 
     def add(method: str, name: str, value: float | None, threshold: str, met: bool | None) -> None:
-        checks.append({"method": method, "target": name, "value": value, "threshold": threshold, "met": met})
+        checks.append(
+            {
+                "method": method,
+                "target": name,
+                "value": value,
+                "threshold": threshold,
+                "met": met,
+                "missed_by": missed_by(value, threshold) if met is False else None,
+            }
+        )
 
     for method in methods:
         row = mean[method]
@@ -249,6 +273,17 @@ def check_targets(kind: str, mean: dict[str, dict[str, Any]], methods: list[str]
             ratio = row["time_ratio"]
             add(method, "wall time / retrain's", ratio, f"<= {budget}", None if ratio is None else ratio <= budget)
     return checks
+
+
+def missed_by(value: float, threshold: str) -> float:
+    """How far ``value`` lies outside ``threshold`` (``|x| <= b``, ``>= b`` or ``<= b``), as a positive number."""
+    relation, _, bound = threshold.rpartition(" ")
+    bound = float(bound)
+    if relation == "|x| <=":
+        return abs(value) - bound
+    if relation == ">=":
+        return bound - value
+    return value - bound
 
 
 def _diff(a: float | None, b: float | None) -> float | None:

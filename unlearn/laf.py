@@ -100,17 +100,25 @@ def bounded(error: Tensor) -> Tensor:
     return torch.exp(error / (error + 1))
 
 
+def _mean(values: Tensor) -> Tensor:
+    """The mean, and 0 over an empty set: a client of a federation may hold only one side."""
+    return values.mean() if values.numel() else values.sum()
+
+
 def extractor_loss(error_remaining: Tensor, error_forget: Tensor) -> Tensor:
     r""":math:`\mathcal{L}_{UE} = \operatorname{mean}\,\exp(\frac{e_r}{e_r+1})
-    - \operatorname{mean}\,\exp(\frac{e_f}{e_f+1}) \in (1-e, e-1)`."""
-    return bounded(error_remaining).mean() - bounded(error_forget).mean()
+    - \operatorname{mean}\,\exp(\frac{e_f}{e_f+1}) \in (1-e, e-1)` (a term over an empty set is 0)."""
+    return _mean(bounded(error_remaining)) - _mean(bounded(error_forget))
 
 
 def alignment_loss(remaining: Tensor, remaining_0: Tensor, forget: Tensor, forget_0: Tensor, tau: float) -> Tensor:
-    r""":math:`\mathcal{L}_{RA} = \operatorname{mean}_r d - \tau\log\operatorname{mean}_f e^{d/\tau} \in [-2, 2]`."""
+    r""":math:`\mathcal{L}_{RA} = \operatorname{mean}_r d - \tau\log\operatorname{mean}_f e^{d/\tau} \in [-2, 2]`
+    (a term over an empty set is 0)."""
     d_r = 1 - nn.functional.cosine_similarity(remaining, remaining_0, dim=1)
     d_f = 1 - nn.functional.cosine_similarity(forget, forget_0, dim=1)
-    return d_r.mean() - tau * (torch.logsumexp(d_f / tau, dim=0) - math.log(d_f.numel()))
+    if d_f.numel() == 0:
+        return _mean(d_r)
+    return _mean(d_r) - tau * (torch.logsumexp(d_f / tau, dim=0) - math.log(d_f.numel()))
 
 
 @dataclass
@@ -151,15 +159,24 @@ def _embed(model: NodeClassifier, graphs: list[Data]) -> tuple[Tensor, Tensor]:
     return torch.cat(remaining), torch.cat(forget)
 
 
-def laf(model: NodeClassifier, graphs: list[Data], config: LAFConfig | None = None, seed: int = 0) -> NodeClassifier:
+def laf(
+    model: NodeClassifier,
+    graphs: list[Data],
+    config: LAFConfig | None = None,
+    seed: int = 0,
+    original: NodeClassifier | None = None,
+) -> NodeClassifier:
     """A copy of ``model`` with its encoder unlearned label-agnostically (see the module docstring).
 
     Args:
-        model: the trained model (left unchanged).
+        model: the model to start from (left unchanged).
         graphs: every client's graph as trained, with ``train_mask`` and ``forget_mask``;
             ``y`` is never read.
         config: hyperparameters; ``config.info`` gets the loss traces and timings.
         seed: seeds the VAEs' initialisation and sampling.
+        original: the trained model whose embeddings :math:`f_0` the VAEs and the alignment use
+            (default ``model``; a federated round passes the model before the first round).
+            One side (remaining or forgotten nodes) may be empty, as on a single client.
     """
     config = config or LAFConfig()
     if config.forget_vae not in ("forget", "remaining"):
@@ -168,14 +185,24 @@ def laf(model: NodeClassifier, graphs: list[Data], config: LAFConfig | None = No
     torch.manual_seed(seed)
     model = copy.deepcopy(model)
     model.eval()  # no dropout: every step is deterministic given the seed
+    reference = original if original is not None else model
+    reference.eval()
     with torch.no_grad():
-        remaining_0, forget_0 = _embed(model, graphs)
-    if forget_0.size(0) == 0 or remaining_0.size(0) == 0:
-        raise ValueError("laf needs both remaining and forgotten training nodes")
+        remaining_0, forget_0 = _embed(reference, graphs)
+    if forget_0.size(0) == 0 and remaining_0.size(0) == 0:
+        raise ValueError("laf needs remaining or forgotten training nodes")
     scale = float(torch.cat([remaining_0, forget_0]).pow(2).sum(1).mean().clamp_min(1e-12))
-    vae_r = train_vae(remaining_0, config.latent, config.vae_hidden, config.vae_epochs, config.vae_lr, config.beta)
-    vae_f = train_vae(forget_0, config.latent, config.vae_hidden, config.vae_epochs, config.vae_lr, config.beta)
+
+    def fit(embeddings: Tensor) -> EmbeddingVAE | None:
+        if embeddings.size(0) == 0:
+            return None
+        return train_vae(embeddings, config.latent, config.vae_hidden, config.vae_epochs, config.vae_lr, config.beta)
+
+    vae_r, vae_f = fit(remaining_0), fit(forget_0)
     vae_forget_term = vae_f if config.forget_vae == "forget" else vae_r
+    # A client holding one side only: the missing VAE would only ever see an empty set.
+    vae_forget_term = vae_forget_term if vae_forget_term is not None else (vae_r if vae_r is not None else vae_f)
+    vae_r = vae_r if vae_r is not None else vae_forget_term
     for parameter in model.head.parameters():
         parameter.requires_grad_(False)
     encoder_parameters = [p for p in model.encoder.parameters() if p.requires_grad]

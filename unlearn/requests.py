@@ -132,21 +132,36 @@ def drop_nodes(data: Data, drop: torch.Tensor) -> Data:
     return out
 
 
+def client_forget_mask(data: Data, index: int, request: Request, seed: int) -> torch.Tensor:
+    """Boolean mask of :math:`D_f` on client ``index``'s subgraph ``data`` (a subset of its training nodes).
+
+    A client computes its own mask from the request alone: no other client's data is needed.
+    """
+    mask = torch.zeros(int(data.num_nodes), dtype=torch.bool, device=data.train_mask.device)
+    if request.kind == "class":
+        return data.train_mask & (data.y == request.label)
+    if index != request.client:
+        return mask
+    if request.kind == "client":
+        return data.train_mask.clone()
+    train = data.train_mask.nonzero().view(-1).cpu().numpy()
+    count = max(1, int(round(request.fraction * train.size)))
+    chosen = np.random.default_rng(seed).choice(train, size=count, replace=False)
+    mask[torch.as_tensor(np.sort(chosen), device=mask.device)] = True
+    return mask
+
+
 def forget_masks(clients: list[Data], request: Request, seed: int) -> list[torch.Tensor]:
     """Per-client boolean masks of :math:`D_f` (always a subset of the training nodes)."""
-    masks = [torch.zeros(int(c.num_nodes), dtype=torch.bool) for c in clients]
-    if request.kind == "class":
-        for mask, data in zip(masks, clients):
-            mask |= data.train_mask & (data.y == request.label)
-    elif request.kind == "client":
-        masks[request.client] = clients[request.client].train_mask.clone()
-    else:
-        data = clients[request.client]
-        train = data.train_mask.nonzero().view(-1).numpy()
-        count = max(1, int(round(request.fraction * train.size)))
-        chosen = np.random.default_rng(seed).choice(train, size=count, replace=False)
-        masks[request.client][torch.as_tensor(np.sort(chosen))] = True
-    return masks
+    return [client_forget_mask(data, index, request, seed) for index, data in enumerate(clients)]
+
+
+def remaining_view(data: Data, index: int, request: Request, forget: torch.Tensor) -> Data | None:
+    """What client ``index`` keeps after the request: ``None`` if it leaves, else its subgraph
+    without the nodes of ``forget`` and their edges."""
+    if request.kind == "client" and index == request.client:
+        return None
+    return drop_nodes(data, forget) if bool(forget.any()) else data.clone()
 
 
 def split_federation(clients: list[Data], request: Request, seed: int = 0) -> ForgetSplit:
@@ -162,10 +177,10 @@ def split_federation(clients: list[Data], request: Request, seed: int = 0) -> Fo
         copy = data.clone()
         copy.forget_mask = mask
         original.append(copy)
-        if request.kind == "client" and index == request.client:
-            continue
-        remaining.append(drop_nodes(data, mask) if bool(mask.any()) else data.clone())
-        remaining_clients.append(index)
+        kept = remaining_view(data, index, request, mask)
+        if kept is not None:
+            remaining.append(kept)
+            remaining_clients.append(index)
     forget_ids = torch.cat([d.global_id[d.forget_mask] for d in original]).sort().values
     if forget_ids.numel() == 0:
         raise ValueError(f"request {request} selects no training nodes")

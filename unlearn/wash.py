@@ -38,7 +38,7 @@ budget relative to the weights, :math:`\lVert\boldsymbol{\Delta}\rVert_F \le \rh
 (bisection on :math:`\log\lambda`; :math:`\lambda` is measured in units of
 :math:`\operatorname{tr}(\mathbf{K}_f\mathbf{K}_f^\top)/\operatorname{tr}(\mathbf{C})`); ``heldout``: the smallest
 :math:`\lambda` on a grid whose edited head still agrees with the original predictions
-on held-out remaining nodes (validation nodes) for a share :math:`\ge 1 - \epsilon` (for a
+on held-out remaining nodes (validation nodes) for all but :math:`\lceil\epsilon n\rceil` of them (for a
 class request, held-out nodes predicted as the forgotten class are not counted). ``heldout``
 is the default: a fixed norm budget that suffices on one graph is too tight on another.
 
@@ -64,7 +64,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from models import NodeClassifier
-from unlearn.requests import ForgetSplit
+from unlearn.requests import ForgetSplit, Request
 
 TARGETS = ("drop-class", "neighbor")
 
@@ -270,12 +270,58 @@ def choose_lambda_norm(
     return 10**hi * unit
 
 
+HELDOUT_GRID = tuple(10.0**k for k in range(-6, 7))
+
+
+def candidate_lambdas(
+    stats: EditStatistics | Iterable[EditStatistics], grid: Iterable[float] = HELDOUT_GRID
+) -> list[float]:
+    """The held-out rule's candidate :math:`\\lambda` values, ascending (``grid`` in units of :func:`lambda_scale`)."""
+    unit = lambda_scale(total(stats))
+    return [lam * unit for lam in sorted(grid)]
+
+
+@torch.no_grad()
+def prediction_changes(
+    weight: Tensor, deltas: Iterable[Tensor], heldout_keys: Tensor, forgotten_class: int | None = None
+) -> tuple[list[int], int]:
+    """How many counted held-out predictions (keys as rows) each edit changes, and how many are counted.
+
+    With ``forgotten_class`` set, nodes the original head assigns to that class are not
+    counted: their predictions are meant to change. No labels are used; a client can
+    answer this for its own validation nodes and send the two counts only.
+    """
+    heldout_keys = heldout_keys.to(torch.float64)
+    weight = weight.to(torch.float64)
+    before = (heldout_keys @ weight.T).argmax(1)
+    counted = before != forgotten_class if forgotten_class is not None else torch.ones_like(before, dtype=torch.bool)
+    changed = []
+    for delta in deltas:
+        after = (heldout_keys @ (weight + delta.to(torch.float64)).T).argmax(1)
+        changed.append(int(((after != before) & counted).sum()))
+    return changed, int(counted.sum())
+
+
+def smallest_within(lambdas: list[float], changed: list[int], counted: int, tolerance: float) -> float:
+    """The first (smallest) :math:`\\lambda` whose edit changes at most :math:`\\lceil\\epsilon n\\rceil` of the
+    :math:`n` counted predictions (the largest candidate if none does).
+
+    Rounding up lets a held-out set of fewer than :math:`1/\\epsilon` nodes tolerate one change
+    rather than none (with none, one borderline node would veto every useful edit).
+    """
+    allowed = math.ceil(tolerance * counted)
+    for lam, count in zip(lambdas, changed):
+        if count <= allowed:
+            return lam
+    return lambdas[-1]
+
+
 def choose_lambda_heldout(
     stats: EditStatistics | Iterable[EditStatistics],
     weight: Tensor,
     heldout_keys: Tensor,
     tolerance: float = 0.01,
-    grid: Iterable[float] = tuple(10.0**k for k in range(-6, 7)),
+    grid: Iterable[float] = HELDOUT_GRID,
     forgotten_class: int | None = None,
 ) -> float:
     r"""Smallest :math:`\lambda` (grid, in units of :func:`lambda_scale`) whose edit changes at most
@@ -285,18 +331,11 @@ def choose_lambda_heldout(
     not counted: their predictions are meant to change. No labels are used.
     """
     s = total(stats)
-    unit = lambda_scale(s)
-    heldout_keys = heldout_keys.to(torch.float64)
-    before = (heldout_keys @ weight.T).argmax(1)
-    counted = before != forgotten_class if forgotten_class is not None else torch.ones_like(before, dtype=torch.bool)
-    grid = sorted(grid)
-    for lam in grid:
-        delta = solve_edit(s, lam * unit)
-        after = (heldout_keys @ (weight + delta).T).argmax(1)
-        changed = (after != before) & counted
-        if float(changed.to(torch.float64).sum()) <= tolerance * max(int(counted.sum()), 1):
-            return lam * unit
-    return grid[-1] * unit
+    lambdas = candidate_lambdas(s, grid)
+    changed, counted = prediction_changes(
+        weight, [solve_edit(s, lam) for lam in lambdas], heldout_keys, forgotten_class
+    )
+    return smallest_within(lambdas, changed, counted, tolerance)
 
 
 # ----------------------------------------------------------------------------- the method on a model
@@ -320,37 +359,62 @@ class WashConfig:
     info: dict = field(default_factory=dict)
 
 
-@torch.no_grad()
-def wash_statistics(model: NodeClassifier, split: ForgetSplit, config: WashConfig) -> list[EditStatistics]:
-    """Every original client's :class:`EditStatistics` (what each would send), in client order."""
-    model.eval()
-    target = config.target
+def resolve_target(target: str, request: Request) -> str:
+    """``auto`` is ``drop-class`` for a class request and ``neighbor`` otherwise; check the name."""
     if target == "auto":
-        target = "drop-class" if split.request.kind == "class" else "neighbor"
+        target = "drop-class" if request.kind == "class" else "neighbor"
     if target not in TARGETS:
         raise ValueError(f"unknown wash target {target!r}; choose one of: auto, {', '.join(TARGETS)}")
+    return target
+
+
+@torch.no_grad()
+def client_wash_statistics(
+    model: NodeClassifier,
+    data: Data,
+    forget: Tensor,
+    remaining: Data | None,
+    request: Request,
+    config: WashConfig,
+) -> EditStatistics:
+    """One client's :class:`EditStatistics`, computed where its data lives.
+
+    Args:
+        model: the original model (eval mode is set here).
+        data: the client's subgraph as trained.
+        forget: boolean mask of its :math:`D_f` on ``data``.
+        remaining: its subgraph after the request (:func:`unlearn.requests.remaining_view`),
+            ``None`` if it leaves: keys to keep come from the training nodes there.
+        request: the request (the class of ``drop-class`` targets).
+        config: the target and margin.
+    """
+    model.eval()
+    target = resolve_target(config.target, request)
     weight = head_matrix(model.head)
+    if remaining is not None:
+        keep_keys = keys(model.encoder(remaining.x, remaining.edge_index))[remaining.train_mask]
+    else:
+        keep_keys = torch.zeros(0, weight.size(1), dtype=torch.float64)
+    if not bool(forget.any()):
+        return client_statistics(keep_keys.cpu(), num_outputs=weight.size(0))
+    all_keys = keys(model.encoder(data.x, data.edge_index))
+    outputs = all_keys @ weight.T
+    if target == "drop-class":
+        label = request.label if request.label is not None else 0
+        targets = drop_class_targets(outputs[forget], label, config.margin)
+    else:
+        targets = neighbor_targets(outputs, data.edge_index, forget)
+    residual = targets - outputs[forget]
+    return client_statistics(keep_keys.cpu(), all_keys[forget].cpu(), residual.cpu(), weight.size(0))
+
+
+def wash_statistics(model: NodeClassifier, split: ForgetSplit, config: WashConfig) -> list[EditStatistics]:
+    """Every original client's :class:`EditStatistics` (what each would send), in client order."""
     remaining = dict(zip(split.remaining_clients, split.remaining))
-    stats = []
-    for index, data in enumerate(split.original):
-        if index in remaining:
-            served = remaining[index]
-            keep_keys = keys(model.encoder(served.x, served.edge_index))[served.train_mask]
-        else:
-            keep_keys = torch.zeros(0, weight.size(1), dtype=torch.float64)
-        if not bool(data.forget_mask.any()):
-            stats.append(client_statistics(keep_keys, num_outputs=weight.size(0)))
-            continue
-        all_keys = keys(model.encoder(data.x, data.edge_index))
-        outputs = all_keys @ weight.T
-        if target == "drop-class":
-            label = split.request.label if split.request.label is not None else 0
-            targets = drop_class_targets(outputs[data.forget_mask], label, config.margin)
-        else:
-            targets = neighbor_targets(outputs, data.edge_index, data.forget_mask)
-        residual = targets - outputs[data.forget_mask]
-        stats.append(client_statistics(keep_keys, all_keys[data.forget_mask], residual, weight.size(0)))
-    return stats
+    return [
+        client_wash_statistics(model, data, data.forget_mask, remaining.get(index), split.request, config)
+        for index, data in enumerate(split.original)
+    ]
 
 
 @torch.no_grad()

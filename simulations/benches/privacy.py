@@ -88,7 +88,9 @@ def federated_run(config: RunConfig, num_clients: int) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     with task_identity():
         setup = private_setup(server_algorithm(config.algorithm).make_strategy(config), config, grid)
-        run_rounds(grid, setup.strategy, config.num_server_rounds, True, num_clients, 600.0, rows.append, setup.initial)
+        run_rounds(
+            grid, setup.strategy, config.num_server_rounds, True, num_clients, 600.0, rows.append, initial=setup.initial
+        )
     final = rows[-1]
     epsilon = final.get("epsilon_max")
     if setup.epsilon_after is not None:

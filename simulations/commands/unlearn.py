@@ -133,11 +133,12 @@ def main(args: argparse.Namespace) -> int:
         (out / "report.md").write_text(markdown(result, command))
         bar_plot(result, out / "unlearning.png")
         results.append(result)
-    from unlearn.report import rich_table, targets_table
+    from unlearn.report import mia_gap_line, rich_table, targets_table
 
     console = err if args.json else Console()
     for result, out in zip(results, out_dirs):
         console.print(rich_table(result))
+        console.print(mia_gap_line(result), highlight=False)
         console.print(targets_table(result))
         console.print(f"wrote {out / 'report.md'}, {out / 'unlearning.png'}, {out / 'result.json'}")
     if args.json:

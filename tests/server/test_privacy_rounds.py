@@ -42,7 +42,7 @@ def _run(overrides: dict):
     grid = RecordingGrid(config.to_flower(), 3)
     setup = private_setup(server_algorithm(config.algorithm).make_strategy(config), config, grid)
     rows = []
-    run_rounds(grid, setup.strategy, config.num_server_rounds, True, 3, 60.0, rows.append, setup.initial)
+    run_rounds(grid, setup.strategy, config.num_server_rounds, True, 3, 60.0, rows.append, initial=setup.initial)
     return config, grid, setup, rows
 
 

@@ -22,6 +22,17 @@ def trained(request):
     return model, split
 
 
+def test_a_client_holding_one_side_only_has_only_that_side_s_terms():
+    errors = torch.tensor([0.5, 2.0])
+    empty = torch.zeros(0)
+    assert torch.isclose(extractor_loss(errors, empty), bounded(errors).mean())
+    assert torch.isclose(extractor_loss(empty, errors), -bounded(errors).mean())
+    z = torch.randn(6, 4, generator=torch.Generator().manual_seed(1))
+    nothing = torch.zeros(0, 4)
+    assert torch.isclose(alignment_loss(-z, z, nothing, nothing, 1.0), torch.tensor(2.0), atol=1e-5)
+    assert torch.isclose(alignment_loss(nothing, nothing, -z, z, 1.0), torch.tensor(-2.0), atol=1e-5)
+
+
 def test_loss_terms_have_their_documented_ranges():
     errors = torch.tensor([0.0, 1e-3, 0.5, 1.0, 10.0, 1e6])
     values = bounded(errors)

@@ -1,0 +1,110 @@
+"""Federated unlearning through Flower messages, with clients called in-process."""
+
+import numpy as np
+import pytest
+import torch
+from flwr.app import Array, ArrayRecord
+
+from graphs import FederationSpec, build_federation
+from models import protocol as p
+from models.run_config import RunConfig
+from server.algorithms import server_algorithm
+from server.loop import run_rounds
+from server.unlearning import _query, check_statistics, unlearn_federation
+from simulations.inprocess import InProcessGrid, task_identity
+from unlearn.baselines import new_model
+from unlearn.requests import parse_request, split_federation
+from unlearn.wash import wash
+
+# A well-separated graph: the held-out rule refuses edits that change more than 1% of the other
+# predictions, which on a weakly separable graph leaves the class nearly untouched.
+RUN = {"num-server-rounds": 4, "csbm-nodes": 600, "csbm-signal": 2.0, "local-epochs": 5, "min-clients": 2}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def identity():
+    with task_identity():
+        yield
+
+
+@pytest.fixture(scope="module")
+def trained(identity):
+    """A grid of 3 in-process clients and the FedAvg weights it trained."""
+    config = RunConfig.from_flower(RUN)
+    grid = InProcessGrid(config.to_flower(), 3)
+    module = server_algorithm("fedavg")
+    arrays = run_rounds(grid, module.make_strategy(config), config.num_server_rounds, True, 2, 60.0, lambda row: None)
+    return grid, arrays
+
+
+def _unlearn(grid, arrays, request, tmp_path, failing=frozenset(), method="wash"):
+    config = RunConfig.from_flower({**RUN, "unlearn-request": request, "unlearn-method": method})
+    grid.contexts = {
+        node: type(ctx)(ctx.run_id, ctx.node_id, ctx.node_config, ctx.state, config.to_flower())
+        for node, ctx in grid.contexts.items()
+    }
+    grid.failing = failing
+    try:
+        module = server_algorithm("fedavg")
+        return unlearn_federation(grid, config, arrays, module.make_strategy, True, tmp_path, 10.0), config
+    finally:
+        grid.failing = frozenset()
+
+
+def test_federated_wash_is_the_in_process_edit_and_forgets_the_class(trained, tmp_path):
+    grid, arrays = trained
+    (result, unlearned), config = _unlearn(grid, arrays, "class:1", tmp_path)
+    assert result["method_used"] == "wash" and (tmp_path / "unlearn.json").is_file()
+    clients = build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients
+    model = new_model(config, clients[0].num_features, int(clients[0].num_classes), config.seed)
+    model.load_state_dict(arrays.to_torch_state_dict())
+    split = split_federation(clients, parse_request("class:1", 3, int(clients[0].num_classes)), config.seed)
+    washed = wash(model, split)
+    edited = unlearned.to_torch_state_dict()
+    assert torch.allclose(edited["head.weight"], washed.head.weight, atol=1e-5)
+    assert torch.allclose(edited["head.bias"], washed.head.bias, atol=1e-5)
+    before, after = result["original"], result["unlearned"]
+    assert before["test_forgotten_class"] > 0.5 and after["test_forgotten_class"] < 0.1
+    assert abs(after["test_other_classes"] - before["test_other_classes"]) < 0.05
+
+
+def test_statistics_replies_are_key_sums_only(trained):
+    grid, arrays = trained
+    replies = grid.send_and_receive(_query(p.WASH_STATISTICS_QUERY, "nodes:0:0.5", arrays, [0, 1, 2]))
+    hidden = arrays["head.weight"].shape[1]
+    for reply in replies:
+        record = reply.content[p.WASH_STATISTICS]
+        sums = check_statistics(record, hidden + 1, arrays["head.weight"].shape[0])
+        forgets = int(reply.content[p.METRICS][p.PARTITION_ID]) == 0
+        assert (np.abs(sums[p.FORGET_GRAM]).sum() > 0) == forgets
+    too_many = ArrayRecord({**dict(record), "rows": Array(np.zeros((7, hidden + 1)))})
+    with pytest.raises(RuntimeError, match="exactly"):
+        check_statistics(too_many, hidden + 1, 3)
+    rows = ArrayRecord({**dict(record), p.FORGET_CROSS: Array(np.zeros((50, hidden + 1)))})
+    with pytest.raises(RuntimeError, match="float64"):
+        check_statistics(rows, hidden + 1, arrays["head.weight"].shape[0])
+
+
+def test_a_departed_client_that_does_not_answer_makes_the_server_retrain(trained, tmp_path):
+    grid, arrays = trained
+    (result, unlearned), _ = _unlearn(grid, arrays, "client:2", tmp_path, failing={2})
+    assert result["method_used"] == "retrain" and "did not answer" in result["fallback"]
+    assert result["evaluated_clients"] == [0, 1]
+    assert result["unlearned"]["test_global"] > 0.5  # retraining on clients 0 and 1 learned
+    assert not np.allclose(unlearned["head.weight"].numpy(), arrays["head.weight"].numpy())
+
+
+def test_federated_laf_moves_the_encoder_in_capped_rounds_and_keeps_the_head(trained, tmp_path):
+    grid, arrays = trained
+    config_rounds = RUN["num-server-rounds"]
+    (result, unlearned), _ = _unlearn(grid, arrays, "nodes:0:0.5", tmp_path, method="laf")
+    assert result["method_used"] == "laf" and result["laf"]["rounds"] == max(1, config_rounds // 10)
+    before, after = arrays.to_torch_state_dict(), unlearned.to_torch_state_dict()
+    assert torch.allclose(before["head.weight"], after["head.weight"], atol=1e-6)  # frozen (FedAvg rounds only)
+    moved = [
+        name
+        for name in before
+        if not name.startswith("head.") and not torch.allclose(before[name], after[name], atol=1e-4)
+    ]
+    assert moved, "no encoder weight moved"
+    assert 0.0 <= result["unlearned"]["acc_forget"] <= 1.0 and result["unlearned"]["test_client"] is not None

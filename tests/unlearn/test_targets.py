@@ -1,0 +1,35 @@
+"""The issue's targets: how far a missed one falls short; the run config's request syntax."""
+
+import pytest
+
+from models.run_config import RunConfig
+from unlearn.harness import check_targets, missed_by
+
+
+def test_missed_by_is_the_distance_to_the_bar():
+    assert missed_by(0.05, "|x| <= 0.02") == pytest.approx(0.03)
+    assert missed_by(-0.05, "|x| <= 0.02") == pytest.approx(0.03)
+    assert missed_by(0.4, ">= 0.7") == pytest.approx(0.3)
+    assert missed_by(0.03, "<= 0.01") == pytest.approx(0.02)
+
+
+def test_only_missed_targets_carry_a_shortfall():
+    row = {"test_global": 0.80, "acc_forget": 0.90, "gap_closure": 0.2, "time_ratio": 0.005}
+    mean = {"retrain": {"test_global": 0.81, "acc_forget": 0.80}, "wash": row}
+    checks = {c["target"]: c for c in check_targets("client", mean, ["wash"])}
+    assert checks["test acc - retrain's"]["met"] and checks["test acc - retrain's"]["missed_by"] is None
+    assert checks["MIA gap closure"]["missed_by"] == pytest.approx(0.5)
+    assert checks["Df acc - retrain's"]["missed_by"] == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("text", ["class:2", "client:0", "nodes:3:0.5", "nodes:1:.25", ""])
+def test_run_config_accepts_requests(text):
+    assert RunConfig.from_flower({"unlearn-request": text}).unlearn_request == text
+
+
+@pytest.mark.parametrize("text", ["class", "class:x", "nodes:1", "client:-1", "forget:1"])
+def test_run_config_rejects_malformed_requests(text):
+    with pytest.raises(ValueError, match="unlearn-request must be"):
+        RunConfig.from_flower({"unlearn-request": text})
+    with pytest.raises(ValueError, match="unlearn-method must be"):
+        RunConfig.from_flower({"unlearn-method": "finetune"})
