@@ -64,6 +64,8 @@ class RunConfig:
     output_dir: str = "runs"
     run_name: str = ""
     overwrite: bool = False
+    # deployment: continue a run from the checkpoint in its run directory ('' for a new run)
+    resume_from: str = ""
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:

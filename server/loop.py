@@ -26,6 +26,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from models import protocol as p
+from server.checkpoint import Checkpoint
 
 Row = dict[str, Any]
 
@@ -57,20 +58,48 @@ def training_figures(metrics: list[MetricRecord]) -> Row:
     }
 
 
-def exchange(grid: Grid, messages: Iterable[Message], timeout: float, min_clients: int, what: str) -> list[Message]:
-    """Send, wait, and keep the replies without error; fail clearly when too few remain."""
+def collect(grid: Grid, messages: Iterable[Message], timeout: float) -> tuple[list[Message], list[Row]]:
+    """Send, wait up to ``timeout`` seconds; return the replies without error and the failures.
+
+    A failure is a reply carrying an error (the ClientApp raised, the SuperLink found the
+    node gone) or no reply at all by the timeout (the node died or is unreachable);
+    each is ``{"node_id": ..., "reason": ...}``.
+    """
     messages = list(messages)
     replies = list(grid.send_and_receive(messages, timeout=timeout))
     valid = [reply for reply in replies if not reply.has_error()]
-    failed = len(messages) - len(valid)
-    for reply in replies:
-        if reply.has_error():
-            log(WARNING, "%s: node %s failed: %s", what, reply.metadata.src_node_id, reply.error.reason)
-    if len(valid) < min_clients:
+    failed = [{"node_id": r.metadata.src_node_id, "reason": r.error.reason} for r in replies if r.has_error()]
+    answered = {reply.metadata.src_node_id for reply in replies}  # one message per node and round
+    failed += [
+        {"node_id": m.metadata.dst_node_id, "reason": f"no reply within round-timeout={timeout:g} s"}
+        for m in messages
+        if m.metadata.dst_node_id not in answered
+    ]
+    return valid, failed
+
+
+def require_clients(what: str, valid: int, sent: int, failed: list[Row], min_clients: int) -> None:
+    """Log each failed client; fail clearly when fewer than ``min_clients`` replied."""
+    for failure in failed:
+        log(WARNING, "%s: client %s failed: %s", what, _client_name(failure), failure["reason"])
+    if valid < min_clients:
+        names = ", ".join(_client_name(f) for f in failed)
         raise RuntimeError(
-            f"{what}: {len(valid)} of {len(messages)} clients replied ({failed} failed or timed out), "
+            f"{what}: {valid} of {sent} clients replied ({len(failed)} failed or timed out: {names}), "
             f"fewer than min-clients={min_clients}"
         )
+
+
+def _client_name(failure: Row) -> str:
+    partition = failure.get("partition_id")
+    return f"node {failure['node_id']}" + (f" (partition {partition})" if partition is not None else "")
+
+
+def exchange(grid: Grid, messages: Iterable[Message], timeout: float, min_clients: int, what: str) -> list[Message]:
+    """Send, wait, and keep the replies without error; fail clearly when too few remain."""
+    messages = list(messages)
+    valid, failed = collect(grid, messages, timeout)
+    require_clients(what, len(valid), len(messages), failed, min_clients)
     return valid
 
 
@@ -82,18 +111,39 @@ def run_rounds(
     min_clients: int,
     timeout: float,
     on_row: Callable[[Row], None],
+    resume: Checkpoint | None = None,
+    on_checkpoint: Callable[[Checkpoint], None] | None = None,
 ) -> ArrayRecord:
-    """Run ``num_rounds`` rounds; call ``on_row`` with each finished round's row, in order.
+    """Run rounds up to ``num_rounds``; call ``on_row`` with each finished round's row, in order.
+
+    Each row names the clients that failed in its round (``failed_clients``: node id,
+    partition id when the client ever replied, reason). After every round
+    ``on_checkpoint`` gets the server's state; ``resume`` continues from such a state
+    with the next round.
 
     Returns the final global weights (for a non-aggregating algorithm, the weights
     the server last sent, i.e. none).
     """
     arrays = ArrayRecord()  # round 1 sends no weights: clients build the seeded initial model
     pending: Row = {"round": 0}
-    for server_round in range(1, num_rounds + 1):
+    node_partitions: dict[int, int] = {}
+    first = 1
+    if resume is not None:
+        if resume.round >= num_rounds:
+            raise ValueError(
+                f"the checkpoint is at round {resume.round}, num-server-rounds={num_rounds}: nothing left to run; "
+                "raise num-server-rounds to train further"
+            )
+        arrays, pending, node_partitions = resume.arrays, dict(resume.pending), dict(resume.node_partitions)
+        first = resume.round + 1
+    for server_round in range(first, num_rounds + 1):
         started = time.perf_counter()
-        messages = strategy.configure_train(server_round, arrays, ConfigRecord(), grid)
-        replies = exchange(grid, messages, timeout, min_clients, f"round {server_round}")
+        messages = list(strategy.configure_train(server_round, arrays, ConfigRecord(), grid))
+        replies, failed = collect(grid, messages, timeout)
+        for reply in replies:
+            node_partitions[reply.metadata.src_node_id] = int(reply.content[p.METRICS][p.PARTITION_ID])
+        failed = [{**f, "partition_id": node_partitions.get(f["node_id"])} for f in failed]
+        require_clients(f"round {server_round}", len(replies), len(messages), failed, min_clients)
         exchanged = time.perf_counter()
         metrics = [reply.content[p.METRICS] for reply in replies]
         accuracies = pooled_accuracies(metrics)
@@ -108,6 +158,7 @@ def run_rounds(
         pending = {
             "round": server_round,
             "clients": len(replies),
+            "failed_clients": failed,
             "devices": sorted({str(reply.content[p.CLIENT_INFO][p.DEVICE]) for reply in replies}),
             **training_figures(metrics),
             **{k: v for k, v in accuracies.items() if not k.startswith("global_")},
@@ -115,6 +166,8 @@ def run_rounds(
             "aggregate_seconds": time.perf_counter() - exchanged,
             "seconds": time.perf_counter() - started,
         }
+        if on_checkpoint is not None:
+            on_checkpoint(Checkpoint(server_round, arrays, dict(pending), node_partitions=dict(node_partitions)))
     if aggregates:
         started = time.perf_counter()
         messages = strategy.configure_evaluate(num_rounds, arrays, ConfigRecord(), grid)
