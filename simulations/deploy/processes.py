@@ -109,6 +109,16 @@ def register_supernode(flwr_home: Path, public_key: Path, name: str = "") -> int
     return int(reply["node-id"])
 
 
+def supernode_statuses(flwr_home: Path) -> dict[int, str]:
+    """Node id -> status (``registered``, ``online``, ``offline``) as the SuperLink sees them."""
+    command = [flower_tool("flwr", flwr_home), "supernode", "list", FEDERATION, "--format", "json"]
+    result = subprocess.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
+    start = result.stdout.find("{")
+    if result.returncode != 0 or start < 0:
+        raise RuntimeError(f"flwr supernode list failed: {(result.stdout + result.stderr).strip()[-500:]}")
+    return {int(node["node-id"]): node["status"] for node in json.loads(result.stdout[start:])["nodes"]}
+
+
 def listening(host: str, port: int, prefix: list[str] | None = None) -> bool:
     """Whether ``host:port`` accepts TCP connections (seen from inside ``prefix``'s namespace)."""
     if prefix:
@@ -163,19 +173,40 @@ class Service:
 
     def kill(self) -> None:
         """Kill at once, as a crash or a pulled cable would (SIGKILL to the group)."""
-        if self.alive():
-            os.killpg(self.pid, signal.SIGKILL)
+        if self.process is not None:
+            _signal_group(self.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
     def stop(self) -> None:
-        """SIGTERM to the group, SIGKILL after 15 s."""
-        if not self.alive():
+        """SIGTERM to the group, SIGKILL after 15 s.
+
+        The group is signalled even when its leader has exited: a SuperNode that
+        gave up leaves its SuperExec child behind, retrying.
+        """
+        if self.process is None:
             return
+        _signal_group(self.pid, signal.SIGTERM)
         try:
-            os.killpg(self.pid, signal.SIGTERM)
             self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            os.killpg(self.pid, signal.SIGKILL)
+            _signal_group(self.pid, signal.SIGKILL)
             self.process.wait(timeout=5)
-        except ProcessLookupError:
-            pass
+        deadline = time.monotonic() + 5
+        while _group_alive(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _signal_group(self.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
