@@ -121,6 +121,15 @@ class LocalDeployment:
         self.supernodes = [self.start_supernode(i) for i in range(self.num_nodes)]
         self.wait_online(self.node_ids, startup_timeout)
 
+    def restart_superlink(self, timeout: float = 120.0) -> None:
+        """Stop the SuperLink and start it again on the same state; wait for the live SuperNodes."""
+        self.superlink.stop()
+        self.superlink = self.start_superlink()
+        host = self.superlink_address.rsplit(":", 1)[0]
+        self.superlink.wait_until(lambda: listening(host, self.port), timeout, "listening")
+        alive = [node_id for node_id, node in zip(self.node_ids, self.supernodes, strict=False) if node.alive()]
+        self.wait_online(alive, timeout)
+
     def start_superlink(self) -> Service:
         home = self.workdir / "hosts" / "superlink" / "flwr-home"
         command = superlink_command(
@@ -170,7 +179,11 @@ class LocalDeployment:
             statuses = supernode_statuses(self.operator_home)
             if all(statuses.get(node) == "online" for node in node_ids):
                 return
-            dead = [node for node in self.supernodes if not node.alive()]
+            dead = [
+                node
+                for node, node_id in zip(self.supernodes, self.node_ids, strict=False)
+                if node_id in node_ids and not node.alive()
+            ]
             if dead or time.monotonic() > deadline:
                 culprit = dead[0] if dead else self.supernodes[0]
                 raise RuntimeError(
