@@ -67,9 +67,17 @@ def collect(grid: Grid, messages: Iterable[Message], timeout: float) -> tuple[li
     """
     messages = list(messages)
     replies = list(grid.send_and_receive(messages, timeout=timeout))
+    # Message ids are set when the grid pushes the messages. An error reply made by the
+    # SuperLink itself (node unavailable) comes from the SuperLink's own node id, so a
+    # reply is matched to its client through the message it answers.
+    sent = {message.metadata.message_id: message.metadata.dst_node_id for message in messages}
+
+    def client_of(reply: Message) -> int:
+        return sent.get(reply.metadata.reply_to_message_id, reply.metadata.src_node_id)
+
     valid = [reply for reply in replies if not reply.has_error()]
-    failed = [{"node_id": r.metadata.src_node_id, "reason": r.error.reason} for r in replies if r.has_error()]
-    answered = {reply.metadata.src_node_id for reply in replies}  # one message per node and round
+    failed = [{"node_id": client_of(r), "reason": r.error.reason} for r in replies if r.has_error()]
+    answered = {client_of(reply) for reply in replies}
     failed += [
         {"node_id": m.metadata.dst_node_id, "reason": f"no reply within round-timeout={timeout:g} s"}
         for m in messages

@@ -48,8 +48,10 @@ class InProcessGrid:
             node = message.metadata.dst_node_id
             if node in self.silent:
                 continue
-            if node in self.failing:
-                replies.append(Message(error=_error(), reply_to=_delivered(message)))
+            if node in self.failing:  # as the SuperLink reports a lost node: from its own node id 1
+                reply = Message(error=_error(), reply_to=_delivered(message))
+                reply.metadata.__dict__["_src_node_id"] = 1
+                replies.append(reply)
                 continue
             handler = {
                 MessageType.TRAIN: client_app.train,
