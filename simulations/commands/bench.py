@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from simulations.benches import sim
+from simulations.benches import deploy, sim
 from simulations.benches.records import new_record, write_readme
 
-BENCHES: tuple[ModuleType, ...] = (sim,)
+BENCHES: tuple[ModuleType, ...] = (sim, deploy)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
