@@ -64,6 +64,7 @@ class LocalDeployment:
         self.superlink: Service | None = None
         self.supernodes: list[Service] = []
         self.node_ids: list[int] = []
+        self.port = 0  # the SuperLink's, chosen in start()
         self.operator_home = self.workdir / "operator"  # the FLWR_HOME of whoever runs `flwr`
 
     # hosts -----------------------------------------------------------------
@@ -75,9 +76,12 @@ class LocalDeployment:
         return self.network.exec_prefix(self._host_name(index)) if self.network else []
 
     @property
+    def superlink_host(self) -> str:
+        return self.network.address("superlink") if self.network else "127.0.0.1"
+
+    @property
     def superlink_address(self) -> str:
-        host = self.network.address("superlink") if self.network else "127.0.0.1"
-        return f"{host}:{self.port}"
+        return f"{self.superlink_host}:{self.port}"
 
     @property
     def files(self) -> DeploymentFiles:
@@ -104,14 +108,13 @@ class LocalDeployment:
             self.port = SUPERLINK_PORT
         else:
             self.port = free_port()
-        superlink_host = self.superlink_address.rsplit(":", 1)[0]
         if not self.files.ca_certificate.exists():
             # The ServerApp reaches its SuperLink's runtime API on the host itself, also over TLS.
-            hosts = list(dict.fromkeys([superlink_host, "127.0.0.1", "localhost"]))
+            hosts = list(dict.fromkeys([self.superlink_host, "127.0.0.1", "localhost"]))
             make_certificates(self.files.root, hosts, self.num_nodes)
         self.superlink = self.start_superlink()
         self.superlink.wait_until(
-            lambda: listening(superlink_host, self.port), startup_timeout, "listening on " + self.superlink_address
+            lambda: listening(self.superlink_host, self.port), startup_timeout, "listening on " + self.superlink_address
         )
         write_connection(self.operator_home, self.superlink_address, self.files.ca_certificate)
         self.node_ids = [
@@ -125,8 +128,7 @@ class LocalDeployment:
         """Stop the SuperLink and start it again on the same state; wait for the live SuperNodes."""
         self.superlink.stop()
         self.superlink = self.start_superlink()
-        host = self.superlink_address.rsplit(":", 1)[0]
-        self.superlink.wait_until(lambda: listening(host, self.port), timeout, "listening")
+        self.superlink.wait_until(lambda: listening(self.superlink_host, self.port), timeout, "listening")
         alive = [node_id for node_id, node in zip(self.node_ids, self.supernodes, strict=False) if node.alive()]
         self.wait_online(alive, timeout)
 

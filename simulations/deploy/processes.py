@@ -119,11 +119,8 @@ def supernode_statuses(flwr_home: Path) -> dict[int, str]:
     return {int(node["node-id"]): node["status"] for node in json.loads(result.stdout[start:])["nodes"]}
 
 
-def listening(host: str, port: int, prefix: list[str] | None = None) -> bool:
-    """Whether ``host:port`` accepts TCP connections (seen from inside ``prefix``'s namespace)."""
-    if prefix:
-        probe = f"import socket; socket.create_connection(({host!r}, {port}), timeout=0.5)"
-        return subprocess.run([*prefix, "python3", "-c", probe], capture_output=True).returncode == 0
+def listening(host: str, port: int) -> bool:
+    """Whether ``host:port`` accepts TCP connections from here."""
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex((host, port)) == 0

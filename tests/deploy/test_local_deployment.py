@@ -19,6 +19,7 @@ from graphs.node_data import export_partitions
 from models.run_config import RunConfig
 from simulations.deploy.certs import make_node_key
 from simulations.deploy.local import LocalDeployment
+from simulations.deploy.processes import supernode_statuses
 
 NUM_NODES = 3
 RUN = {
@@ -33,34 +34,27 @@ RUN = {
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
+    """The running deployment and two SuperNodes that must be refused.
+
+    The refused ones start with the deployment, so their start-up and connection
+    attempts overlap the training run; the last test checks how they ended.
+    """
     workdir = tmp_path_factory.mktemp("deployment")
     spec = FederationSpec.from_run_config(RunConfig.from_flower(RUN).to_flower(), NUM_NODES)
     roots = [path.parent for path in export_partitions(spec, workdir / "data")]
     with LocalDeployment(workdir, NUM_NODES, node_config={"device": "cpu"}, data_roots=roots) as running:
         if not running.namespaces:
             warnings.warn(f"deployment test ran on {running.mode}, not on separate network namespaces", stacklevel=1)
-        yield running
-
-
-def _wait_for_exit(services, timeout):
-    deadline = time.monotonic() + timeout
-    while any(s.alive() for s in services) and time.monotonic() < deadline:
-        time.sleep(0.5)
-
-
-def test_unregistered_key_and_missing_ca_are_refused(deployment, tmp_path):
-    make_node_key(tmp_path / "rogue.key", tmp_path / "rogue.pub")
-    rogue = deployment.start_supernode(0, private_key=tmp_path / "rogue.key", label="rogue")
-    untrusting = deployment.start_supernode(1, ca_certificate=None, label="no-ca")
-    try:
-        _wait_for_exit([rogue, untrusting], timeout=120)
-        assert not rogue.alive() and rogue.process.returncode != 0
-        assert "Failed to activate SuperNode" in rogue.log_tail(20_000)
-        assert not untrusting.alive() and untrusting.process.returncode != 0
-        assert "CERTIFICATE_VERIFY_FAILED" in untrusting.log_tail(20_000)
-    finally:
-        rogue.stop()
-        untrusting.stop()
+        make_node_key(workdir / "rogue.key", workdir / "rogue.pub")  # never registered
+        refused = {
+            "unregistered key": running.start_supernode(0, private_key=workdir / "rogue.key", label="rogue"),
+            "no CA certificate": running.start_supernode(1, ca_certificate=None, label="no-ca"),
+        }
+        try:
+            yield running, refused
+        finally:
+            for service in refused.values():
+                service.stop()
 
 
 def _rows(run_dir: Path) -> list[dict]:
@@ -69,6 +63,7 @@ def _rows(run_dir: Path) -> list[dict]:
 
 
 def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deployment, tmp_path):
+    deployment, _ = deployment
     run_dir = tmp_path / "deployed"
     config = {**RUN, "output-dir": str(tmp_path), "run-name": "deployed"}
     lost = deployment.supernodes[2]
@@ -109,3 +104,17 @@ def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deplo
     assert rows[3]["clients"] == NUM_NODES - 1
     assert json.loads((run_dir / "checkpoint.json").read_text())["round"] == 3
     assert json.loads((run_dir / "summary.json").read_text())["final"]["global_test_acc"] == rows[3]["global_test_acc"]
+
+
+def test_unregistered_key_and_missing_ca_are_refused(deployment):
+    deployment, refused = deployment
+    deadline = time.monotonic() + 120
+    while any(service.alive() for service in refused.values()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    rogue, untrusting = refused["unregistered key"], refused["no CA certificate"]
+    assert not rogue.alive() and rogue.process.returncode != 0
+    assert "Failed to activate SuperNode" in rogue.log_tail(20_000)
+    assert not untrusting.alive() and untrusting.process.returncode != 0
+    assert "CERTIFICATE_VERIFY_FAILED" in untrusting.log_tail(20_000)
+    statuses = supernode_statuses(deployment.operator_home)
+    assert len(statuses) == NUM_NODES  # only the registered nodes are known to the SuperLink
