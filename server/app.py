@@ -17,7 +17,7 @@ from server import outputs
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
-from server.loop import Row, run_rounds
+from server.loop import Row, TooFewClientsError, run_rounds
 
 app = ServerApp()
 
@@ -82,17 +82,21 @@ def main(grid: Grid, context: Context) -> None:
         checkpoint.sampler_state = list(random.getstate())
         save_checkpoint(run_dir, checkpoint)
 
-    arrays = run_rounds(
-        grid,
-        algorithm.make_strategy(config),
-        config.num_server_rounds,
-        aggregates=algorithm.AGGREGATES,
-        min_clients=config.min_clients,
-        timeout=config.round_timeout,
-        on_row=on_row,
-        resume=resume,
-        on_checkpoint=on_checkpoint,
-    )
+    try:
+        arrays = run_rounds(
+            grid,
+            algorithm.make_strategy(config),
+            config.num_server_rounds,
+            aggregates=algorithm.AGGREGATES,
+            min_clients=config.min_clients,
+            timeout=config.round_timeout,
+            on_row=on_row,
+            resume=resume,
+            on_checkpoint=on_checkpoint,
+        )
+    except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
+        log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir)
+        raise SystemExit(2) from error
     rows = outputs.read_rows(run_dir)
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
     summary["run_dir"] = str(run_dir)

@@ -86,13 +86,17 @@ def collect(grid: Grid, messages: Iterable[Message], timeout: float) -> tuple[li
     return valid, failed
 
 
+class TooFewClientsError(RuntimeError):
+    """Fewer than ``min-clients`` clients replied in a round: the run cannot go on."""
+
+
 def require_clients(what: str, valid: int, sent: int, failed: list[Row], min_clients: int) -> None:
     """Log each failed client; fail clearly when fewer than ``min_clients`` replied."""
     for failure in failed:
         log(WARNING, "%s: client %s failed: %s", what, _client_name(failure), failure["reason"])
     if valid < min_clients:
         names = ", ".join(_client_name(f) for f in failed)
-        raise RuntimeError(
+        raise TooFewClientsError(
             f"{what}: {valid} of {sent} clients replied ({len(failed)} failed or timed out: {names}), "
             f"fewer than min-clients={min_clients}"
         )
