@@ -56,7 +56,7 @@ def client_import_seconds(samples: int) -> float:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    out = Path(args.out).resolve() / "deploy-runs"
+    out = Path(args.out).resolve() / "runs" / "deploy"  # benchmarks/runs/ is not versioned
     job = {
         "num-server-rounds": args.rounds,
         "csbm-nodes": args.csbm_nodes,
