@@ -41,7 +41,10 @@ def _job(context: Context) -> LocalJob:
     partition_id = int(context.node_config["partition-id"])
     num_partitions = int(context.node_config["num-partitions"])
     device = choose_device(str(context.node_config.get("device", config.device)))
-    data = client_data(FederationSpec.from_run_config(config.to_flower(), num_partitions), partition_id, device)
+    values = config.to_flower()
+    if "data-root" in context.node_config:  # a deployment's host names its own data root
+        values["data-root"] = str(context.node_config["data-root"])
+    data = client_data(FederationSpec.from_run_config(values, num_partitions), partition_id, device)
     return LocalJob(config, partition_id, data, device, context.state)
 
 

@@ -11,6 +11,7 @@ from flwr.app import ArrayRecord, RecordDict
 from torch_geometric.data import Data
 
 from graphs import FederationSpec, build_federation
+from graphs.node_data import load_partition
 from models import NodeClassifier, build_model
 from models.run_config import RunConfig
 from models.training import adam_state_record, restore_adam_state
@@ -84,9 +85,16 @@ class LocalJob:
 
 @functools.lru_cache(maxsize=64)
 def client_data(spec: FederationSpec, partition_id: int, device: torch.device) -> Data:
-    """Client ``partition_id``'s subgraph on ``device``, built once per process."""
+    """Client ``partition_id``'s subgraph on ``device``, built once per process.
+
+    A data root holding an exported partition (a deployment's host) is read alone;
+    otherwise the graph is loaded and cut here.
+    """
     if not 0 <= partition_id < spec.num_clients:
         raise ValueError(f"partition-id {partition_id} is outside 0..{spec.num_clients - 1}")
+    exported = load_partition(spec, partition_id)
+    if exported is not None:
+        return exported.to(device)
     return build_federation(spec).clients[partition_id].to(device)
 
 

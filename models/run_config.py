@@ -79,6 +79,8 @@ class RunConfig:
     dp_batch_size: int = 32  # dp-sgd: expected Poisson batch size
     clipping: str = "server-fixed"  # client-dp: server-fixed | client-fixed | server-adaptive | client-adaptive
     clipping_norm: float = 1.0  # client-dp: update clipping norm (the initial one when adaptive)
+    # deployment: continue a run from the checkpoint in its run directory ('' for a new run)
+    resume_from: str = ""
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -150,6 +152,11 @@ class RunConfig:
                 f"target-epsilon must be >= 0 (0: use noise-multiplier), got {self.target_epsilon}",
             ),
             (0 < self.target_delta < 1, f"target-delta must lie in (0, 1), got {self.target_delta}"),
+            (
+                not self.resume_from,
+                f"resume-from cannot continue a privacy={self.privacy!r} run: a resumed run is a new Flower run, "
+                "its clients' accountants start empty and the reported epsilon would undercount; start a new run",
+            ),
         ]
         if self.privacy == "dp-sgd":
             check_decoupled(self.model)

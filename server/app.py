@@ -16,7 +16,8 @@ from models.run_config import RunConfig
 from server import outputs, privacy
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
-from server.loop import Row, run_rounds
+from server.checkpoint import Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
+from server.loop import Row, TooFewClientsError, run_rounds
 from server.unlearning import unlearn_federation
 
 app = ServerApp()
@@ -47,17 +48,33 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _sampler_state(saved: list) -> tuple:
+    """``random.getstate()`` back from its JSON form (tuples became lists)."""
+    version, internal, gauss = saved
+    return version, tuple(internal), gauss
+
+
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     started = time.perf_counter()
+    resume: Checkpoint | None = None
     try:
         config = check_run_config(dict(context.run_config))
-        run_dir = outputs.create_run_dir(config)
-    except (ValueError, FileExistsError) as error:
+        if config.resume_from:
+            run_dir = checkpoint_dir(config.resume_from)
+            resume = load_checkpoint(run_dir)
+            outputs.continue_run_dir(run_dir, config, resume.round)
+        else:
+            run_dir = outputs.create_run_dir(config)
+    except (ValueError, FileExistsError, FileNotFoundError) as error:
         log(ERROR, "error: %s", error)
         raise SystemExit(2) from error
     log(INFO, "stamen: writing run outputs to %s", run_dir)
     random.seed(config.seed)  # Flower's client sampling draws from Python's random module
+    if resume is not None:
+        log(INFO, "stamen: resuming from the checkpoint of round %d in %s", resume.round, run_dir)
+        if resume.sampler_state:
+            random.setstate(_sampler_state(resume.sampler_state))
     algorithm = server_algorithm(config.algorithm)
     try:
         setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
@@ -72,22 +89,32 @@ def main(grid: Grid, context: Context) -> None:
         shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 
-    arrays = run_rounds(
-        grid,
-        setup.strategy,
-        config.num_server_rounds,
-        aggregates=algorithm.AGGREGATES,
-        min_clients=config.min_clients,
-        timeout=config.round_timeout,
-        on_row=on_row,
-        initial=setup.initial,
-    )
+    def on_checkpoint(checkpoint: Checkpoint) -> None:
+        checkpoint.sampler_state = list(random.getstate())
+        save_checkpoint(run_dir, checkpoint)
+
+    try:
+        arrays = run_rounds(
+            grid,
+            setup.strategy,
+            config.num_server_rounds,
+            aggregates=algorithm.AGGREGATES,
+            min_clients=config.min_clients,
+            timeout=config.round_timeout,
+            on_row=on_row,
+            initial=setup.initial,
+            resume=resume,
+            on_checkpoint=on_checkpoint,
+        )
+    except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
+        log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir)
+        raise SystemExit(2) from error
     rows = outputs.read_rows(run_dir)
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
     summary["run_dir"] = str(run_dir)
     outputs.write_summary(run_dir, summary)
     if len(arrays) > 0:
-        outputs.save_model(run_dir, arrays.to_torch_state_dict(), config)
+        outputs.save_model(run_dir, outputs.torch_state_dict(arrays), config)
     outputs.plot_curves(run_dir, rows)
     if config.budgets():
         summary["certificates"] = certify_federation(grid, config, run_dir)["budgets"]

@@ -26,6 +26,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from models import protocol as p
+from server.checkpoint import Checkpoint
 from server.privacy import epsilon_figures
 
 Row = dict[str, Any]
@@ -66,20 +67,60 @@ def training_figures(metrics: list[MetricRecord]) -> Row:
     }
 
 
+def collect(grid: Grid, messages: Iterable[Message], timeout: float) -> tuple[list[Message], list[Row]]:
+    """Send, wait up to ``timeout`` seconds; return the replies without error and the failures.
+
+    A failure is a reply carrying an error (the ClientApp raised, the SuperLink found the
+    node gone) or no reply at all by the timeout (the node died or is unreachable);
+    each is ``{"node_id": ..., "reason": ...}``.
+    """
+    messages = list(messages)
+    replies = list(grid.send_and_receive(messages, timeout=timeout))
+    # Message ids are set when the grid pushes the messages. An error reply made by the
+    # SuperLink itself (node unavailable) comes from the SuperLink's own node id, so a
+    # reply is matched to its client through the message it answers.
+    sent = {message.metadata.message_id: message.metadata.dst_node_id for message in messages}
+
+    def client_of(reply: Message) -> int:
+        return sent.get(reply.metadata.reply_to_message_id, reply.metadata.src_node_id)
+
+    valid = [reply for reply in replies if not reply.has_error()]
+    failed = [{"node_id": client_of(r), "reason": r.error.reason} for r in replies if r.has_error()]
+    answered = {client_of(reply) for reply in replies}
+    failed += [
+        {"node_id": m.metadata.dst_node_id, "reason": f"no reply within round-timeout={timeout:g} s"}
+        for m in messages
+        if m.metadata.dst_node_id not in answered
+    ]
+    return valid, failed
+
+
+class TooFewClientsError(RuntimeError):
+    """Fewer than ``min-clients`` clients replied in a round: the run cannot go on."""
+
+
+def require_clients(what: str, valid: int, sent: int, failed: list[Row], min_clients: int) -> None:
+    """Log each failed client; fail clearly when fewer than ``min_clients`` replied."""
+    for failure in failed:
+        log(WARNING, "%s: client %s failed: %s", what, _client_name(failure), failure["reason"])
+    if valid < min_clients:
+        names = ", ".join(_client_name(f) for f in failed)
+        raise TooFewClientsError(
+            f"{what}: {valid} of {sent} clients replied ({len(failed)} failed or timed out: {names}), "
+            f"fewer than min-clients={min_clients}"
+        )
+
+
+def _client_name(failure: Row) -> str:
+    partition = failure.get("partition_id")
+    return f"node {failure['node_id']}" + (f" (partition {partition})" if partition is not None else "")
+
+
 def exchange(grid: Grid, messages: Iterable[Message], timeout: float, min_clients: int, what: str) -> list[Message]:
     """Send, wait, and keep the replies without error; fail clearly when too few remain."""
     messages = list(messages)
-    replies = list(grid.send_and_receive(messages, timeout=timeout))
-    valid = [reply for reply in replies if not reply.has_error()]
-    failed = len(messages) - len(valid)
-    for reply in replies:
-        if reply.has_error():
-            log(WARNING, "%s: node %s failed: %s", what, reply.metadata.src_node_id, reply.error.reason)
-    if len(valid) < min_clients:
-        raise RuntimeError(
-            f"{what}: {len(valid)} of {len(messages)} clients replied ({failed} failed or timed out), "
-            f"fewer than min-clients={min_clients}"
-        )
+    valid, failed = collect(grid, messages, timeout)
+    require_clients(what, len(valid), len(messages), failed, min_clients)
     return valid
 
 
@@ -94,8 +135,15 @@ def run_rounds(
     *,
     train_config: ConfigRecord | None = None,
     initial: ArrayRecord | None = None,
+    resume: Checkpoint | None = None,
+    on_checkpoint: Callable[[Checkpoint], None] | None = None,
 ) -> ArrayRecord:
-    """Run ``num_rounds`` rounds; call ``on_row`` with each finished round's row, in order.
+    """Run rounds up to ``num_rounds``; call ``on_row`` with each finished round's row, in order.
+
+    Each row names the clients that failed in its round (``failed_clients``: node id,
+    partition id when the client ever replied, reason). After every round
+    ``on_checkpoint`` gets the server's state; ``resume`` continues from such a state
+    with the next round.
 
     ``train_config`` is sent with every training message (e.g. the unlearning fallback's
     retraining flag); ``initial`` weights are sent in round 1 (default none: clients build the
@@ -106,10 +154,25 @@ def run_rounds(
     arrays = initial if initial is not None else ArrayRecord()  # none: clients build the seeded initial model
     spent: dict[int, float] = {}
     pending: Row = {"round": 0}
-    for server_round in range(1, num_rounds + 1):
+    node_partitions: dict[int, int] = {}
+    first = 1
+    if resume is not None:
+        if resume.round >= num_rounds:
+            raise ValueError(
+                f"the checkpoint is at round {resume.round}, num-server-rounds={num_rounds}: nothing left to run; "
+                "raise num-server-rounds to train further"
+            )
+        arrays, pending, node_partitions = resume.arrays, dict(resume.pending), dict(resume.node_partitions)
+        first = resume.round + 1
+    for server_round in range(first, num_rounds + 1):
         started = time.perf_counter()
-        messages = strategy.configure_train(server_round, arrays, ConfigRecord(dict(train_config or {})), grid)
-        replies = exchange(grid, messages, timeout, min_clients, f"round {server_round}")
+        train = ConfigRecord(dict(train_config or {}))
+        messages = list(strategy.configure_train(server_round, arrays, train, grid))
+        replies, failed = collect(grid, messages, timeout)
+        for reply in replies:
+            node_partitions[reply.metadata.src_node_id] = int(reply.content[p.METRICS][p.PARTITION_ID])
+        failed = [{**f, "partition_id": node_partitions.get(f["node_id"])} for f in failed]
+        require_clients(f"round {server_round}", len(replies), len(messages), failed, min_clients)
         exchanged = time.perf_counter()
         metrics = [reply.content[p.METRICS] for reply in replies]
         accuracies = pooled_accuracies(metrics)
@@ -125,6 +188,7 @@ def run_rounds(
         pending = {
             "round": server_round,
             "clients": len(replies),
+            "failed_clients": failed,
             "devices": sorted({str(reply.content[p.CLIENT_INFO][p.DEVICE]) for reply in replies}),
             **training_figures(metrics),
             **epsilon_figures(spent),
@@ -133,6 +197,8 @@ def run_rounds(
             "aggregate_seconds": time.perf_counter() - exchanged,
             "seconds": time.perf_counter() - started,
         }
+        if on_checkpoint is not None:
+            on_checkpoint(Checkpoint(server_round, arrays, dict(pending), node_partitions=dict(node_partitions)))
     if aggregates:
         started = time.perf_counter()
         messages = strategy.configure_evaluate(num_rounds, arrays, ConfigRecord(), grid)

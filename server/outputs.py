@@ -4,7 +4,9 @@
 - ``metrics.jsonl``: one JSON line per round, written as each round finishes;
 - ``summary.json``: final and best-validation figures, timings;
 - ``model.pt``: the final global state dict (with the model's spec);
-- ``curves.png``: accuracy and loss per round.
+- ``curves.png``: accuracy and loss per round;
+- ``checkpoint.npz``, ``checkpoint.json``: the server's state after the last finished
+  round (see :mod:`server.checkpoint`), from which ``resume-from`` continues.
 
 A run never writes into an existing run directory unless ``overwrite`` is set: an
 explicit ``run-name`` that exists is an error, a generated one gets a fresh suffix.
@@ -17,6 +19,8 @@ import math
 import time
 from pathlib import Path
 from typing import Any
+
+from flwr.app import ArrayRecord
 
 from models.run_config import RunConfig
 from server.loop import Row
@@ -57,6 +61,32 @@ def create_run_dir(config: RunConfig) -> Path:
     (path / "config.json").write_text(json.dumps(config.to_flower(), indent=2) + "\n")
     (path / "metrics.jsonl").write_text("")
     return path
+
+
+# Keys a resumed run may change: they decide how long and where, not what is trained.
+RESUMABLE_KEYS = frozenset(
+    {"num-server-rounds", "min-clients", "round-timeout", "resume-from", "output-dir", "run-name", "overwrite"}
+)
+
+
+def continue_run_dir(run_dir: Path, config: RunConfig, checkpoint_round: int) -> None:
+    """Reopen a run directory to resume after round ``checkpoint_round``.
+
+    The run config must match the one the run started with, except for the keys that
+    do not change what is trained (``RESUMABLE_KEYS``). Rows of rounds after the
+    checkpoint (written before the interruption) are dropped: they are run again.
+    """
+    started = json.loads((run_dir / "config.json").read_text())
+    current = config.to_flower()
+    changed = sorted(k for k in (set(started) | set(current)) - RESUMABLE_KEYS if started.get(k) != current.get(k))
+    if changed:
+        raise ValueError(
+            f"resume-from={str(run_dir)!r}: the run config differs from the checkpointed run's in {changed}; "
+            "resume with the original values"
+        )
+    kept = [row for row in read_rows(run_dir) if row["round"] < checkpoint_round]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in kept))
+    (run_dir / "config.json").write_text(json.dumps(current, indent=2) + "\n")
 
 
 def append_row(run_dir: Path, row: Row) -> None:
@@ -141,6 +171,17 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def torch_state_dict(arrays: ArrayRecord) -> dict:
+    """The global weights as a PyTorch state dict.
+
+    Flower converts only when PyTorch is already imported, and the ServerApp starts
+    without it (a deployment's ServerApp process never imports it before this point).
+    """
+    import torch  # noqa: F401
+
+    return arrays.to_torch_state_dict()
 
 
 def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:

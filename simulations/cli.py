@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simulations.commands import bench, certify, partition, run, unlearn
+from simulations.commands import bench, certify, deploy, partition, run, unlearn
 
-COMMANDS = (run, partition, bench, certify, unlearn)
+COMMANDS = (run, partition, bench, certify, unlearn, deploy)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,17 +16,27 @@ from client.app import app as client_app
 
 
 class InProcessGrid:
-    """``num_nodes`` nodes (partition ``i`` on node ``i``), each with its own persistent ``context.state``.
+    """``num_nodes`` nodes, each with its own persistent ``context.state``.
 
-    Nodes in ``failing`` answer every message with an error, like a lost SuperNode.
+    Node ids differ from partition ids, as in a deployment: partition ``i`` lives on node
+    ``100 + i``. Nodes of the partitions in ``failing`` answer every message with an
+    error sent from the SuperLink's own node id (1), as Flower reports a lost SuperNode;
+    those in ``silent`` never answer (dead or unreachable).
     """
 
-    def __init__(self, run_config: dict, num_nodes: int, failing: Iterable[int] = ()) -> None:
+    NODE_OFFSET = 100
+
+    def __init__(
+        self, run_config: dict, num_nodes: int, failing: Iterable[int] = (), silent: Iterable[int] = ()
+    ) -> None:
         self.contexts = {
-            node: Context(0, node, {"partition-id": node, "num-partitions": num_nodes}, RecordDict(), run_config)
-            for node in range(num_nodes)
+            self.NODE_OFFSET + i: Context(
+                0, self.NODE_OFFSET + i, {"partition-id": i, "num-partitions": num_nodes}, RecordDict(), run_config
+            )
+            for i in range(num_nodes)
         }
-        self.failing = frozenset(failing)
+        self.failing = {self.NODE_OFFSET + i for i in failing}
+        self.silent = {self.NODE_OFFSET + i for i in silent}  # may change mid-run, as nodes die
 
     def get_node_ids(self) -> list[int]:
         return list(self.contexts)
@@ -36,8 +46,12 @@ class InProcessGrid:
         for message in messages:
             message = _delivered(message)
             node = message.metadata.dst_node_id
+            if node in self.silent:
+                continue
             if node in self.failing:
-                replies.append(Message(error=Error(code=0, reason="node lost"), reply_to=message))
+                reply = Message(error=Error(code=0, reason="node lost"), reply_to=message)
+                reply.metadata.__dict__["_src_node_id"] = 1
+                replies.append(reply)
             else:
                 replies.append(client_app(message, self.contexts[node]))
         return replies

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from simulations.benches import privacy, sim, unlearn
+from simulations.benches import deploy, privacy, sim, unlearn
 from simulations.benches.records import new_record, write_readme
 
-BENCHES: tuple[ModuleType, ...] = (sim, privacy, unlearn)
+BENCHES: tuple[ModuleType, ...] = (sim, privacy, unlearn, deploy)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

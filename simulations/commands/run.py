@@ -22,6 +22,7 @@ from flwr.common.config import get_project_config, parse_config_args
 from graphs import FederationSpec, build_federation
 from models.run_config import RunConfig
 from server.app import check_run_config
+from server.checkpoint import checkpoint_dir
 from server.outputs import resolve_run_dir, summary_table
 from simulations.flower import PROJECT_ROOT, LocalSuperLink, PeakMemory, flwr_run
 
@@ -71,7 +72,7 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> tuple[
 
         if config.certify_arch not in ARCHITECTURES:
             raise ValueError(f"unknown certify-arch {config.certify_arch!r}; choose one of: {', '.join(ARCHITECTURES)}")
-    run_dir = resolve_run_dir(config)
+    run_dir = checkpoint_dir(config.resume_from) if config.resume_from else resolve_run_dir(config)
     config = dataclasses.replace(config, output_dir=str(run_dir.parent), run_name=run_dir.name)
     return config, federation
 

@@ -27,3 +27,8 @@ def test_defaults_are_the_pyproject_run_config():
 def test_malformed_values_are_named(values, message):
     with pytest.raises(ValueError, match=message):
         RunConfig.from_flower(values)
+
+
+def test_a_private_run_cannot_be_resumed():
+    with pytest.raises(ValueError, match="accountants start empty"):
+        RunConfig.from_flower({"privacy": "dp-sgd", "model": "sgc", "resume-from": "runs/earlier"})

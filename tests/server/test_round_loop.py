@@ -11,6 +11,7 @@ from models.run_config import RunConfig
 from server import outputs
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
+from server.checkpoint import load_checkpoint, save_checkpoint
 from server.loop import pooled_accuracies, run_rounds
 from simulations.inprocess import InProcessGrid, task_identity
 
@@ -24,18 +25,19 @@ def flower_task_identity():
 RUN = {"num-server-rounds": 4, "csbm-nodes": 600, "local-epochs": 3, "min-clients": 2}
 
 
-def _rows(algorithm: str, failing=frozenset()):
-    config = RunConfig.from_flower({**RUN, "algorithm": algorithm})
+def _rows(algorithm: str, failing=frozenset(), silent=frozenset(), **kwargs):
+    config = RunConfig.from_flower({**RUN, "algorithm": algorithm, **kwargs.pop("run", {})})
     rows = []
     module = server_algorithm(algorithm)
     run_rounds(
-        InProcessGrid(config.to_flower(), 3, failing),
+        kwargs.pop("grid", None) or InProcessGrid(config.to_flower(), 3, failing, silent),
         module.make_strategy(config),
         config.num_server_rounds,
         module.AGGREGATES,
         config.min_clients,
         60.0,
         rows.append,
+        **kwargs,
     )
     return rows
 
@@ -59,6 +61,49 @@ def test_a_lost_client_is_tolerated_down_to_min_clients():
     assert all(row["clients"] == 2 for row in rows[1:])
     with pytest.raises(RuntimeError, match="fewer than min-clients=2"):
         _rows("fedavg", failing={1, 2})
+
+
+def test_failed_and_silent_clients_are_named_in_the_round_row():
+    rows = _rows("fedavg", failing={2}, silent={0}, run={"min-clients": 1})
+    for row in rows[1:]:
+        failures = {f["node_id"]: f for f in row["failed_clients"]}
+        assert set(failures) == {100, 102}
+        assert failures[102]["reason"] == "node lost"
+        assert "no reply within round-timeout=60 s" in failures[100]["reason"]
+    with pytest.raises(RuntimeError, match=r"node 101 \(partition 1\)"):  # it replied once, then died
+        grid = InProcessGrid(RunConfig.from_flower(RUN).to_flower(), 3, failing={2})
+        _rows("fedavg", grid=grid, on_checkpoint=lambda checkpoint: grid.silent.add(101))
+
+
+def test_resuming_from_a_checkpoint_continues_the_rounds_exactly(tmp_path):
+    # Clients keep no optimizer state across runs: a resumed run is then the same computation.
+    run = {"keep-optimizer-state": False}
+    uninterrupted = _rows("fedavg", run=run)
+    checkpoints = []
+    first = _rows("fedavg", run={**run, "num-server-rounds": 2}, on_checkpoint=checkpoints.append)
+    save_checkpoint(tmp_path, checkpoints[-1])
+    resumed = load_checkpoint(tmp_path)
+    assert resumed.round == 2 and resumed.node_partitions == {100: 0, 101: 1, 102: 2}
+    rest = _rows("fedavg", run=run, resume=resumed)
+    assert [row["round"] for row in first[:-1] + rest] == [0, 1, 2, 3, 4]
+    for key in ("global_test_acc", "test_acc", "train_loss"):
+        assert rest[-1][key] == pytest.approx(uninterrupted[-1][key], abs=1e-6), key
+    assert rest[0]["global_test_acc"] == pytest.approx(uninterrupted[2]["global_test_acc"], abs=1e-6)
+    with pytest.raises(ValueError, match="nothing left to run"):
+        _rows("fedavg", run={**run, "num-server-rounds": 2}, resume=resumed)
+
+
+def test_a_resumed_run_must_train_the_same_thing(tmp_path):
+    config = RunConfig.from_flower({**RUN, "output-dir": str(tmp_path), "run-name": "r"})
+    run_dir = outputs.create_run_dir(config)
+    for row in ({"round": 0}, {"round": 1}, {"round": 2}):
+        outputs.append_row(run_dir, row)
+    outputs.continue_run_dir(run_dir, RunConfig.from_flower({**RUN, "num-server-rounds": 9, "resume-from": "x"}), 2)
+    assert [row["round"] for row in outputs.read_rows(run_dir)] == [0, 1]  # round 2 is run again
+    with pytest.raises(ValueError, match=r"differs .* in \['lr'\]"):
+        outputs.continue_run_dir(run_dir, RunConfig.from_flower({**RUN, "lr": 0.5}), 2)
+    with pytest.raises(FileNotFoundError, match="no checkpoint.json"):
+        load_checkpoint(run_dir)
 
 
 def _reply(weights: np.ndarray, num_examples: int) -> Message:

@@ -43,12 +43,12 @@ def _unlearn(grid, arrays, request, tmp_path, failing=frozenset(), method="wash"
         node: type(ctx)(ctx.run_id, ctx.node_id, ctx.node_config, ctx.state, config.to_flower())
         for node, ctx in grid.contexts.items()
     }
-    grid.failing = failing
+    grid.failing = {grid.NODE_OFFSET + partition for partition in failing}
     try:
         module = server_algorithm("fedavg")
         return unlearn_federation(grid, config, arrays, module.make_strategy, True, tmp_path, 10.0), config
     finally:
-        grid.failing = frozenset()
+        grid.failing = set()
 
 
 def test_federated_wash_is_the_in_process_edit_and_forgets_the_class(trained, tmp_path):
@@ -70,7 +70,7 @@ def test_federated_wash_is_the_in_process_edit_and_forgets_the_class(trained, tm
 
 def test_statistics_replies_are_key_sums_only(trained):
     grid, arrays = trained
-    replies = grid.send_and_receive(_query(p.WASH_STATISTICS_QUERY, "nodes:0:0.5", arrays, [0, 1, 2]))
+    replies = grid.send_and_receive(_query(p.WASH_STATISTICS_QUERY, "nodes:0:0.5", arrays, grid.get_node_ids()))
     hidden = arrays["head.weight"].shape[1]
     for reply in replies:
         record = reply.content[p.WASH_STATISTICS]

@@ -1,0 +1,170 @@
+"""``stamen bench deploy``: the same FedAvg job as a simulation and as a real deployment.
+
+The deployment is :class:`simulations.deploy.local.LocalDeployment` (SuperLink and
+SuperNodes as separate hosts in network namespaces when root, TLS and node
+authentication on, each node reading its exported partition); the simulation is
+``stamen run`` with as many simulated SuperNodes. Both write ``metrics.jsonl``; the
+per-round ``seconds`` (server side: send, wait, aggregate) are compared. The cost of
+starting one ClientApp process (Python, PyTorch, PyG and the app imported afresh,
+which Flower 1.42's SuperNode does for every message) is measured on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from graphs import FederationSpec
+from graphs.node_data import export_partitions
+from models.run_config import RunConfig
+from simulations.benches.records import markdown_table
+from simulations.benches.sim import per_round_breakdown
+from simulations.commands.run import prepare, simulate
+from simulations.deploy.local import LocalDeployment
+
+NAME = "deploy"
+HELP = "wall time per round: real deployment (TLS, node auth) against simulation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--csbm-nodes", type=int, default=900)
+    parser.add_argument("--local-epochs", type=int, default=5)
+    parser.add_argument("--loopback", action="store_true", help="no network namespaces")
+    parser.add_argument("--import-samples", type=int, default=3, help="fresh processes timing the ClientApp imports")
+
+
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def client_import_seconds(samples: int) -> float:
+    """Median wall time of a fresh Python process importing the ClientApp (what each message pays)."""
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import client.app"], check=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    out = Path(args.out).resolve() / "runs" / "deploy"  # benchmarks/runs/ is not versioned
+    job = {
+        "num-server-rounds": args.rounds,
+        "csbm-nodes": args.csbm_nodes,
+        "local-epochs": args.local_epochs,
+        "device": "cpu",
+        "output-dir": str(out),
+        "overwrite": True,
+    }
+    print(f"[bench deploy] simulation, {args.nodes} clients, {args.rounds} rounds ...", flush=True)
+    config, federation = prepare(
+        [" ".join(f"{k}={json.dumps(v)}" for k, v in {**job, "run-name": "simulation"}.items())],
+        [f"num-supernodes={args.nodes} client-resources-num-cpus=1"],
+    )
+    started = time.perf_counter()
+    summary = simulate(config, federation, stream=False)
+    simulation = {
+        "total_wall_seconds": time.perf_counter() - started,
+        "per_round": per_round_breakdown(_rows(Path(summary["run_dir"]))),
+        "final_test_acc": summary["final"]["global_test_acc"],
+    }
+
+    print(f"[bench deploy] deployment, {args.nodes} SuperNodes, {args.rounds} rounds ...", flush=True)
+    workdir = out / "deployment-work"
+    values = RunConfig.from_flower({**job, "run-name": "deployment"}).to_flower()
+    roots = [p.parent for p in export_partitions(FederationSpec.from_run_config(values, args.nodes), workdir / "data")]
+    started = time.perf_counter()
+    with LocalDeployment(
+        workdir, args.nodes, {"device": "cpu"}, roots, use_namespaces=False if args.loopback else None
+    ) as deployment:
+        set_up = time.perf_counter() - started
+        code = deployment.run({**job, "run-name": "deployment"})
+        mode = deployment.mode
+    if code != 0:
+        raise RuntimeError(f"the deployed run failed (flwr exit code {code}); logs in {workdir / 'logs'}")
+    run_dir = out / "deployment"
+    deployed = {
+        "mode": mode,
+        "set_up_seconds": set_up,
+        "total_wall_seconds": time.perf_counter() - started,
+        "per_round": per_round_breakdown(_rows(run_dir)),
+        "final_test_acc": json.loads((run_dir / "summary.json").read_text())["final"]["global_test_acc"],
+    }
+    print("[bench deploy] timing fresh ClientApp imports ...", flush=True)
+    return [
+        {
+            "nodes": args.nodes,
+            "rounds": args.rounds,
+            "simulation": simulation,
+            "deployment": deployed,
+            "client_import_seconds": client_import_seconds(args.import_samples),
+        }
+    ]
+
+
+COLUMNS = [
+    "engine",
+    "wall s",
+    "set-up s",
+    "round 1 s",
+    "s / later round",
+    "of which waiting for clients",
+    "client train s (max)",
+    "final test acc",
+]
+
+
+def rows(record: dict[str, Any]) -> list[list[str]]:
+    table = []
+    for entry in record["results"]:
+        for engine, figures in (("simulation (Ray)", entry["simulation"]), ("deployment", entry["deployment"])):
+            per_round = figures["per_round"]
+            label = engine if engine.startswith("sim") else f"deployment ({figures['mode']})"
+            table.append(
+                [
+                    label,
+                    f"{figures['total_wall_seconds']:.1f}",
+                    f"{figures['set_up_seconds']:.1f}" if "set_up_seconds" in figures else "-",
+                    f"{per_round['first_round_seconds']:.1f}",
+                    f"{per_round['seconds']:.1f}",
+                    f"{per_round['exchange_seconds']:.1f}",
+                    f"{per_round['client_train_seconds_max']:.2f}",
+                    f"{figures['final_test_acc']:.3f}",
+                ]
+            )
+    return table
+
+
+def markdown(record: dict[str, Any]) -> list[str]:
+    lines = markdown_table(COLUMNS, rows(record))
+    for entry in record["results"]:
+        lines += [
+            "",
+            f"A fresh ClientApp process (Python + PyTorch + PyG + the app) takes "
+            f"{entry['client_import_seconds']:.1f} s to import on this machine; Flower 1.42's SuperNode starts "
+            "one per message, and its SuperNode and the ServerApp poll for messages every 3 s.",
+        ]
+    return lines
+
+
+def print_table(record: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"stamen bench {record['name']}")
+    for column in COLUMNS:
+        table.add_column(column, justify="right")
+    for row in rows(record):
+        table.add_row(*row)
+    Console().print(table)
+    for entry in record["results"]:
+        Console().print(f"fresh ClientApp import: {entry['client_import_seconds']:.1f} s")

@@ -1,0 +1,190 @@
+"""``stamen deploy``: run the Stamen app on several machines (SuperLink + SuperNodes, TLS, node auth).
+
+Subcommands, in the order an operator uses them:
+
+- ``certs``: a CA, the SuperLink's certificate for its host names/IPs, a key pair per SuperNode;
+- ``partition``: each client's subgraph into its own folder, to copy to that client's host;
+- ``superlink``: start the SuperLink with TLS and SuperNode authentication (foreground);
+- ``register``: register SuperNodes' public keys with the SuperLink;
+- ``supernode``: start one SuperNode with its key, the CA and its node config (foreground);
+- ``run``: ``flwr run`` of the app against the SuperLink, streaming the logs;
+- ``local``: all of the above on this machine (network namespaces as hosts when root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+
+from flwr.common.config import parse_config_args
+
+from graphs import FederationSpec
+from graphs.node_data import export_partitions
+from server.app import check_run_config
+from simulations.commands.run import default_run_config
+from simulations.deploy.certs import DeploymentFiles, make_certificates
+from simulations.deploy.local import SUPERLINK_PORT, LocalDeployment
+from simulations.deploy.processes import (
+    register_supernode,
+    superlink_command,
+    supernode_command,
+    write_connection,
+)
+from simulations.flower import PROJECT_ROOT, flower_environment, flwr_run
+
+OPERATOR_HOME = PROJECT_ROOT / ".flwr" / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("deploy", help="run on several machines: certificates, SuperLink, SuperNodes")
+    commands = parser.add_subparsers(dest="deploy_command", required=True, metavar="STEP")
+
+    certs = commands.add_parser("certs", help="make a CA, the SuperLink's certificate and SuperNode key pairs")
+    certs.add_argument("--out", type=Path, required=True, help="new folder for the files")
+    certs.add_argument(
+        "--host", action="append", required=True, help="a host name or IP the SuperLink is reached under (repeat)"
+    )
+    certs.add_argument("--nodes", type=int, required=True, help="number of SuperNode key pairs")
+    certs.set_defaults(func=certs_main)
+
+    partition = commands.add_parser("partition", help="write each client's subgraph to <out>/node-<i>/")
+    partition.add_argument("--out", type=Path, required=True)
+    partition.add_argument("--nodes", type=int, required=True, help="number of SuperNodes K")
+    partition.add_argument("--run-config", "-c", action="append", default=[], help="run-config overrides")
+    partition.set_defaults(func=partition_main)
+
+    superlink = commands.add_parser("superlink", help="start the SuperLink (TLS, SuperNode authentication)")
+    superlink.add_argument("--certs", type=Path, required=True, help="folder made by `stamen deploy certs`")
+    superlink.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
+    superlink.add_argument("--port", type=int, default=SUPERLINK_PORT)
+    superlink.add_argument("--state", type=Path, default=Path("superlink-state.db"), help="state database file")
+    superlink.set_defaults(func=superlink_main)
+
+    register = commands.add_parser("register", help="register SuperNodes' public keys with the SuperLink")
+    _connection_arguments(register)
+    register.add_argument("public_keys", nargs="+", type=Path, help="node-<i>.pub files")
+    register.set_defaults(func=register_main)
+
+    supernode = commands.add_parser("supernode", help="start one SuperNode")
+    supernode.add_argument("--superlink", required=True, help="the SuperLink's HOST:PORT")
+    supernode.add_argument("--ca", type=Path, required=True, help="the deployment's ca.pem")
+    supernode.add_argument("--key", type=Path, required=True, help="this node's private key (node-<i>.key)")
+    supernode.add_argument("--partition-id", type=int, required=True)
+    supernode.add_argument("--num-partitions", type=int, required=True)
+    supernode.add_argument("--data-root", default="", help="this host's data folder (e.g. from `deploy partition`)")
+    supernode.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    supernode.add_argument("--port", type=int, default=9094, help="local port of the ClientApp runtime API")
+    supernode.set_defaults(func=supernode_main)
+
+    run = commands.add_parser("run", help="flwr run the app against the SuperLink")
+    _connection_arguments(run)
+    run.add_argument("--run-config", "-c", action="append", default=[], help="run-config overrides")
+    run.set_defaults(func=run_main)
+
+    local = commands.add_parser("local", help="a whole deployment on this machine (namespaces when root)")
+    local.add_argument("--nodes", type=int, default=3)
+    local.add_argument("--run-config", "-c", action="append", default=[], help="run-config overrides")
+    local.add_argument("--workdir", type=Path, default=PROJECT_ROOT / ".flwr" / "deploy-local")
+    local.add_argument("--loopback", action="store_true", help="no namespaces: every host on 127.0.0.1")
+    local.set_defaults(func=local_main)
+
+
+def _connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--superlink", required=True, help="the SuperLink's HOST:PORT")
+    parser.add_argument("--ca", type=Path, required=True, help="the deployment's ca.pem")
+
+
+def _overrides(texts: list[str]) -> dict[str, object]:
+    values = default_run_config()
+    values.update(parse_config_args(texts) if texts else {})
+    check_run_config(values)
+    return values
+
+
+def _exec(command: list[str], env: dict[str, str]) -> int:
+    """Become the Flower process (signals such as Ctrl-C go straight to it)."""
+    os.execvpe(command[0], command, env)
+
+
+def _require(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {path} not found")
+    return path
+
+
+def certs_main(args: argparse.Namespace) -> int:
+    files = make_certificates(args.out, args.host, args.nodes)
+    print(f"CA (give to every SuperNode and flwr user): {files.ca_certificate}")
+    print(f"SuperLink certificate for {', '.join(args.host)}: {files.superlink_certificate} (+ .key, keep on its host)")
+    print(f"SuperNode keys: {files.node_private_key(0).parent}/node-<i>.key (one per host), node-<i>.pub (register)")
+    return 0
+
+
+def partition_main(args: argparse.Namespace) -> int:
+    values = _overrides(args.run_config)
+    for path in export_partitions(FederationSpec.from_run_config(values, args.nodes), args.out):
+        print(path)
+    print("copy node-<i>/ to SuperNode i's host and pass data-root='<that folder>' in its node config")
+    return 0
+
+
+def superlink_main(args: argparse.Namespace) -> int:
+    files = DeploymentFiles(args.certs)
+    for path, what in ((files.ca_certificate, "CA"), (files.superlink_certificate, "SuperLink certificate")):
+        _require(path, what)
+    home = PROJECT_ROOT / ".flwr" / "superlink"
+    command = superlink_command(files, args.host, args.port, args.state.resolve(), home / "superlink.log", home)
+    return _exec(command, flower_environment(home))
+
+
+def register_main(args: argparse.Namespace) -> int:
+    write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
+    for key in args.public_keys:
+        node_id = register_supernode(OPERATOR_HOME, _require(key, "public key"), key.stem)
+        print(json.dumps({"public-key": str(key), "node-id": node_id}))
+    return 0
+
+
+def supernode_main(args: argparse.Namespace) -> int:
+    config: dict[str, object] = {
+        "partition-id": args.partition_id,
+        "num-partitions": args.num_partitions,
+        "device": args.device,
+    }
+    if args.data_root:
+        config["data-root"] = str(Path(args.data_root).resolve())
+    home = PROJECT_ROOT / ".flwr" / f"supernode-{args.partition_id}"
+    ca, key = _require(args.ca, "CA certificate"), _require(args.key, "private key")
+    return _exec(supernode_command(args.superlink, ca, key, config, args.port, home), flower_environment(home))
+
+
+def run_main(args: argparse.Namespace) -> int:
+    write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
+    overrides = parse_config_args(args.run_config) if args.run_config else {}
+    check_run_config({**default_run_config(), **overrides})
+    return flwr_run(OPERATOR_HOME, overrides, {}, stream=True)
+
+
+def local_main(args: argparse.Namespace) -> int:
+    values = _overrides(args.run_config)
+    if values["min-clients"] > args.nodes:
+        raise ValueError(f"min-clients={values['min-clients']} exceeds --nodes={args.nodes}")
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    roots = [
+        p.parent for p in export_partitions(FederationSpec.from_run_config(values, args.nodes), args.workdir / "data")
+    ]
+    overrides = parse_config_args(args.run_config) if args.run_config else {}
+    with LocalDeployment(
+        args.workdir,
+        args.nodes,
+        node_config={"device": values["device"]},
+        data_roots=roots,
+        use_namespaces=False if args.loopback else None,
+    ) as deployment:
+        code = flwr_run(deployment.operator_home, overrides, {}, stream=True)
+    if code != 0:
+        raise RuntimeError(f"the deployed run failed (flwr exit code {code}); logs in {args.workdir / 'logs'}")
+    return 0

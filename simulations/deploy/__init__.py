@@ -1,0 +1,1 @@
+"""Real deployments: certificates, Flower's SuperLink and SuperNodes with TLS and node auth, test networks."""

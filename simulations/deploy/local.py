@@ -1,0 +1,211 @@
+"""A whole deployment on this machine: SuperLink and SuperNodes as separate hosts.
+
+:class:`LocalDeployment` makes the certificates, a virtual LAN of network namespaces
+(one host for the SuperLink, one per SuperNode; the operator's ``flwr`` runs in the
+root namespace), starts the SuperLink with TLS and SuperNode authentication,
+registers the SuperNodes' public keys, starts the SuperNodes, and runs ``flwr run``
+against it. Where namespaces cannot be made (no root) it runs every host on the
+loopback interface instead and says so. Every process is stopped by its PID on exit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from simulations.deploy.certs import DeploymentFiles, make_certificates
+from simulations.deploy.netns import VirtualNetwork, namespaces_available
+from simulations.deploy.processes import (
+    Service,
+    listening,
+    register_supernode,
+    superlink_command,
+    supernode_command,
+    supernode_statuses,
+    write_connection,
+)
+from simulations.flower import flower_environment, flwr_run, free_port
+
+SUPERLINK_PORT = 9092  # Flower's customary Fleet port; each namespace has its own
+
+
+class LocalDeployment:
+    """One SuperLink and ``num_nodes`` SuperNodes with TLS and node authentication.
+
+    Args:
+        workdir: where certificates, logs, state and each host's ``FLWR_HOME`` go.
+        num_nodes: SuperNodes, partition ``i`` on node ``i``.
+        node_config: extra node config for every SuperNode (e.g. ``device``).
+        data_roots: a data root per node (e.g. from :func:`graphs.node_data.export_partitions`).
+        use_namespaces: ``None`` to use them when possible, ``False`` to force loopback.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        num_nodes: int,
+        node_config: Mapping[str, object] | None = None,
+        data_roots: list[Path] | None = None,
+        use_namespaces: bool | None = None,
+    ) -> None:
+        if data_roots is not None and len(data_roots) != num_nodes:
+            raise ValueError(f"{len(data_roots)} data roots for {num_nodes} SuperNodes")
+        self.workdir = Path(workdir)
+        self.num_nodes = num_nodes
+        self.node_config = dict(node_config or {})
+        self.data_roots = data_roots
+        possible, reason = namespaces_available()
+        if use_namespaces and not possible:
+            raise RuntimeError(f"network namespaces are unavailable: {reason}")
+        self.namespaces = possible and use_namespaces is not False
+        self.mode = "network namespaces" if self.namespaces else f"loopback ({reason or 'asked for'})"
+        self.network: VirtualNetwork | None = None
+        self.superlink: Service | None = None
+        self.supernodes: list[Service] = []
+        self.node_ids: list[int] = []
+        self.port = 0  # the SuperLink's, chosen in start()
+        self.operator_home = self.workdir / "operator"  # the FLWR_HOME of whoever runs `flwr`
+
+    # hosts -----------------------------------------------------------------
+
+    def _host_name(self, index: int | None) -> str:
+        return "superlink" if index is None else f"node-{index}"
+
+    def _prefix(self, index: int | None) -> list[str]:
+        return self.network.exec_prefix(self._host_name(index)) if self.network else []
+
+    @property
+    def superlink_host(self) -> str:
+        return self.network.address("superlink") if self.network else "127.0.0.1"
+
+    @property
+    def superlink_address(self) -> str:
+        return f"{self.superlink_host}:{self.port}"
+
+    @property
+    def files(self) -> DeploymentFiles:
+        return DeploymentFiles(self.workdir / "certs")
+
+    # lifecycle -------------------------------------------------------------
+
+    def __enter__(self) -> LocalDeployment:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self, startup_timeout: float = 120.0) -> None:
+        print(f"stamen deploy: {self.num_nodes} SuperNodes on {self.mode}", flush=True)
+        if self.namespaces:
+            names = ["superlink", *(self._host_name(i) for i in range(self.num_nodes))]
+            self.network = VirtualNetwork(names).__enter__()
+            self.port = SUPERLINK_PORT
+        else:
+            self.port = free_port()
+        if not self.files.ca_certificate.exists():
+            # The ServerApp reaches its SuperLink's runtime API on the host itself, also over TLS.
+            hosts = list(dict.fromkeys([self.superlink_host, "127.0.0.1", "localhost"]))
+            make_certificates(self.files.root, hosts, self.num_nodes)
+        self.superlink = self.start_superlink()
+        self.superlink.wait_until(
+            lambda: listening(self.superlink_host, self.port), startup_timeout, "listening on " + self.superlink_address
+        )
+        write_connection(self.operator_home, self.superlink_address, self.files.ca_certificate)
+        self.node_ids = [
+            register_supernode(self.operator_home, self.files.node_public_key(i), self._host_name(i))
+            for i in range(self.num_nodes)
+        ]
+        self.supernodes = [self.start_supernode(i) for i in range(self.num_nodes)]
+        self.wait_online(self.node_ids, startup_timeout)
+
+    def restart_superlink(self, timeout: float = 120.0) -> None:
+        """Stop the SuperLink and start it again on the same state; wait for the live SuperNodes."""
+        self.superlink.stop()
+        self.superlink = self.start_superlink()
+        self.superlink.wait_until(lambda: listening(self.superlink_host, self.port), timeout, "listening")
+        alive = [node_id for node_id, node in zip(self.node_ids, self.supernodes, strict=False) if node.alive()]
+        self.wait_online(alive, timeout)
+
+    def start_superlink(self) -> Service:
+        home = self.workdir / "hosts" / "superlink" / "flwr-home"
+        command = superlink_command(
+            self.files,
+            "0.0.0.0" if self.network else "127.0.0.1",
+            self.port,
+            database=self.workdir / "superlink-state.db",
+            log_file=self.workdir / "logs" / "superlink.log",
+            flwr_home=home,
+        )
+        return Service(
+            "SuperLink", command, flower_environment(home), self.workdir / "logs" / "superlink.out", self._prefix(None)
+        ).start()
+
+    def start_supernode(
+        self,
+        index: int,
+        ca_certificate: Path | None | bool = True,
+        private_key: Path | None | bool = True,
+        label: str = "",
+    ) -> Service:
+        """Start a SuperNode for partition ``index`` on host ``node-<index>``.
+
+        ``ca_certificate`` and ``private_key``: ``True`` for the deployment's CA and
+        the node's own key, a path for another file, ``None`` to leave the flag out.
+        ``label`` names a further SuperNode on the same host (its log file).
+        """
+        config = {"partition-id": index, "num-partitions": self.num_nodes, **self.node_config}
+        if self.data_roots is not None:
+            config["data-root"] = str(self.data_roots[index])
+        name = self._host_name(index) + (f"-{label}" if label else "")
+        home = self.workdir / "hosts" / name / "flwr-home"
+        command = supernode_command(
+            self.superlink_address,
+            self.files.ca_certificate if ca_certificate is True else ca_certificate,
+            self.files.node_private_key(index) if private_key is True else private_key,
+            config,
+            port=free_port(),  # the ClientApp's Runtime API, on the host's loopback
+            flwr_home=home,
+        )
+        log = self.workdir / "logs" / f"{name}.log"
+        return Service(f"SuperNode {name}", command, flower_environment(home), log, self._prefix(index)).start()
+
+    def wait_online(self, node_ids: list[int], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            statuses = supernode_statuses(self.operator_home)
+            if all(statuses.get(node) == "online" for node in node_ids):
+                return
+            dead = [
+                node
+                for node, node_id in zip(self.supernodes, self.node_ids, strict=False)
+                if node_id in node_ids and not node.alive()
+            ]
+            if dead or time.monotonic() > deadline:
+                culprit = dead[0] if dead else self.supernodes[0]
+                raise RuntimeError(
+                    f"SuperNodes not online ({statuses}); {culprit.name} log {culprit.log_file}:\n{culprit.log_tail()}"
+                )
+            time.sleep(1.0)
+
+    def run(self, run_config: Mapping[str, object]) -> int:
+        """``flwr run`` against the SuperLink, from the operator's side; logs to ``operator/run.log``."""
+        return flwr_run(self.operator_home, dict(run_config), {}, stream=False)
+
+    def run_log(self) -> str:
+        path = self.operator_home / "run.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        """Stop every SuperNode and the SuperLink by PID, then remove the virtual network."""
+        for service in [*self.supernodes, self.superlink]:
+            if service is not None:
+                service.stop()
+        if self.network is not None:
+            self.network.close()
+            self.network = None

@@ -1,0 +1,209 @@
+"""Flower's deployment processes with Stamen's flags: SuperLink, SuperNodes, ``flwr`` calls.
+
+The functions here build the command lines (TLS, SuperNode authentication, node
+config) so that ``stamen deploy`` and the tests start exactly the same processes.
+:class:`Service` runs one of them in its own process group, optionally inside a
+network namespace, and stops the whole group by its PID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from simulations.deploy.certs import DeploymentFiles
+from simulations.flower import FEDERATION, flower_environment, toml_value
+
+
+def flower_tool(name: str, flwr_home: Path) -> str:
+    """Absolute path of a Flower executable of this environment."""
+    found = shutil.which(name, path=flower_environment(flwr_home)["PATH"])
+    if found is None:
+        raise FileNotFoundError(f"{name} not found: install the project (pip install -e .)")
+    return found
+
+
+def superlink_command(
+    files: DeploymentFiles, host: str, port: int, database: Path, log_file: Path, flwr_home: Path
+) -> list[str]:
+    """A SuperLink serving TLS on ``host:port`` that admits registered SuperNodes only.
+
+    ``database`` keeps its state (registered nodes, runs) across restarts.
+    """
+    return [
+        flower_tool("flower-superlink", flwr_home),
+        "--ssl-ca-certfile",
+        str(files.ca_certificate),
+        "--ssl-certfile",
+        str(files.superlink_certificate),
+        "--ssl-keyfile",
+        str(files.superlink_key),
+        "--enable-supernode-auth",
+        "--disable-runtime-dependency-installation",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--database",
+        str(database),
+        "--log-file",
+        str(log_file),
+    ]
+
+
+def node_config_text(values: Mapping[str, object]) -> str:
+    """``--node-config`` text: ``key=value`` pairs with TOML literals."""
+    return " ".join(f"{key}={toml_value(value)}" for key, value in values.items())
+
+
+def supernode_command(
+    superlink: str,
+    ca_certificate: Path | None,
+    private_key: Path | None,
+    node_config: Mapping[str, object],
+    port: int,
+    flwr_home: Path,
+) -> list[str]:
+    """A SuperNode dialling ``superlink`` (host:port) over TLS, trusting ``ca_certificate``.
+
+    ``ca_certificate=None`` leaves out ``--root-certificates`` (the system's CAs are
+    trusted instead) and ``private_key=None`` leaves out authentication: both exist to
+    show that such a SuperNode is refused.
+    """
+    command = [flower_tool("flower-supernode", flwr_home), "--superlink", superlink]
+    if ca_certificate is not None:
+        command += ["--root-certificates", str(ca_certificate)]
+    if private_key is not None:
+        command += ["--auth-supernode-private-key", str(private_key)]
+    return command + ["--node-config", node_config_text(node_config), "--port", str(port)]
+
+
+def write_connection(flwr_home: Path, address: str, ca_certificate: Path) -> None:
+    """``FLWR_HOME/config.toml`` pointing ``flwr`` at a TLS SuperLink under the name ``stamen``."""
+    flwr_home.mkdir(parents=True, exist_ok=True)
+    (flwr_home / "config.toml").write_text(
+        f'[superlink]\ndefault = "{FEDERATION}"\n\n'
+        f'[superlink.{FEDERATION}]\naddress = "{address}"\n'
+        f'root-certificates = "{Path(ca_certificate).resolve()}"\n'
+    )
+
+
+def register_supernode(flwr_home: Path, public_key: Path, name: str = "") -> int:
+    """Register a SuperNode's public key with the SuperLink of ``config.toml``; return its node id."""
+    command = [flower_tool("flwr", flwr_home), "supernode", "register", str(public_key), FEDERATION, "--format", "json"]
+    if name:
+        command += ["--name", name]
+    result = subprocess.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
+    start = result.stdout.find("{")  # --format json prints one (indented) JSON object
+    reply = json.loads(result.stdout[start:]) if start >= 0 else {}
+    if result.returncode != 0 or not reply.get("success"):
+        detail = reply.get("error-message") or (result.stdout + result.stderr).strip()[-500:]
+        raise RuntimeError(f"registering {public_key} failed: {detail}")
+    return int(reply["node-id"])
+
+
+def supernode_statuses(flwr_home: Path) -> dict[int, str]:
+    """Node id -> status (``registered``, ``online``, ``offline``) as the SuperLink sees them."""
+    command = [flower_tool("flwr", flwr_home), "supernode", "list", FEDERATION, "--format", "json"]
+    result = subprocess.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
+    start = result.stdout.find("{")
+    if result.returncode != 0 or start < 0:
+        raise RuntimeError(f"flwr supernode list failed: {(result.stdout + result.stderr).strip()[-500:]}")
+    return {int(node["node-id"]): node["status"] for node in json.loads(result.stdout[start:])["nodes"]}
+
+
+def listening(host: str, port: int) -> bool:
+    """Whether ``host:port`` accepts TCP connections from here."""
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+class Service:
+    """One long-running process in a process group of its own, logging to a file.
+
+    ``prefix`` runs it elsewhere (``ip netns exec <ns>``); :meth:`stop` ends the whole
+    group (the process and whatever it started: ServerApp, ClientApp) by its PID.
+    """
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log_file: Path, prefix=()) -> None:
+        self.name = name
+        self.command = [*prefix, *command]
+        self.env = env
+        self.log_file = log_file
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> Service:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(
+                self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, f"{self.name} was never started"
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def wait_until(self, ready, timeout: float, what: str) -> None:
+        """Poll ``ready()`` until true; fail with the log's tail if the process dies or time runs out."""
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if not self.alive() or time.monotonic() > deadline:
+                state = "exited" if not self.alive() else f"not {what} after {timeout:.0f} s"
+                raise RuntimeError(f"{self.name} {state}; log {self.log_file}:\n{self.log_tail()}")
+            time.sleep(0.2)
+
+    def log_tail(self, chars: int = 2000) -> str:
+        return self.log_file.read_text(errors="replace")[-chars:] if self.log_file.exists() else ""
+
+    def kill(self) -> None:
+        """Kill at once, as a crash or a pulled cable would (SIGKILL to the group)."""
+        if self.process is not None:
+            _signal_group(self.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """SIGTERM to the group, SIGKILL after 15 s.
+
+        The group is signalled even when its leader has exited: a SuperNode that
+        gave up leaves its SuperExec child behind, retrying.
+        """
+        if self.process is None:
+            return
+        _signal_group(self.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            _signal_group(self.pid, signal.SIGKILL)
+            self.process.wait(timeout=5)
+        deadline = time.monotonic() + 5
+        while _group_alive(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _signal_group(self.pid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

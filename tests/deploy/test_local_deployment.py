@@ -1,0 +1,120 @@
+"""A real deployment on this machine: SuperLink and 3 SuperNodes as separate hosts, TLS and node auth.
+
+Hosts are network namespaces on a virtual LAN when the machine allows (root, CI);
+otherwise every host runs on the loopback interface and the test says so (a warning
+in pytest's summary). Each SuperNode reads only its own exported partition from its
+own data root. Every process is stopped by its PID, also when a test fails.
+"""
+
+import json
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from graphs import FederationSpec
+from graphs.node_data import export_partitions
+from models.run_config import RunConfig
+from simulations.deploy.certs import make_node_key
+from simulations.deploy.local import LocalDeployment
+from simulations.deploy.processes import supernode_statuses
+
+NUM_NODES = 3
+RUN = {
+    "num-server-rounds": 2,
+    "csbm-nodes": 900,
+    "local-epochs": 5,
+    "seed": 0,
+    "min-clients": 2,
+    "round-timeout": 150.0,
+}
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    """The running deployment and two SuperNodes that must be refused.
+
+    The refused ones start with the deployment, so their start-up and connection
+    attempts overlap the training run; the last test checks how they ended.
+    """
+    workdir = tmp_path_factory.mktemp("deployment")
+    spec = FederationSpec.from_run_config(RunConfig.from_flower(RUN).to_flower(), NUM_NODES)
+    roots = [path.parent for path in export_partitions(spec, workdir / "data")]
+    with LocalDeployment(workdir, NUM_NODES, node_config={"device": "cpu"}, data_roots=roots) as running:
+        if not running.namespaces:
+            warnings.warn(f"deployment test ran on {running.mode}, not on separate network namespaces", stacklevel=1)
+        make_node_key(workdir / "rogue.key", workdir / "rogue.pub")  # never registered
+        refused = {
+            "unregistered key": running.start_supernode(0, private_key=workdir / "rogue.key", label="rogue"),
+            "no CA certificate": running.start_supernode(1, ca_certificate=None, label="no-ca"),
+        }
+        try:
+            yield running, refused
+        finally:
+            for service in refused.values():
+                service.stop()
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deployment, tmp_path):
+    deployment, _ = deployment
+    run_dir = tmp_path / "deployed"
+    config = {**RUN, "output-dir": str(tmp_path), "run-name": "deployed"}
+    lost = deployment.supernodes[2]
+
+    finished = threading.Event()
+
+    def kill_after_first_round():  # round 1's replies are in when the round-0 row is written
+        while not _rows(run_dir) and not finished.wait(0.2):
+            pass
+        lost.kill()
+
+    killer = threading.Thread(target=kill_after_first_round, daemon=True)
+    killer.start()
+    try:
+        code = deployment.run(config)
+    finally:
+        finished.set()
+        killer.join()
+    assert code == 0, deployment.run_log()[-4000:]
+    assert not lost.alive()
+    rows = _rows(run_dir)
+    assert [row["round"] for row in rows] == [0, 1, 2]
+    assert rows[1]["clients"] == NUM_NODES and rows[1]["failed_clients"] == []
+    assert rows[2]["clients"] == NUM_NODES - 1
+    [failure] = rows[2]["failed_clients"]
+    assert failure["node_id"] == deployment.node_ids[2] and failure["partition_id"] == 2
+    assert rows[2]["global_test_acc"] > rows[0]["global_test_acc"] + 0.1
+    assert (run_dir / "model.pt").is_file() and (run_dir / "checkpoint.json").is_file()
+
+    # The SuperLink restarts (its state database keeps the registrations), then the
+    # run continues from round 2's checkpoint to round 3 with the two nodes left.
+    deployment.restart_superlink()
+    code = deployment.run({**config, "num-server-rounds": 3, "resume-from": str(run_dir)})
+    assert code == 0, deployment.run_log()[-4000:]
+    assert "resuming from the checkpoint of round 2" in deployment.run_log()
+    rows = _rows(run_dir)
+    assert [row["round"] for row in rows] == [0, 1, 2, 3]
+    assert rows[3]["clients"] == NUM_NODES - 1
+    assert json.loads((run_dir / "checkpoint.json").read_text())["round"] == 3
+    assert json.loads((run_dir / "summary.json").read_text())["final"]["global_test_acc"] == rows[3]["global_test_acc"]
+
+
+def test_unregistered_key_and_missing_ca_are_refused(deployment):
+    deployment, refused = deployment
+    deadline = time.monotonic() + 120
+    while any(service.alive() for service in refused.values()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    rogue, untrusting = refused["unregistered key"], refused["no CA certificate"]
+    assert not rogue.alive() and rogue.process.returncode != 0
+    assert "Failed to activate SuperNode" in rogue.log_tail(20_000)
+    assert not untrusting.alive() and untrusting.process.returncode != 0
+    assert "CERTIFICATE_VERIFY_FAILED" in untrusting.log_tail(20_000)
+    statuses = supernode_statuses(deployment.operator_home)
+    assert len(statuses) == NUM_NODES  # only the registered nodes are known to the SuperLink
