@@ -1,4 +1,8 @@
-"""A real ``flwr run`` simulation: our own SuperLink, Flower's Ray engine, 3 SuperNodes."""
+"""A real ``flwr run`` simulation: our own SuperLink, Flower's Ray engine, 3 SuperNodes.
+
+One run covers what a run does after training too (certificates, then forgetting a class
+through Flower messages): each Flower start costs tens of seconds.
+"""
 
 import json
 import os
@@ -19,10 +23,10 @@ def _processes_mentioning(text: str) -> list[str]:
     return found
 
 
-def test_stamen_run_trains_a_federation_and_writes_its_outputs(tmp_path):
+def test_stamen_run_trains_certifies_and_forgets_a_class(tmp_path):
     run_config = (
-        f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 local-epochs=5 seed=0 "
-        "certify-budgets='1,2' certify-targets=5 certify-labels-per-class=5"
+        f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 csbm-signal=2.0 local-epochs=5 "
+        "seed=0 certify-budgets='1,2' certify-targets=5 certify-labels-per-class=5 unlearn-request='class:1'"
     )
     result = subprocess.run(
         [
@@ -55,4 +59,12 @@ def test_stamen_run_trains_a_federation_and_writes_its_outputs(tmp_path):
     assert len(certificates["clients"]) == 3 and certificates["targets"] > 0
     ratios = [certificates["budgets"][k]["certified-ratio"] for k in ("1", "2")]
     assert 1.0 >= ratios[0] >= ratios[1] >= 0.0
+    unlearning = json.loads((run_dir / "unlearn.json").read_text())
+    assert unlearning["method_used"] == "wash" and unlearning["evaluated_clients"] == [0, 1, 2]
+    before, after = unlearning["original"], unlearning["unlearned"]
+    assert before["test_forgotten_class"] > 0.5
+    assert after["test_forgotten_class"] < 0.2 * before["test_forgotten_class"]
+    assert abs(after["test_other_classes"] - before["test_other_classes"]) <= 0.05
+    assert (run_dir / "unlearn.md").is_file()
+    assert summary["unlearning"]["unlearned"] == after
     assert not _processes_mentioning(str(Path.cwd() / ".flwr" / "e2e")), "a Flower process outlived the run"
