@@ -276,19 +276,11 @@ def unlearn_federation(
     return result, unlearned
 
 
-FIGURES = (
-    ("acc_remaining", "Dr acc"),
-    ("acc_forget", "Df acc"),
-    ("test_global", "test acc"),
-    ("test_client", "client test"),
-    ("test_forgotten_class", "forgot-class test"),
-    ("test_other_classes", "other-class test"),
-)
-
-
 def markdown_table(result: dict[str, Any]) -> str:
     """Original and unlearned figures side by side (figures that do not apply are left out)."""
-    shown = [(key, label) for key, label in FIGURES if result["original"].get(key) is not None]
+    from unlearn.report import COLUMNS
+
+    shown = [(key, label) for key, label in COLUMNS if result["original"].get(key) is not None]
     lines = ["| model | " + " | ".join(label for _, label in shown) + " |", "|---" * (len(shown) + 1) + "|"]
     for name in ("original", "unlearned"):
         lines.append(f"| {name} | " + " | ".join(f"{result[name][key]:.3f}" for key, _ in shown) + " |")

@@ -5,9 +5,6 @@ through Flower messages): each Flower start costs tens of seconds.
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 
@@ -23,27 +20,12 @@ def _processes_mentioning(text: str) -> list[str]:
     return found
 
 
-def test_stamen_run_trains_certifies_and_forgets_a_class(tmp_path):
+def test_stamen_run_trains_certifies_and_forgets_a_class(tmp_path, stamen_run):
     run_config = (
         f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 csbm-signal=2.0 local-epochs=5 "
         "seed=0 certify-budgets='1,2' certify-targets=5 certify-labels-per-class=5 unlearn-request='class:1'"
     )
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "simulations.cli",
-            "run",
-            "-c",
-            run_config,
-            "--federation-config",
-            "num-supernodes=3 client-resources-num-cpus=1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    result = stamen_run(run_config)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     run_dir = tmp_path / "e2e"
     for name in ("config.json", "metrics.jsonl", "summary.json", "model.pt", "curves.png"):

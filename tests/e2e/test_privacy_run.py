@@ -2,32 +2,14 @@
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 
-def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path):
+def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen_run):
     run_config = (
         f"output-dir='{tmp_path}' run-name='dp' num-server-rounds=3 csbm-nodes=900 local-epochs=2 seed=0 "
         "privacy='dp-sgd' model='sgc' noise-multiplier=1.0 lr=0.05 dp-batch-size=32"
     )
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "simulations.cli",
-            "run",
-            "-c",
-            run_config,
-            "--federation-config",
-            "num-supernodes=3 client-resources-num-cpus=1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    result = stamen_run(run_config)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "dp" / "metrics.jsonl").read_text().splitlines()]
     trained = [row for row in rows if row["round"] >= 1]
