@@ -10,6 +10,7 @@ the one evaluation left after the last round.
 from __future__ import annotations
 
 import time
+from types import ModuleType
 
 import torch
 from flwr.app import (
@@ -25,9 +26,8 @@ from flwr.clientapp import ClientApp
 from client.algorithms import client_algorithm
 from client.certification import certify_local
 from client.device import choose_device
-from client.job import LocalJob, client_data
+from client.job import LocalJob, client_data, new_client_data
 from graphs import FederationSpec
-from models import NodeClassifier
 from models import protocol as p
 from models.run_config import RunConfig
 from models.training import Evaluation, evaluate
@@ -40,15 +40,18 @@ def _job(context: Context) -> LocalJob:
     partition_id = int(context.node_config["partition-id"])
     num_partitions = int(context.node_config["num-partitions"])
     device = choose_device(str(context.node_config.get("device", config.device)))
-    data = client_data(FederationSpec.from_run_config(config.to_flower(), num_partitions), partition_id, device)
-    return LocalJob(config, partition_id, data, device, context.state)
+    spec = FederationSpec.from_run_config(config.to_flower(), num_partitions)
+    data = client_data(spec, partition_id, device)
+    return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device))
 
 
-def _received_model(job: LocalJob, message: Message) -> NodeClassifier:
-    model = job.new_model()
-    received = message.content[p.ARRAYS]
-    if len(received) > 0:  # round 1 sends no weights: every client built the same seeded ones
-        model.load_state_dict(received.to_torch_state_dict())
+def _received_model(job: LocalJob, algorithm: ModuleType, message: Message) -> torch.nn.Module:
+    """The model the server sent, built and loaded by the algorithm's hooks (see :mod:`client.algorithms`)."""
+    model = algorithm.new_model(job) if hasattr(algorithm, "new_model") else job.new_model()
+    if hasattr(algorithm, "receive"):
+        algorithm.receive(model, job, message.content)
+    elif len(message.content[p.ARRAYS]) > 0:  # round 1 sends no weights: every client built the same seeded ones
+        model.load_state_dict(message.content[p.ARRAYS].to_torch_state_dict())
     return model
 
 
@@ -57,10 +60,17 @@ LOCAL_KEYS = (p.LOCAL_VAL_CORRECT, p.LOCAL_TEST_CORRECT)
 
 
 def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
-    return {keys[0]: evaluation.val_correct, keys[1]: evaluation.test_correct}
+    model = keys[0].split("-", 1)[0]  # "global" or "local"
+    counts = {keys[0]: evaluation.val_correct, keys[1]: evaluation.test_correct}
+    counts.update({p.setting_key(model, name): correct for name, (correct, _) in evaluation.settings.items()})
+    return counts
 
 
-def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) -> Message:
+def _evaluate(model: torch.nn.Module, job: LocalJob) -> Evaluation:
+    return evaluate(model, job.data, job.new_client)
+
+
+def _reply(message: Message, job: LocalJob, records: dict[str, ArrayRecord], metrics: dict) -> Message:
     metrics.update(
         {
             p.PARTITION_ID: job.partition_id,
@@ -69,9 +79,14 @@ def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) 
             p.NUM_TEST: int(job.data.test_mask.sum()),
         }
     )
+    if hasattr(job.data, "unseen_mask"):
+        metrics[p.setting_key("num", "unseen-node")] = int(job.data.unseen_mask.sum())
+        metrics[p.setting_key("num", "missing-class")] = int(job.data.missing_mask.sum())
+    if job.new_client is not None:
+        metrics[p.setting_key("num", "new-client")] = int(job.new_client.num_nodes)
     content = RecordDict(
         {
-            p.ARRAYS: arrays,
+            **records,
             p.METRICS: MetricRecord(metrics),
             p.CLIENT_INFO: ConfigRecord({p.DEVICE: str(job.device)}),
         }
@@ -85,19 +100,19 @@ def train(message: Message, context: Context) -> Message:
     algorithm = client_algorithm(job.config.algorithm)
     round_config = message.content[p.CONFIG]
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
-    model = _received_model(job, message)
+    model = _received_model(job, algorithm, message)
 
     started = time.perf_counter()
     metrics: dict = {}
     if algorithm.USES_GLOBAL_MODEL:
-        metrics.update(_counts(evaluate(model, job.data), GLOBAL_KEYS))
+        metrics.update(_counts(_evaluate(model, job), GLOBAL_KEYS))
     evaluated = time.perf_counter()
 
     # Dropout draws differ per client and round, and repeat with the run's seed.
     torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
     loss = algorithm.train(model, job, round_config)
     trained = time.perf_counter()
-    metrics.update(_counts(evaluate(model, job.data), LOCAL_KEYS))
+    metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
     metrics.update(
         {
             p.TRAIN_LOSS: loss,
@@ -105,16 +120,21 @@ def train(message: Message, context: Context) -> Message:
             p.EVAL_SECONDS: (evaluated - started) + (time.perf_counter() - trained),
         }
     )
-    return _reply(message, job, ArrayRecord(model.state_dict()), metrics)
+    if hasattr(algorithm, "reply_records"):
+        records = algorithm.reply_records(model, job, server_round)
+    else:
+        records = {p.ARRAYS: ArrayRecord(model.state_dict())}
+    return _reply(message, job, records, metrics)
 
 
 @app.evaluate()
 def evaluate_received(message: Message, context: Context) -> Message:
     job = _job(context)
+    algorithm = client_algorithm(job.config.algorithm)
     started = time.perf_counter()
-    metrics = _counts(evaluate(_received_model(job, message), job.data), GLOBAL_KEYS)
+    metrics = _counts(_evaluate(_received_model(job, algorithm, message), job), GLOBAL_KEYS)
     metrics[p.EVAL_SECONDS] = time.perf_counter() - started
-    return _reply(message, job, ArrayRecord(), metrics)
+    return _reply(message, job, {p.ARRAYS: ArrayRecord()}, metrics)
 
 
 @app.query()

@@ -27,6 +27,8 @@ class LocalJob:
         data: this client's subgraph with split masks, already on ``device``.
         device: where the client trains.
         state: the client's persistent state across rounds (Flower's ``context.state``).
+        new_client: the held-out subgraph of the new-client setting (``new-client=true``), which
+            every client evaluates its models on; None without one.
     """
 
     config: RunConfig
@@ -34,6 +36,7 @@ class LocalJob:
     data: Data
     device: torch.device
     state: RecordDict
+    new_client: Data | None = None
 
     def new_model(self) -> NodeClassifier:
         """The initial model; every client builds the same weights from the run's seed."""
@@ -71,3 +74,10 @@ def client_data(spec: FederationSpec, partition_id: int, device: torch.device) -
     if not 0 <= partition_id < spec.num_clients:
         raise ValueError(f"partition-id {partition_id} is outside 0..{spec.num_clients - 1}")
     return build_federation(spec).clients[partition_id].to(device)
+
+
+@functools.lru_cache(maxsize=8)
+def new_client_data(spec: FederationSpec, device: torch.device) -> Data | None:
+    """The new client's subgraph on ``device`` (None unless ``new-client``), built once per process."""
+    federation = build_federation(spec)
+    return None if federation.new_client is None else federation.new_client.to(device)
