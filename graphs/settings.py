@@ -6,7 +6,7 @@ data are taken away from the client and kept for evaluation:
 - *unseen nodes* :math:`U_k`: a random share ``unseen_node_frac`` of :math:`G_k`'s nodes,
   removed with their edges during training and added back at evaluation time;
 - *missing classes* :math:`M_k`: the ``missing_classes`` classes with the fewest nodes in
-  :math:`G_k` (among those it has; ties broken by the seed) lose every label at the
+  :math:`G_k` (among those it has, keeping at least one; ties broken by the seed) lose every label at the
   client; their nodes stay in the training graph, unlabelled. A class that ends up
   without a training label by chance (a rare class drawn into validation or test)
   counts as missing too.
@@ -40,16 +40,15 @@ SETTINGS = ("seen", "unseen-node", "missing-class", "new-client")
 
 
 def missing_classes(y: torch.Tensor, num_classes: int, count: int, seed: int) -> torch.Tensor:
-    """The ``count`` classes with the fewest (but some) nodes in ``y``, ties broken by ``seed``."""
+    """The ``count`` classes with the fewest (but some) nodes in ``y``, ties broken by ``seed``.
+
+    A client keeps at least one class: with ``c`` classes present, at most ``c - 1`` are withheld.
+    """
     if count < 0:
         raise ValueError(f"missing-classes must be >= 0, got {count}")
     sizes = torch.bincount(y, minlength=num_classes)
     present = torch.nonzero(sizes > 0).flatten()
-    if count >= present.numel() and count > 0:
-        raise ValueError(
-            f"missing-classes={count} would withhold every class of a client that has {present.numel()}; "
-            "use fewer missing classes or fewer clients"
-        )
+    count = min(count, present.numel() - 1)
     tie_break = torch.randperm(present.numel(), generator=torch.Generator().manual_seed(seed))
     order = torch.argsort(sizes[present][tie_break] * present.numel() + torch.arange(present.numel()), stable=True)
     return present[tie_break][order][:count].sort().values
