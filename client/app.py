@@ -10,6 +10,7 @@ the one evaluation left after the last round.
 from __future__ import annotations
 
 import time
+from types import ModuleType
 
 import torch
 from flwr.app import (
@@ -25,10 +26,9 @@ from flwr.clientapp import ClientApp
 from client.algorithms import client_algorithm
 from client.certification import certify_local
 from client.device import choose_device
-from client.job import LocalJob, client_data
+from client.job import LocalJob, client_data, new_client_data
 from client.privacy import client_dp_mod, train_round
 from graphs import FederationSpec
-from models import NodeClassifier
 from models import protocol as p
 from models.run_config import RunConfig
 from models.training import Evaluation, evaluate
@@ -44,15 +44,18 @@ def _job(context: Context) -> LocalJob:
     values = config.to_flower()
     if "data-root" in context.node_config:  # a deployment's host names its own data root
         values["data-root"] = str(context.node_config["data-root"])
-    data = client_data(FederationSpec.from_run_config(values, num_partitions), partition_id, device)
-    return LocalJob(config, partition_id, data, device, context.state)
+    spec = FederationSpec.from_run_config(values, num_partitions)
+    data = client_data(spec, partition_id, device)
+    return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device))
 
 
-def _received_model(job: LocalJob, message: Message) -> NodeClassifier:
-    model = job.model()
-    received = message.content[p.ARRAYS]
-    if len(received) > 0:  # round 1 sends no weights: every client built the same seeded ones
-        model.load_state_dict(received.to_torch_state_dict())
+def _received_model(job: LocalJob, algorithm: ModuleType, message: Message) -> torch.nn.Module:
+    """The model the server sent, built and loaded by the algorithm's hooks (see :mod:`client.algorithms`)."""
+    model = algorithm.new_model(job) if hasattr(algorithm, "new_model") else job.model()
+    if hasattr(algorithm, "receive"):
+        algorithm.receive(model, job, message.content)
+    elif len(message.content[p.ARRAYS]) > 0:  # round 1 sends no weights: every client built the same seeded ones
+        model.load_state_dict(message.content[p.ARRAYS].to_torch_state_dict())
     return model
 
 
@@ -61,10 +64,17 @@ LOCAL_KEYS = (p.LOCAL_VAL_CORRECT, p.LOCAL_TEST_CORRECT)
 
 
 def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
-    return {keys[0]: evaluation.val_correct, keys[1]: evaluation.test_correct}
+    model = keys[0].split("-", 1)[0]  # "global" or "local"
+    counts = {keys[0]: evaluation.val_correct, keys[1]: evaluation.test_correct}
+    counts.update({p.setting_key(model, name): correct for name, (correct, _) in evaluation.settings.items()})
+    return counts
 
 
-def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) -> Message:
+def _evaluate(model: torch.nn.Module, job: LocalJob) -> Evaluation:
+    return evaluate(model, job.data, job.new_client)
+
+
+def _reply(message: Message, job: LocalJob, records: dict[str, ArrayRecord], metrics: dict) -> Message:
     if job.config.privacy == "client-dp":
         metrics[p.UNIT_WEIGHT] = 1
     metrics.update(
@@ -75,9 +85,14 @@ def _reply(message: Message, job: LocalJob, arrays: ArrayRecord, metrics: dict) 
             p.NUM_TEST: int(job.data.test_mask.sum()),
         }
     )
+    if hasattr(job.data, "unseen_mask"):
+        metrics[p.setting_key("num", "unseen-node")] = int(job.data.unseen_mask.sum())
+        metrics[p.setting_key("num", "missing-class")] = int(job.data.missing_mask.sum())
+    if job.new_client is not None:
+        metrics[p.setting_key("num", "new-client")] = int(job.new_client.num_nodes)
     content = RecordDict(
         {
-            p.ARRAYS: arrays,
+            **records,
             p.METRICS: MetricRecord(metrics),
             p.CLIENT_INFO: ConfigRecord({p.DEVICE: str(job.device)}),
         }
@@ -110,12 +125,12 @@ def train(message: Message, context: Context) -> Message:
 
         num_partitions = int(context.node_config["num-partitions"])
         job = retraining_view(job, str(round_config[p.UNLEARN_RETRAIN]), num_partitions, server_round)
-    model = _received_model(job, message)
+    model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
 
     metrics: dict = {}
     if algorithm.USES_GLOBAL_MODEL:
-        metrics.update(_counts(evaluate(model, job.data), GLOBAL_KEYS))
+        metrics.update(_counts(_evaluate(model, job), GLOBAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
 
     # Dropout draws differ per client and round, and repeat with the run's seed.
@@ -132,24 +147,28 @@ def train(message: Message, context: Context) -> Message:
     else:
         metrics[p.TRAIN_LOSS] = algorithm.train(model, job, round_config)
     laps.lap(p.TRAIN_SECONDS)
-    metrics.update(_counts(evaluate(model, job.data), LOCAL_KEYS))
+    metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
-    arrays = ArrayRecord(model.state_dict())
+    if hasattr(algorithm, "reply_records"):
+        records = algorithm.reply_records(model, job, server_round)
+    else:
+        records = {p.ARRAYS: ArrayRecord(model.state_dict())}
     laps.lap(p.PACK_SECONDS)
     metrics.update(laps.seconds)
-    return _reply(message, job, arrays, metrics)
+    return _reply(message, job, records, metrics)
 
 
 @app.evaluate()
 def evaluate_received(message: Message, context: Context) -> Message:
     laps = Laps()
     job = _job(context)
-    model = _received_model(job, message)
+    algorithm = client_algorithm(job.config.algorithm)
+    model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
-    metrics = _counts(evaluate(model, job.data), GLOBAL_KEYS)
+    metrics = _counts(_evaluate(model, job), GLOBAL_KEYS)
     laps.lap(p.EVAL_SECONDS)
     metrics.update(laps.seconds)
-    return _reply(message, job, ArrayRecord(), metrics)
+    return _reply(message, job, {p.ARRAYS: ArrayRecord()}, metrics)
 
 
 @app.query()
@@ -163,7 +182,12 @@ def query(message: Message, context: Context) -> Message:
     if kind in p.UNLEARN_QUERIES:
         from client.unlearning import answer  # unlearning modules load only when asked
 
-        return answer(job, message, _received_model(job, message), int(context.node_config["num-partitions"]))
+        return answer(
+            job,
+            message,
+            _received_model(job, client_algorithm(job.config.algorithm), message),
+            int(context.node_config["num-partitions"]),
+        )
     if kind != p.CERTIFY_QUERY:
         raise ValueError(
             f"unknown query {kind!r}; this client answers "

@@ -29,6 +29,8 @@ class LocalJob:
         data: this client's subgraph with split masks, already on ``device``.
         device: where the client trains.
         state: the client's persistent state across rounds (Flower's ``context.state``).
+        new_client: the held-out subgraph of the new-client setting (``new-client=true``), which
+            every client evaluates its models on; None without one.
     """
 
     config: RunConfig
@@ -36,6 +38,7 @@ class LocalJob:
     data: Data
     device: torch.device
     state: RecordDict
+    new_client: Data | None = None
 
     def model(self) -> NodeClassifier:
         """This process's model for the run, reset to the initial weights of the run's seed.
@@ -119,3 +122,9 @@ def _reset(model: NodeClassifier, initial: dict[str, torch.Tensor]) -> NodeClass
     model.load_state_dict(initial)
     model.zero_grad(set_to_none=True)
     return model
+
+
+def new_client_data(spec: FederationSpec, device: torch.device) -> Data | None:
+    """The new client's subgraph on ``device`` (None unless ``new-client``), built once per process."""
+    federation = build_federation(spec)
+    return None if federation.new_client is None else federation.new_client.to(device)

@@ -20,6 +20,7 @@ from torch_geometric.data import Data
 
 from graphs.datasets import cache_dir, load_dataset
 from graphs.partition import client_subgraph, cut_edges, partition_nodes
+from graphs.settings import with_settings
 from graphs.splits import split_masks
 
 
@@ -36,6 +37,8 @@ class FederationSpec:
         dirichlet_alpha: concentration of ``label-dirichlet``.
         train_frac, val_frac: per-client split fractions; test takes the rest.
         new_client: hold out one more part that never trains (the "new client").
+        unseen_node_frac: share of each client's nodes held out of training (see :mod:`graphs.settings`).
+        missing_classes: classes whose labels each client withholds (see :mod:`graphs.settings`).
         dataset_options: generator options as sorted ``(name, value)`` pairs.
     """
 
@@ -48,6 +51,8 @@ class FederationSpec:
     train_frac: float = 0.6
     val_frac: float = 0.2
     new_client: bool = False
+    unseen_node_frac: float = 0.0
+    missing_classes: int = 0
     dataset_options: tuple[tuple[str, float], ...] = field(default_factory=tuple)
 
     @classmethod
@@ -81,6 +86,8 @@ class FederationSpec:
             train_frac=float(values.get("train-frac", cls.train_frac)),
             val_frac=float(values.get("val-frac", cls.val_frac)),
             new_client=bool(values.get("new-client", cls.new_client)),
+            unseen_node_frac=float(values.get("unseen-node-frac", cls.unseen_node_frac)),
+            missing_classes=int(values.get("missing-classes", cls.missing_classes)),
             dataset_options=options,
         )
 
@@ -103,19 +110,29 @@ def build_federation(spec: FederationSpec) -> Federation:
     graph = load_dataset(spec.dataset, spec.data_root or None, seed=spec.seed, **dict(spec.dataset_options))
     num_parts = spec.num_clients + int(spec.new_client)
     parts = cached_partition(graph, num_parts, spec.partitioner, spec.seed, spec.dirichlet_alpha)
-    subgraphs = []
-    for index, nodes in enumerate(parts):
-        sub = client_subgraph(graph, nodes)
-        sub.train_mask, sub.val_mask, sub.test_mask = split_masks(
-            sub.num_nodes, spec.train_frac, spec.val_frac, seed=spec.seed * 100_003 + index
+    clients = [
+        with_settings(
+            client_subgraph(graph, nodes),
+            spec.train_frac,
+            spec.val_frac,
+            spec.unseen_node_frac,
+            spec.missing_classes,
+            seed=spec.seed * 100_003 + index,
         )
-        subgraphs.append(sub)
+        for index, nodes in enumerate(parts[: spec.num_clients])
+    ]
+    new_client = None
+    if spec.new_client:  # never trains: every node is an evaluation node
+        new_client = client_subgraph(graph, parts[spec.num_clients])
+        new_client.train_mask, new_client.val_mask, new_client.test_mask = split_masks(
+            new_client.num_nodes, spec.train_frac, spec.val_frac, seed=spec.seed * 100_003 + spec.num_clients
+        )
     return Federation(
         spec=spec,
         graph=graph,
         parts=parts,
-        clients=subgraphs[: spec.num_clients],
-        new_client=subgraphs[spec.num_clients] if spec.new_client else None,
+        clients=clients,
+        new_client=new_client,
         cut_edges=cut_edges(graph, parts),
     )
 

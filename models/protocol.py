@@ -28,6 +28,17 @@ GLOBAL_TEST_CORRECT = "global-test-correct"
 LOCAL_VAL_CORRECT = "local-val-correct"
 LOCAL_TEST_CORRECT = "local-test-correct"
 
+# The evaluation settings of local generalization (graphs/settings.py) beyond the seen
+# graph (whose counts are the test counts above): for each setting s, METRICS holds
+# f"global-{s}-correct", f"local-{s}-correct" (as above) and f"num-{s}".
+SETTINGS = ("unseen-node", "missing-class", "new-client")
+
+
+def setting_key(model: str, setting: str) -> str:
+    """``setting_key("global", "unseen-node") == "global-unseen-node-correct"``; ``model="num"`` for sizes."""
+    return f"num-{setting}" if model == "num" else f"{model}-{setting}-correct"
+
+
 # Keys inside CONFIG.
 SERVER_ROUND = "server-round"  # set by Flower's strategies
 EVALUATE_RECEIVED = "evaluate-received"  # evaluate the received model before training
@@ -75,3 +86,15 @@ COUNTED = "counted"  # METRICS key: validation predictions counted
 UNLEARN_RETRAIN = "unlearn-retrain"
 # Key in CONFIG of training messages: a federated LAF round for this request (server/unlearning.py).
 UNLEARN_LAF = "unlearn-laf"
+
+# FedLoG (client/fedlog.py, server/fedlog.py). Client -> server, every round:
+FEDLOG_UPLOAD = "fedlog-upload"  # ArrayRecord: the head-branch synthetic features and class proportions
+SYNTHETIC_HEAD = "synthetic-head"  # (classes * num-proto, features), class-major
+CLASS_PROPORTIONS = "class-proportions"  # (classes,): the client's share of training nodes per class
+# Client -> server, first round only: the pretrained neighbour generator.
+FEDLOG_GENERATOR = "fedlog-generator"  # ArrayRecord: the generator's state dict
+# Server -> client, from the second round on:
+FEDLOG_GLOBAL = "fedlog-global"  # ArrayRecord: the condensed global synthetic nodes
+GLOBAL_FEATURES = "features"  # (classes * num-proto, features), class-major
+GLOBAL_LABELS = "labels"  # (classes * num-proto,)
+FEDLOG_GENERATORS = "fedlog-generators"  # ArrayRecord: f"{class}.{name}": the per-class generators' weights

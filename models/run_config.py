@@ -40,6 +40,9 @@ class RunConfig:
     csbm_homophily: float = 0.8
     csbm_features: int = 64
     csbm_signal: float = 1.0
+    # evaluation settings of local generalization (graphs/settings.py)
+    unseen_node_frac: float = 0.0
+    missing_classes: int = 0
     # model
     model: str = "gcn"
     hidden: int = 64
@@ -52,6 +55,22 @@ class RunConfig:
     proximal_mu: float = 0.01
     keep_optimizer_state: bool = True
     device: str = "auto"
+    # FedLoG (client/fedlog.py, server/fedlog.py); local-epochs and weight-decay are shared
+    fedlog_lr: float = 0.001
+    fedlog_hidden: int = 128
+    fedlog_embedding: int = 64
+    fedlog_batch_size: int = 64
+    fedlog_num_proto: int = 20
+    fedlog_gamma: float = 3.0
+    fedlog_beta_metric: float = 1.0
+    fedlog_beta_norm: float = 1.0
+    fedlog_beta_cd: float = 1.0
+    fedlog_lambda_step: float = 0.001
+    fedlog_lambda_threshold: float = 0.8
+    fedlog_warmup_epochs: int = 100
+    fedlog_warmup_patience: int = 10
+    fedlog_generator_epochs: int = 100
+    fedlog_generator_hidden: int = 256
     # federated label-flip certificates after training (empty budgets: off)
     certify_budgets: str = ""
     certify_arch: str = "gcn"
@@ -112,6 +131,23 @@ class RunConfig:
             (self.hidden >= 1 and self.num_layers >= 1, "hidden and num-layers must be >= 1"),
             (0 <= self.dropout < 1, "dropout must lie in [0, 1)"),
             (self.dirichlet_alpha > 0, "dirichlet-alpha must be > 0"),
+            (0 <= self.unseen_node_frac < 1, "unseen-node-frac must lie in [0, 1)"),
+            (self.missing_classes >= 0, "missing-classes must be >= 0"),
+            (self.fedlog_lr > 0, "fedlog-lr must be > 0"),
+            (
+                min(self.fedlog_hidden, self.fedlog_embedding, self.fedlog_batch_size, self.fedlog_num_proto) >= 1
+                and self.fedlog_generator_hidden >= 1,
+                "fedlog-hidden, -embedding, -batch-size, -num-proto and -generator-hidden must be >= 1",
+            ),
+            (
+                min(self.fedlog_beta_metric, self.fedlog_beta_norm, self.fedlog_beta_cd, self.fedlog_lambda_step) >= 0,
+                "fedlog-beta-metric, -beta-norm, -beta-cd and -lambda-step must be >= 0",
+            ),
+            (0 <= self.fedlog_lambda_threshold <= 1, "fedlog-lambda-threshold must lie in [0, 1]"),
+            (
+                min(self.fedlog_warmup_epochs, self.fedlog_warmup_patience, self.fedlog_generator_epochs) >= 0,
+                "fedlog-warmup-epochs, -warmup-patience and -generator-epochs must be >= 0",
+            ),
             (self.certify_c > 0, "certify-c must be > 0"),
             (
                 self.certify_labels_per_class >= 1 and self.certify_targets >= 1,

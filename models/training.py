@@ -6,7 +6,7 @@ Plain functions on a model and a ``torch_geometric.data.Data`` with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -15,12 +15,17 @@ from torch_geometric.data import Data
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Correct predictions and sizes of one client's validation and test sets."""
+    """Correct predictions and sizes of one client's validation and test sets.
+
+    ``settings`` maps an evaluation setting of :mod:`graphs.settings` beyond the seen
+    graph (``unseen-node``, ``missing-class``, ``new-client``) to ``(correct, size)``.
+    """
 
     val_correct: int
     num_val: int
     test_correct: int
     num_test: int
+    settings: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def fit(
@@ -89,14 +94,27 @@ def restore_adam_state(optimizer: torch.optim.Adam, tensors: dict[str, torch.Ten
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, data: Data) -> Evaluation:
-    """Count correct predictions on the validation and test nodes."""
+def evaluate(model: nn.Module, data: Data, new_client: Data | None = None) -> Evaluation:
+    """Count correct predictions on the validation and test nodes, and per evaluation setting.
+
+    Validation and test nodes are predicted on the training graph (``edge_index``);
+    unseen and missing-class nodes, when ``data`` has their masks, on the client's whole
+    subgraph (``full_edge_index``); ``new_client``'s nodes, all of them, on its own graph.
+    """
     model.eval()
-    predicted = model(data.x, data.edge_index).argmax(dim=-1)
-    hits = predicted == data.y
+    hits = model(data.x, data.edge_index).argmax(dim=-1) == data.y
+    settings: dict[str, tuple[int, int]] = {}
+    if hasattr(data, "unseen_mask"):
+        full_hits = model(data.x, data.full_edge_index).argmax(dim=-1) == data.y
+        for name, mask in (("unseen-node", data.unseen_mask), ("missing-class", data.missing_mask)):
+            settings[name] = (int(full_hits[mask].sum()), int(mask.sum()))
+    if new_client is not None:
+        new_hits = model(new_client.x, new_client.edge_index).argmax(dim=-1) == new_client.y
+        settings["new-client"] = (int(new_hits.sum()), int(new_hits.numel()))
     return Evaluation(
         val_correct=int(hits[data.val_mask].sum()),
         num_val=int(data.val_mask.sum()),
         test_correct=int(hits[data.test_mask].sum()),
         num_test=int(data.test_mask.sum()),
+        settings=settings,
     )

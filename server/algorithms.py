@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from server import fedavg, fedprox, local
+from server import fedavg, fedlog, fedprox, local
 
-SERVER_ALGORITHMS: dict[str, ModuleType] = {"fedavg": fedavg, "fedprox": fedprox, "local": local}
+SERVER_ALGORITHMS: dict[str, ModuleType] = {
+    "fedavg": fedavg,
+    "fedprox": fedprox,
+    "local": local,
+    "fedlog": fedlog,
+}
 
 
 def server_algorithm(name: str) -> ModuleType:

@@ -33,16 +33,26 @@ Row = dict[str, Any]
 
 
 def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
-    """Client-size-weighted accuracies of the global (received) and local (trained) models."""
+    """Client-size-weighted accuracies of the global (received) and local (trained) models.
+
+    Besides validation and test (the seen graph), every evaluation setting the clients
+    report (:data:`models.protocol.SETTINGS`) is pooled the same way.
+    """
     row: Row = {}
     total_val = sum(int(m[p.NUM_VAL]) for m in metrics)
     total_test = sum(int(m[p.NUM_TEST]) for m in metrics)
-    for name, key, total in (
+    figures = [
         ("global_val_acc", p.GLOBAL_VAL_CORRECT, total_val),
         ("global_test_acc", p.GLOBAL_TEST_CORRECT, total_test),
         ("val_acc", p.LOCAL_VAL_CORRECT, total_val),
         ("test_acc", p.LOCAL_TEST_CORRECT, total_test),
-    ):
+    ]
+    for setting in p.SETTINGS:  # e.g. "global_missing_class_acc" and "missing_class_acc"
+        total = sum(int(m.get(p.setting_key("num", setting), 0)) for m in metrics)
+        name = setting.replace("-", "_") + "_acc"
+        figures.append(("global_" + name, p.setting_key("global", setting), total))
+        figures.append((name, p.setting_key("local", setting), total))
+    for name, key, total in figures:
         if metrics and all(key in m for m in metrics) and total > 0:
             row[name] = sum(int(m[key]) for m in metrics) / total
     return row

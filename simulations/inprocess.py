@@ -8,11 +8,14 @@ use it on machines too small for a Ray simulation per measurement.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from flwr.app import Context, Error, Message, RecordDict
 
 from client.app import app as client_app
+from models.run_config import RunConfig
+from server.algorithms import server_algorithm
+from server.loop import Row, run_rounds
 
 
 class InProcessGrid:
@@ -77,3 +80,18 @@ def task_identity() -> Iterator[None]:
     finally:
         for name, value in saved.items():
             setattr(TaskIdentity, name, value)
+
+
+def run_in_process(config: RunConfig, num_clients: int, on_row: Callable[[Row], None]) -> None:
+    """``config``'s federated run over ``num_clients`` in-process clients; rows go to ``on_row``."""
+    algorithm = server_algorithm(config.algorithm)
+    with task_identity():
+        run_rounds(
+            InProcessGrid(config.to_flower(), num_clients),
+            algorithm.make_strategy(config),
+            config.num_server_rounds,
+            aggregates=algorithm.AGGREGATES,
+            min_clients=min(config.min_clients, num_clients),
+            timeout=config.round_timeout,
+            on_row=on_row,
+        )

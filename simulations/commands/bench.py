@@ -1,6 +1,7 @@
 """``stamen bench``: the project's headline figures, measured, into ``benchmarks/``.
 
-Each benchmark (a module of :mod:`simulations.benches`) writes ``<out>/<name>.json``;
+Each benchmark (a module of :mod:`simulations.benches`) writes ``<out>/<name>.json``
+and its table as ``<out>/<name>.md``;
 ``<out>/README.md`` is regenerated from every record there. Benchmarks report what
 the code measured on that run; nothing here is a pass/fail test.
 """
@@ -12,10 +13,10 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from simulations.benches import deploy, privacy, sim, unlearn
-from simulations.benches.records import new_record, write_readme
+from simulations.benches import deploy, fedlog, privacy, sim, unlearn
+from simulations.benches.records import header, new_record, write_readme
 
-BENCHES: tuple[ModuleType, ...] = (sim, privacy, unlearn, deploy)
+BENCHES: tuple[ModuleType, ...] = (sim, fedlog, privacy, unlearn, deploy)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -37,6 +38,7 @@ def run_bench(args: argparse.Namespace) -> int:
     setting = {k: v for k, v in vars(args).items() if k not in ("func", "module", "out", "bench", "command")}
     record = new_record(bench.NAME, args.name, setting, results)
     (out / f"{args.name}.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / f"{args.name}.md").write_text("\n".join(header(record) + bench.markdown(record)) + "\n")
     write_readme(out, {b.NAME: b.markdown for b in BENCHES})
     bench.print_table(record)
     return 0

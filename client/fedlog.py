@@ -1,0 +1,137 @@
+"""FedLoG client: prototype branches over personal synthetic nodes, trained with global synthetic data.
+
+The client keeps in its state (Flower's ``context.state``) what is personal: both
+branches' synthetic nodes, its per-class lambda and, once the server sent them, the
+global synthetic nodes and per-class generators of the round. The first time it
+trains it warms the encoder up with cross-entropy (early-stopped on validation) and
+pretrains its neighbour generator on its own graph.
+
+The model it receives is the global model: the averaged weights with the global
+synthetic nodes as both branches' synthetic nodes (random ones before the first
+condensation). It then trains its personalised model (the averaged weights with its
+own synthetic nodes) and replies with the weights (no synthetic nodes), its
+head-branch synthetic nodes and class proportions, and, the first time, its
+generator: never a real node's features or label.
+"""
+
+from __future__ import annotations
+
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, RecordDict
+
+from client.job import LocalJob
+from models import protocol as p
+from models.fedlog import SYNTHETIC_KEYS, FedLoGNet
+from models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
+from models.neighbour_generator import NeighbourGenerator, train_generator
+
+USES_GLOBAL_MODEL = True
+PERSONAL = "fedlog-personal"  # state: synthetic_head, synthetic_tail, lambda
+GENERATOR = "fedlog-own-generator"  # state: the pretrained generator until it is uploaded
+GENERATOR_LR = 0.01
+
+
+def new_model(job: LocalJob) -> FedLoGNet:
+    """The seeded initial model; every client builds the same weights."""
+    torch.manual_seed(job.config.seed)
+    config = job.config
+    model = FedLoGNet(
+        job.data.num_features,
+        int(job.data.num_classes),
+        hidden=config.fedlog_hidden,
+        embedding=config.fedlog_embedding,
+        num_proto=config.fedlog_num_proto,
+        gamma=config.fedlog_gamma,
+    )
+    return model.to(job.device)
+
+
+def new_generator(job: LocalJob) -> NeighbourGenerator:
+    return NeighbourGenerator(job.data.num_features, job.config.fedlog_generator_hidden).to(job.device)
+
+
+def receive(model: FedLoGNet, job: LocalJob, content: RecordDict) -> None:
+    """Load the averaged weights; take the global synthetic nodes as the model's own; keep them for training."""
+    if len(content[p.ARRAYS]) > 0:
+        model.load_state_dict(content[p.ARRAYS].to_torch_state_dict(), strict=False)
+    for key in (p.FEDLOG_GLOBAL, p.FEDLOG_GENERATORS):
+        if key in content:
+            job.state[key] = content[key]
+        elif key in job.state:
+            del job.state[key]
+    if p.FEDLOG_GLOBAL in content:
+        features = torch.from_numpy(content[p.FEDLOG_GLOBAL][p.GLOBAL_FEATURES].numpy()).to(job.device)
+        with torch.no_grad():
+            model.synthetic_head.copy_(features)
+            model.synthetic_tail.copy_(features)
+
+
+def hyperparameters(job: LocalJob) -> FedLoGHyper:
+    config = job.config
+    return FedLoGHyper(
+        lr=config.fedlog_lr,
+        weight_decay=config.weight_decay,
+        batch_size=config.fedlog_batch_size,
+        beta_metric=config.fedlog_beta_metric,
+        beta_norm=config.fedlog_beta_norm,
+        beta_cd=config.fedlog_beta_cd,
+        lambda_step=config.fedlog_lambda_step,
+        lambda_threshold=config.fedlog_lambda_threshold,
+    )
+
+
+def _global_synthetic(job: LocalJob) -> GlobalSynthetic | None:
+    if p.FEDLOG_GLOBAL not in job.state or p.FEDLOG_GENERATORS not in job.state:
+        return None
+    record = job.state[p.FEDLOG_GLOBAL].to_torch_state_dict()
+    features = record[p.GLOBAL_FEATURES].to(job.device)
+    labels = record[p.GLOBAL_LABELS].long().to(job.device)
+    weights = job.state[p.FEDLOG_GENERATORS].to_torch_state_dict()
+    generators = []
+    for c in range(int(job.data.num_classes)):
+        generator = new_generator(job)
+        generator.load_state_dict({name[len(f"{c}.") :]: w for name, w in weights.items() if name.startswith(f"{c}.")})
+        generators.append(generator.eval())
+    return GlobalSynthetic(features, labels, generators)
+
+
+def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
+    hyper = hyperparameters(job)
+    num_classes = int(job.data.num_classes)
+    if PERSONAL in job.state:
+        personal = job.state[PERSONAL].to_torch_state_dict()
+        with torch.no_grad():
+            for key in SYNTHETIC_KEYS:
+                getattr(model, key).copy_(personal[key].to(job.device))
+        lam = personal["lambda"].to(job.device)
+    else:  # first participation: warm up the encoder, pretrain the neighbour generator
+        warm_up(model, job.data, hyper, job.config.fedlog_warmup_epochs, job.config.fedlog_warmup_patience)
+        generator = new_generator(job)
+        train_generator(
+            generator,
+            job.data.x,
+            job.data.edge_index,
+            job.data.train_mask,
+            job.config.fedlog_generator_epochs,
+            lr=GENERATOR_LR,
+        )
+        job.state[GENERATOR] = ArrayRecord(generator.state_dict())
+        lam = torch.zeros(num_classes, device=job.device)
+    loss, lam = local_epochs(model, job.data, hyper, job.config.local_epochs, lam, _global_synthetic(job))
+    state = {key: getattr(model, key).detach() for key in SYNTHETIC_KEYS}
+    job.state[PERSONAL] = ArrayRecord({**state, "lambda": lam.detach()})
+    return loss
+
+
+def class_proportions(job: LocalJob) -> torch.Tensor:
+    counts = torch.bincount(job.data.y[job.data.train_mask], minlength=int(job.data.num_classes)).float()
+    return counts / counts.sum().clamp(min=1)
+
+
+def reply_records(model: FedLoGNet, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
+    upload = {p.SYNTHETIC_HEAD: model.synthetic_head.detach(), p.CLASS_PROPORTIONS: class_proportions(job)}
+    records = {p.ARRAYS: ArrayRecord(model.shared_state()), p.FEDLOG_UPLOAD: ArrayRecord(upload)}
+    if GENERATOR in job.state:
+        records[p.FEDLOG_GENERATOR] = job.state[GENERATOR]
+        del job.state[GENERATOR]
+    return records

@@ -1,0 +1,118 @@
+"""FedLoG server: FedAvg of the model weights plus global synthetic-data condensation.
+
+Each round the strategy averages the clients' shared weights (encoder, LayerNorms,
+warm-up classifier; weighted by training nodes) and condenses their head-branch
+synthetic nodes into global ones with class-share weights
+(:mod:`server.condensation`). The first time a client trains it also uploads its
+neighbour generator; the server keeps each client's latest generator and class counts
+and averages them into one generator per class. Every later message (training and
+the final evaluation) carries the weights, the global synthetic nodes and labels,
+and the per-class generators. No real node feature or label reaches the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import FedAvg, Strategy
+from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
+
+from models import protocol as p
+from models.run_config import RunConfig
+from server.condensation import class_weights, condense, per_class_average
+
+AGGREGATES = True
+
+
+class FedLoG(FedAvg):
+    """Flower's FedAvg with FedLoG's condensation and generator aggregation.
+
+    Args:
+        num_proto: synthetic nodes per class.
+        seed: seed of the slot permutations.
+        **fedavg: Flower FedAvg's arguments.
+    """
+
+    def __init__(self, num_proto: int, seed: int, **fedavg) -> None:
+        super().__init__(**fedavg)
+        self.num_proto = num_proto
+        self.rng = np.random.default_rng(seed)
+        self.global_synthetic: ArrayRecord | None = None
+        self.generators: ArrayRecord | None = None
+        self.client_generators: dict[int, dict[str, np.ndarray]] = {}
+        self.client_counts: dict[int, np.ndarray] = {}
+
+    def _attach(self, messages: Iterable[Message]) -> list[Message]:
+        messages = list(messages)
+        for message in messages:
+            if self.global_synthetic is not None:
+                message.content[p.FEDLOG_GLOBAL] = self.global_synthetic
+            if self.generators is not None:
+                message.content[p.FEDLOG_GENERATORS] = self.generators
+        return messages
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        return self._attach(super().configure_train(server_round, arrays, config, grid))
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        return self._attach(super().configure_evaluate(server_round, arrays, config, grid))
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        contents = [reply.content for reply in replies if not reply.has_error()]
+        if not contents:
+            return None, None
+        arrays = aggregate_arrayrecords(
+            [RecordDict({p.ARRAYS: c[p.ARRAYS], p.METRICS: c[p.METRICS]}) for c in contents], p.NUM_EXAMPLES
+        )
+        counts = np.stack(
+            [c[p.FEDLOG_UPLOAD][p.CLASS_PROPORTIONS].numpy() * float(c[p.METRICS][p.NUM_EXAMPLES]) for c in contents]
+        )
+        synthetic = np.stack([c[p.FEDLOG_UPLOAD][p.SYNTHETIC_HEAD].numpy() for c in contents])
+        num_clients, rows, features = synthetic.shape
+        synthetic = synthetic.reshape(num_clients, rows // self.num_proto, self.num_proto, features)
+        permutations = np.stack([self.rng.permutation(self.num_proto) for _ in range(num_clients)])
+        features_g = condense(synthetic, class_weights(counts), permutations).reshape(rows, features)
+        labels = np.repeat(np.arange(rows // self.num_proto), self.num_proto)
+        self.global_synthetic = ArrayRecord(
+            {p.GLOBAL_FEATURES: Array(features_g.astype(np.float32)), p.GLOBAL_LABELS: Array(labels)}
+        )
+        self._update_generators(contents, counts)
+        return arrays, None
+
+    def _update_generators(self, contents: list[RecordDict], counts: np.ndarray) -> None:
+        """Keep each client's latest generator and class counts; average them into one per class."""
+        for content, client_counts in zip(contents, counts):
+            client = int(content[p.METRICS][p.PARTITION_ID])
+            self.client_counts[client] = client_counts
+            if p.FEDLOG_GENERATOR in content:
+                record = content[p.FEDLOG_GENERATOR]
+                self.client_generators[client] = {name: record[name].numpy() for name in record}
+        clients = sorted(self.client_generators)
+        if not clients:
+            return
+        weights = class_weights(np.stack([self.client_counts[c] for c in clients]))
+        averaged = per_class_average([self.client_generators[c] for c in clients], weights)
+        self.generators = ArrayRecord({k: Array(v.astype(np.float32)) for k, v in averaged.items()})
+
+
+def make_strategy(config: RunConfig) -> Strategy:
+    return FedLoG(
+        num_proto=config.fedlog_num_proto,
+        seed=config.seed,
+        fraction_train=config.fraction_train,
+        min_train_nodes=config.min_clients,
+        min_evaluate_nodes=config.min_clients,
+        min_available_nodes=config.min_clients,
+        weighted_by_key=p.NUM_EXAMPLES,
+        arrayrecord_key=p.ARRAYS,
+        configrecord_key=p.CONFIG,
+    )

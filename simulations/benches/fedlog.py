@@ -1,0 +1,205 @@
+"""``stamen bench fedlog``: local generalization of FedLoG and its baselines, four settings.
+
+Every algorithm runs on the same federations (one per client count and seed, with
+unseen nodes, missing classes and a new client, see :mod:`graphs.settings`) through
+the app's own round loop, strategies and ClientApp functions, in this process
+(:mod:`simulations.inprocess`): a sweep of dozens of 100-round runs would not fit a
+small machine as separate ``flwr run`` processes. The end-to-end tests run FedLoG
+as real Flower processes.
+
+Each setting's accuracy is the one at the round of best validation accuracy (never
+chosen on test), for the clients' personalised models (after local training, as
+FedLoG evaluates) and for the global model (the weights every client received; for
+FedLoG with the global synthetic nodes as prototypes). ``fedlog-no-cd`` is FedLoG
+with ``fedlog-beta-cd = 0``: the ablation without the synthetic-data loss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+from statistics import mean, pstdev
+from typing import Any
+
+from models.run_config import RunConfig
+from simulations.benches.records import int_list, markdown_table
+from simulations.inprocess import run_in_process
+
+NAME = "fedlog"
+HELP = "FedLoG and baselines on the four local-generalization settings"
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "local": {"algorithm": "local"},
+    "fedavg": {"algorithm": "fedavg"},
+    "fedprox": {"algorithm": "fedprox"},
+    "fedlog": {"algorithm": "fedlog"},
+    "fedlog-no-cd": {"algorithm": "fedlog", "fedlog-beta-cd": 0.0},
+}
+SETTINGS = (("seen", "test_acc"), ("unseen node", "unseen_node_acc"), ("missing class", "missing_class_acc"))
+SETTINGS += (("new client", "new_client_acc"),)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="cora")
+    parser.add_argument("--data-root", default="")
+    parser.add_argument("--clients", default="3,5,10", help="comma-separated client counts")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--algorithms", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--partitioner", default="louvain")
+    parser.add_argument("--unseen-node-frac", type=float, default=0.2)
+    parser.add_argument("--missing-classes", type=int, default=2)
+    parser.add_argument("--baseline-model", default="sage", help="model of local, fedavg, fedprox")
+    parser.add_argument("--baseline-hidden", type=int, default=128)
+    parser.add_argument("--csbm-nodes", type=int, default=3000)
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="extra run-config value for every run"
+    )
+
+
+def _value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text, text.strip("'\""))
+
+
+def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: int) -> RunConfig:
+    values: dict[str, Any] = {
+        "dataset": args.dataset,
+        "data-root": str(Path(args.data_root).resolve()) if args.data_root else "",
+        "partitioner": args.partitioner,
+        "num-server-rounds": args.rounds,
+        "seed": seed,
+        "new-client": True,
+        "unseen-node-frac": args.unseen_node_frac,
+        "missing-classes": args.missing_classes,
+        "model": args.baseline_model,
+        "hidden": args.baseline_hidden,
+        "min-clients": min(2, num_clients),
+        **VARIANTS[variant],
+    }
+    if args.dataset == "csbm":
+        values["csbm-nodes"] = args.csbm_nodes
+    for item in args.set:
+        key, _, text = item.partition("=")
+        values[key.strip()] = _value(text.strip())
+    return RunConfig.from_flower(values)
+
+
+def at_best_validation(rows: list[dict[str, Any]], prefix: str) -> dict[str, float]:
+    """Every setting's accuracy at the round of best ``{prefix}val_acc`` (the earliest on ties)."""
+    candidates = [row for row in rows if f"{prefix}val_acc" in row]
+    if not candidates:
+        return {}
+    best = max(candidates, key=lambda row: row[f"{prefix}val_acc"])
+    figures = {label: best.get(prefix + key, float("nan")) for label, key in SETTINGS}
+    figures["round"] = best["round"]
+    return figures
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    logging.getLogger("flwr").setLevel(logging.WARNING)  # Flower's per-round INFO lines would drown the progress
+    variants = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        raise ValueError(f"unknown algorithm(s) {unknown} for bench fedlog; choose from: {', '.join(VARIANTS)}")
+    clients, seeds = int_list(args.clients, "--clients"), [int(s) for s in args.seeds.split(",") if s.strip()]
+    total, done, started = len(clients) * len(seeds) * len(variants), 0, time.perf_counter()
+    results = []
+    for num_clients in clients:
+        for seed in seeds:
+            for variant in variants:
+                config = run_config(args, variant, num_clients, seed)
+                rows: list[dict[str, Any]] = []
+
+                def on_row(row: dict[str, Any], rows=rows, config=config) -> None:
+                    rows.append(row)
+                    if row["round"] % 10 == 0 and row["round"] > 0:
+                        shown = {k: round(row[k], 3) for k in ("test_acc", "missing_class_acc") if k in row}
+                        print(f"  round {row['round']}/{config.num_server_rounds} {shown}", flush=True)
+
+                print(f"[bench fedlog {done + 1}/{total}] {variant}, K={num_clients}, seed {seed} ...", flush=True)
+                run_started = time.perf_counter()
+                run_in_process(config, num_clients, on_row)
+                wall = time.perf_counter() - run_started
+                entry = {
+                    "algorithm": variant,
+                    "clients": num_clients,
+                    "seed": seed,
+                    "wall_seconds": wall,
+                    "personalized": at_best_validation(rows, ""),
+                    "global": at_best_validation(rows, "global_"),
+                }
+                results.append(entry)
+                done += 1
+                elapsed = time.perf_counter() - started
+                print(
+                    f"[bench fedlog {done}/{total}] {variant}, K={num_clients}, seed {seed}: {wall:.0f} s, "
+                    f"personalized {_short(entry['personalized'])}, global {_short(entry['global'])}; "
+                    f"{elapsed / 60:.1f} min so far, about {elapsed / done * (total - done) / 60:.0f} min left",
+                    flush=True,
+                )
+    return results
+
+
+def _short(figures: dict[str, float]) -> str:
+    return " ".join(f"{label}={figures[label]:.3f}" for label, _ in SETTINGS if label in figures) or "-"
+
+
+def summarize(results: list[dict[str, Any]], model: str) -> list[list[str]]:
+    """Rows = algorithms; per client count, each setting's mean +- std over seeds; then wall time."""
+    variants = list(dict.fromkeys(r["algorithm"] for r in results))
+    clients = sorted({r["clients"] for r in results})
+    table = []
+    for variant in variants:
+        row = [variant]
+        for k in clients:
+            runs = [r for r in results if r["algorithm"] == variant and r["clients"] == k and r[model]]
+            for label, _ in SETTINGS:
+                values = [100 * r[model][label] for r in runs]
+                row.append(f"{mean(values):.1f} ± {pstdev(values):.1f}" if values else "-")
+        walls = [r["wall_seconds"] for r in results if r["algorithm"] == variant]
+        row.append(f"{mean(walls):.0f}")
+        table.append(row)
+    return table
+
+
+def columns(results: list[dict[str, Any]]) -> list[str]:
+    clients = sorted({r["clients"] for r in results})
+    return ["algorithm"] + [f"K={k} {label}" for k in clients for label, _ in SETTINGS] + ["wall s / run"]
+
+
+def markdown(record: dict[str, Any]) -> list[str]:
+    results = record["results"]
+    lines = [
+        "Accuracy (%) at the round of best validation accuracy, mean ± std over seeds "
+        f"{sorted({r['seed'] for r in results})}.",
+        "",
+        "Personalised models (each client's model after its local training):",
+        "",
+        *markdown_table(columns(results), summarize(results, "personalized")),
+        "",
+        "Global model (the weights every client received):",
+        "",
+    ]
+    global_rows = [row for row in summarize(results, "global") if row[0] != "local"]
+    return lines + markdown_table(columns(results), global_rows)
+
+
+def print_table(record: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    for model in ("personalized", "global"):
+        table = Table(title=f"stamen bench {record['name']}: {model} models, accuracy % (mean ± std over seeds)")
+        for column in columns(record["results"]):
+            table.add_column(column, justify="right")
+        for row in summarize(record["results"], model):
+            if not (model == "global" and row[0] == "local"):
+                table.add_row(*row)
+        Console().print(table)

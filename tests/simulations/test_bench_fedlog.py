@@ -1,0 +1,34 @@
+"""`stamen bench fedlog` on a tiny setting: it runs every variant, reports progress, writes the table."""
+
+import json
+import subprocess
+import sys
+
+
+def test_bench_fedlog_writes_json_and_markdown(tmp_path):
+    out = tmp_path / "benchmarks"
+    command = [sys.executable, "-m", "simulations.cli", "bench", "fedlog", "--dataset", "csbm", "--csbm-nodes", "300"]
+    command += ["--clients", "2,3", "--seeds", "0", "--rounds", "2"]
+    command += ["--algorithms", "local,fedavg,fedlog,fedlog-no-cd"]
+    command += ["--set", "fedlog-warmup-epochs=2", "--set", "fedlog-generator-epochs=2", "--set", "csbm-features=16"]
+    command += ["--missing-classes", "1", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "[bench fedlog 8/8] fedlog-no-cd, K=3, seed 0" in result.stdout  # progress per run
+    record = json.loads((out / "fedlog.json").read_text())
+    assert len(record["results"]) == 8 and record["setting"]["missing_classes"] == 1
+    for entry in record["results"]:
+        assert entry["wall_seconds"] > 0 and entry["personalized"]["round"] in (1, 2)
+        assert all(0 <= entry["personalized"][s] <= 1 for s in ("seen", "unseen node", "missing class", "new client"))
+        assert bool(entry["global"]) == (entry["algorithm"] != "local")
+    table = (out / "fedlog.md").read_text()
+    assert "| algorithm | K=2 seen | K=2 unseen node | K=2 missing class | K=2 new client | K=3 seen" in table
+    assert "| fedlog-no-cd |" in table and "±" in table
+    assert "## fedlog" in (out / "README.md").read_text()
+
+
+def test_bench_fedlog_refuses_an_unknown_algorithm(tmp_path):
+    command = [sys.executable, "-m", "simulations.cli", "bench", "fedlog", "--algorithms", "fedsage"]
+    command += ["--out", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "unknown algorithm(s) ['fedsage']" in result.stderr
