@@ -157,7 +157,10 @@ def epoch_seconds(args: argparse.Namespace) -> dict[str, Any]:
     config = _config(args, 0, privacy="dp-sgd", **{"noise-multiplier": 1.0})
     spec = FederationSpec.from_run_config(config.to_flower(), args.clients)
     data = client_data(spec, 0, torch.device("cpu"))
-    new_model = lambda: build_model("sgc", data.num_features, int(data.num_classes), num_layers=2, dropout=0.0)  # noqa: E731
+
+    def new_model() -> torch.nn.Module:
+        return build_model("sgc", data.num_features, int(data.num_classes), num_layers=2, dropout=0.0)
+
     one_epoch = RunConfig.from_flower({**config.to_flower(), "local-epochs": args.timing_epochs})
 
     def timed(train: Any) -> float:
