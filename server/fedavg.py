@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flwr.serverapp.strategy import FedAvg, Strategy
 
 from models import protocol as p
@@ -10,13 +12,19 @@ from models.run_config import RunConfig
 AGGREGATES = True
 
 
+def strategy_options(config: RunConfig) -> dict[str, Any]:
+    """What every weight-averaging strategy of Stamen shares: sampling, minimum clients, and the
+    record keys and FedAvg weight (training nodes) of :mod:`models.protocol`."""
+    return {
+        "fraction_train": config.fraction_train,
+        "min_train_nodes": config.min_clients,
+        "min_evaluate_nodes": config.min_clients,
+        "min_available_nodes": config.min_clients,
+        "weighted_by_key": p.NUM_EXAMPLES,
+        "arrayrecord_key": p.ARRAYS,
+        "configrecord_key": p.CONFIG,
+    }
+
+
 def make_strategy(config: RunConfig) -> Strategy:
-    return FedAvg(
-        fraction_train=config.fraction_train,
-        min_train_nodes=config.min_clients,
-        min_evaluate_nodes=config.min_clients,
-        min_available_nodes=config.min_clients,
-        weighted_by_key=p.NUM_EXAMPLES,
-        arrayrecord_key=p.ARRAYS,
-        configrecord_key=p.CONFIG,
-    )
+    return FedAvg(**strategy_options(config))

@@ -23,6 +23,7 @@ from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
 from models import protocol as p
 from models.run_config import RunConfig
 from server.condensation import class_weights, condense, per_class_average
+from server.fedavg import strategy_options
 
 AGGREGATES = True
 
@@ -108,11 +109,5 @@ def make_strategy(config: RunConfig) -> Strategy:
     return FedLoG(
         num_proto=config.fedlog_num_proto,
         seed=config.seed,
-        fraction_train=config.fraction_train,
-        min_train_nodes=config.min_clients,
-        min_evaluate_nodes=config.min_clients,
-        min_available_nodes=config.min_clients,
-        weighted_by_key=p.NUM_EXAMPLES,
-        arrayrecord_key=p.ARRAYS,
-        configrecord_key=p.CONFIG,
+        **strategy_options(config),
     )

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from flwr.serverapp.strategy import FedProx, Strategy
 
-from models import protocol as p
 from models.run_config import RunConfig
+from server.fedavg import strategy_options
 
 AGGREGATES = True
 
 
 def make_strategy(config: RunConfig) -> Strategy:
     return FedProx(
-        fraction_train=config.fraction_train,
-        min_train_nodes=config.min_clients,
-        min_evaluate_nodes=config.min_clients,
-        min_available_nodes=config.min_clients,
-        weighted_by_key=p.NUM_EXAMPLES,
-        arrayrecord_key=p.ARRAYS,
-        configrecord_key=p.CONFIG,
+        **strategy_options(config),
         proximal_mu=config.proximal_mu,
     )
