@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
@@ -56,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csbm-nodes", type=int, default=3000)
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="extra run-config value for every run"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times then overlap)"
     )
 
 
@@ -103,48 +108,70 @@ def at_best_validation(rows: list[dict[str, Any]], prefix: str) -> dict[str, flo
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    logging.getLogger("flwr").setLevel(logging.WARNING)  # Flower's per-round INFO lines would drown the progress
     variants = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         raise ValueError(f"unknown algorithm(s) {unknown} for bench fedlog; choose from: {', '.join(VARIANTS)}")
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     clients, seeds = int_list(args.clients, "--clients"), [int(s) for s in args.seeds.split(",") if s.strip()]
-    total, done, started = len(clients) * len(seeds) * len(variants), 0, time.perf_counter()
-    results = []
-    for num_clients in clients:
-        for seed in seeds:
-            for variant in variants:
-                config = run_config(args, variant, num_clients, seed)
-                rows: list[dict[str, Any]] = []
+    tasks = [(variant, k, seed) for k in clients for seed in seeds for variant in variants]
+    started = time.perf_counter()
+    results: list[dict[str, Any]] = []
 
-                def on_row(row: dict[str, Any], rows=rows, config=config) -> None:
-                    rows.append(row)
-                    if row["round"] % 10 == 0 and row["round"] > 0:
-                        shown = {k: round(row[k], 3) for k in ("test_acc", "missing_class_acc") if k in row}
-                        print(f"  round {row['round']}/{config.num_server_rounds} {shown}", flush=True)
+    def report(entry: dict[str, Any]) -> None:
+        results.append(entry)
+        elapsed, done = time.perf_counter() - started, len(results)
+        print(
+            f"[bench fedlog {done}/{len(tasks)}] {_label(entry['algorithm'], entry['clients'], entry['seed'])}: "
+            f"{entry['wall_seconds']:.0f} s, personalized {_short(entry['personalized'])}, "
+            f"global {_short(entry['global'])}; {elapsed / 60:.1f} min so far, "
+            f"about {elapsed / done * (len(tasks) - done) / 60:.0f} min left",
+            flush=True,
+        )
 
-                print(f"[bench fedlog {done + 1}/{total}] {variant}, K={num_clients}, seed {seed} ...", flush=True)
-                run_started = time.perf_counter()
-                run_in_process(config, num_clients, on_row)
-                wall = time.perf_counter() - run_started
-                entry = {
-                    "algorithm": variant,
-                    "clients": num_clients,
-                    "seed": seed,
-                    "wall_seconds": wall,
-                    "personalized": at_best_validation(rows, ""),
-                    "global": at_best_validation(rows, "global_"),
-                }
-                results.append(entry)
-                done += 1
-                elapsed = time.perf_counter() - started
-                print(
-                    f"[bench fedlog {done}/{total}] {variant}, K={num_clients}, seed {seed}: {wall:.0f} s, "
-                    f"personalized {_short(entry['personalized'])}, global {_short(entry['global'])}; "
-                    f"{elapsed / 60:.1f} min so far, about {elapsed / done * (total - done) / 60:.0f} min left",
-                    flush=True,
-                )
-    return results
+    if args.jobs == 1:
+        for task in tasks:
+            report(one_run(args, *task))
+    else:
+        # Spawned workers: each imports torch afresh with the parent's thread settings, no forked state.
+        context = multiprocessing.get_context("spawn")
+        settings = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in ("func", "module")})
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
+            for future in as_completed([pool.submit(one_run, settings, *task) for task in tasks]):
+                report(future.result())
+    order = {task: index for index, task in enumerate(tasks)}
+    return sorted(results, key=lambda entry: order[(entry["algorithm"], entry["clients"], entry["seed"])])
+
+
+def _label(variant: str, num_clients: int, seed: int) -> str:
+    return f"{variant}, K={num_clients}, seed {seed}"
+
+
+def one_run(args: argparse.Namespace, variant: str, num_clients: int, seed: int) -> dict[str, Any]:
+    """One federation of ``variant``, in process, with a progress line every 10 rounds."""
+    logging.getLogger("flwr").setLevel(logging.WARNING)  # Flower's per-round INFO lines would drown the progress
+    config = run_config(args, variant, num_clients, seed)
+    label = _label(variant, num_clients, seed)
+    rows: list[dict[str, Any]] = []
+
+    def on_row(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if row["round"] % 10 == 0 and row["round"] > 0:
+            shown = {k: round(row[k], 3) for k in ("test_acc", "missing_class_acc") if k in row}
+            print(f"  [{label}] round {row['round']}/{config.num_server_rounds} {shown}", flush=True)
+
+    print(f"[bench fedlog] {label} ...", flush=True)
+    started = time.perf_counter()
+    run_in_process(config, num_clients, on_row)
+    return {
+        "algorithm": variant,
+        "clients": num_clients,
+        "seed": seed,
+        "wall_seconds": time.perf_counter() - started,
+        "personalized": at_best_validation(rows, ""),
+        "global": at_best_validation(rows, "global_"),
+    }
 
 
 def _short(figures: dict[str, float]) -> str:
@@ -178,7 +205,8 @@ def markdown(record: dict[str, Any]) -> list[str]:
     results = record["results"]
     lines = [
         "Accuracy (%) at the round of best validation accuracy, mean ± std over seeds "
-        f"{sorted({r['seed'] for r in results})}.",
+        f"{sorted({r['seed'] for r in results})}."
+        + _overlap_note(record["setting"].get("jobs", 1)),
         "",
         "Personalised models (each client's model after its local training):",
         "",
@@ -189,6 +217,12 @@ def markdown(record: dict[str, Any]) -> list[str]:
     ]
     global_rows = [row for row in summarize(results, "global") if row[0] != "local"]
     return lines + markdown_table(columns(results), global_rows)
+
+
+def _overlap_note(jobs: int) -> str:
+    if jobs == 1:
+        return ""
+    return f" {jobs} runs at once, one per process: each wall time includes sharing the machine with the others."
 
 
 def print_table(record: dict[str, Any]) -> None:

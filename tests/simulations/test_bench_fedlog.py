@@ -11,10 +11,12 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
     command += ["--clients", "2,3", "--seeds", "0", "--rounds", "2"]
     command += ["--algorithms", "local,fedavg,fedlog,fedlog-no-cd"]
     command += ["--set", "fedlog-warmup-epochs=2", "--set", "fedlog-generator-epochs=2", "--set", "csbm-features=16"]
-    command += ["--missing-classes", "1", "--out", str(out)]
+    command += ["--missing-classes", "1", "--jobs", "2", "--out", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "[bench fedlog 8/8] fedlog-no-cd, K=3, seed 0" in result.stdout  # progress per run
+    assert "[bench fedlog 8/8] " in result.stdout and "[fedlog-no-cd, K=3, seed 0] round" not in result.stdout
+    for label in ("local, K=2, seed 0", "fedlog-no-cd, K=3, seed 0"):  # progress per run, from both workers
+        assert f"[bench fedlog] {label} ..." in result.stdout and f"] {label}: " in result.stdout
     record = json.loads((out / "fedlog.json").read_text())
     assert len(record["results"]) == 8 and record["setting"]["missing_classes"] == 1
     for entry in record["results"]:
@@ -23,7 +25,7 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
         assert bool(entry["global"]) == (entry["algorithm"] != "local")
     table = (out / "fedlog.md").read_text()
     assert "| algorithm | K=2 seen | K=2 unseen node | K=2 missing class | K=2 new client | K=3 seen" in table
-    assert "| fedlog-no-cd |" in table and "±" in table
+    assert "| fedlog-no-cd |" in table and "±" in table and "2 runs at once" in table
     assert "## fedlog" in (out / "README.md").read_text()
 
 
