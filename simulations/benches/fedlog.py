@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="extra run-config value for every run"
     )
     parser.add_argument(
-        "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times then overlap)"
+        "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times overlap)"
     )
 
 
@@ -205,8 +205,7 @@ def markdown(record: dict[str, Any]) -> list[str]:
     results = record["results"]
     lines = [
         "Accuracy (%) at the round of best validation accuracy, mean ± std over seeds "
-        f"{sorted({r['seed'] for r in results})}."
-        + _overlap_note(record["setting"].get("jobs", 1)),
+        f"{sorted({r['seed'] for r in results})}." + _overlap_note(record["setting"].get("jobs", 1)),
         "",
         "Personalised models (each client's model after its local training):",
         "",
