@@ -102,7 +102,7 @@ def run_request(
         num_clients: the run's number of clients.
         request: ``client:i``, ``nodes:i:FRACTION``, ``class:c`` or a :class:`Request`.
         methods: names from :data:`METHODS`.
-        seeds: model seeds (initialisation, dropout, node sampling, MIA split).
+        seeds: model seeds (initialisation, dropout, node sampling).
         originals: optional state dicts of the original model per seed; models trained here are
             added to it, so a later call with the same dict (another request) reuses them.
         progress: called with a short message before each step.
@@ -134,19 +134,19 @@ def run_request(
             original_source = "in-process FedAvg"
             originals[seed] = {k: v.detach().clone() for k, v in original.state_dict().items()}
         original.eval()
-        rows["original"] = {**evaluate_unlearning(original, split, seed), "seconds": None, "source": original_source}
+        rows["original"] = {**evaluate_unlearning(original, split), "seconds": None, "source": original_source}
         say(f"seed {seed}: retraining from scratch without {request}")
         started = time.perf_counter()
         retrained = fedavg_train(split.remaining, config, seed)
         retrain_seconds = time.perf_counter() - started
-        rows["retrain"] = {**evaluate_unlearning(retrained, split, seed), "seconds": retrain_seconds}
+        rows["retrain"] = {**evaluate_unlearning(retrained, split), "seconds": retrain_seconds}
         for method in methods:
             say(f"seed {seed}: {method}")
             info: dict[str, Any] = {}
             started = time.perf_counter()
             model = unlearn_with(method, original, split, config, seed, info)
             seconds = time.perf_counter() - started
-            rows[method] = {**evaluate_unlearning(model, split, seed), "seconds": seconds, "info": info}
+            rows[method] = {**evaluate_unlearning(model, split), "seconds": seconds, "info": info}
         for row in rows.values():
             row["time_ratio"] = row["seconds"] / retrain_seconds if row.get("seconds") is not None else None
         per_seed.append(

@@ -1,9 +1,13 @@
 """The membership-inference attack: logistic regression and AUC on known cases."""
 
 import numpy as np
+import pytest
 import torch
 
+from graphs import FederationSpec, build_federation
+from unlearn.evaluate import mia_sets
 from unlearn.mia import LogisticRegression, attack_features, auc, membership_auc
+from unlearn.requests import parse_request, split_federation
 
 
 def test_auc_known_values():
@@ -37,3 +41,19 @@ def test_attack_features_and_membership_auc():
     non = rng.normal(0.0, 1.0, (200, 4))
     assert membership_auc(members, non, rng.normal(1.0, 1.0, (100, 4)), rng.normal(0.0, 1.0, (100, 4))) > 0.85
     assert abs(membership_auc(members, non, rng.normal(0.0, 1.0, (300, 4)), rng.normal(0.0, 1.0, (300, 4))) - 0.5) < 0.1
+
+
+@pytest.mark.parametrize("text", ["client:1", "nodes:1:0.5", "class:2"])
+def test_mia_scores_forgotten_nodes_against_non_members_from_where_they_come(small_config, text):
+    federation = build_federation(FederationSpec.from_run_config(small_config().to_flower(), 3))
+    split = split_federation(federation.clients, parse_request(text, 3, 4), seed=0)
+    fit_sets, eval_sets = mia_sets(split)
+    for index, (data, fit, scored) in enumerate(zip(split.original, fit_sets, eval_sets)):
+        assert not bool((fit & scored).any()) and not bool(((fit | scored) & data.train_mask).any())
+        if text == "class:2":
+            assert torch.equal(scored, data.test_mask & (data.y == 2))
+            assert torch.equal(fit, data.test_mask & (data.y != 2))
+        elif index == 1:  # the requesting client: its own held-out nodes only score
+            assert torch.equal(scored, data.test_mask | data.val_mask) and not bool(fit.any())
+        else:
+            assert torch.equal(fit, data.test_mask) and not bool(scored.any())
