@@ -2,7 +2,7 @@
 
 The client keeps in its state (Flower's ``context.state``) what is personal: both
 branches' synthetic nodes, its per-class lambda and, once the server sent them, the
-global synthetic nodes and per-class generators of the round. The first time it
+global synthetic nodes of the round and the latest per-class generators. The first time it
 trains it warms the encoder up with cross-entropy (early-stopped on validation) and
 pretrains its neighbour generator on its own graph.
 
@@ -54,11 +54,12 @@ def receive(model: FedLoGNet, job: LocalJob, content: RecordDict) -> None:
     """Load the averaged weights; take the global synthetic nodes as the model's own; keep them for training."""
     if len(content[p.ARRAYS]) > 0:
         model.load_state_dict(content[p.ARRAYS].to_torch_state_dict(), strict=False)
-    for key in (p.FEDLOG_GLOBAL, p.FEDLOG_GENERATORS):
-        if key in content:
-            job.state[key] = content[key]
-        elif key in job.state:
-            del job.state[key]
+    if p.FEDLOG_GLOBAL in content:
+        job.state[p.FEDLOG_GLOBAL] = content[p.FEDLOG_GLOBAL]
+    elif p.FEDLOG_GLOBAL in job.state:
+        del job.state[p.FEDLOG_GLOBAL]
+    if p.FEDLOG_GENERATORS in content:  # sent only when they change: kept until then
+        job.state[p.FEDLOG_GENERATORS] = content[p.FEDLOG_GENERATORS]
     if p.FEDLOG_GLOBAL in content:
         features = torch.from_numpy(content[p.FEDLOG_GLOBAL][p.GLOBAL_FEATURES].numpy()).to(job.device)
         with torch.no_grad():

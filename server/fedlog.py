@@ -4,10 +4,13 @@ Each round the strategy averages the clients' shared weights (encoder, LayerNorm
 warm-up classifier; weighted by training nodes) and condenses their head-branch
 synthetic nodes into global ones with class-share weights
 (:mod:`server.condensation`). The first time a client trains it also uploads its
-neighbour generator; the server keeps each client's latest generator and class counts
-and averages them into one generator per class. Every later message (training and
-the final evaluation) carries the weights, the global synthetic nodes and labels,
-and the per-class generators. No real node feature or label reaches the server.
+neighbour generator; the server keeps each client's generator and class counts and
+averages them into one generator per class. Every later message (training and the
+final evaluation) carries the weights and the global synthetic nodes and labels. The
+per-class generators (most of the payload: an MLP per class) change only when a client
+uploads a new one, so a node gets them only while it has not yet confirmed the
+current ones by a successful training reply; clients keep them in their state. No
+real node feature or label reaches the server.
 """
 
 from __future__ import annotations
@@ -43,16 +46,25 @@ class FedLoG(FedAvg):
         self.rng = np.random.default_rng(seed)
         self.global_synthetic: ArrayRecord | None = None
         self.generators: ArrayRecord | None = None
+        self.generators_version = 0
         self.client_generators: dict[int, dict[str, np.ndarray]] = {}
         self.client_counts: dict[int, np.ndarray] = {}
+        self.node_versions: dict[int, int] = {}  # node id -> generators version it confirmed holding
+        self.sent_versions: dict[int, int] = {}  # node id -> generators version in its pending message
 
     def _attach(self, messages: Iterable[Message]) -> list[Message]:
         messages = list(messages)
         for message in messages:
+            # FedAvg gives every message of a round the same RecordDict: each gets its own
+            # (sharing the records), as what a message carries now depends on its node.
+            content = RecordDict(dict(message.content.items()))
             if self.global_synthetic is not None:
-                message.content[p.FEDLOG_GLOBAL] = self.global_synthetic
-            if self.generators is not None:
-                message.content[p.FEDLOG_GENERATORS] = self.generators
+                content[p.FEDLOG_GLOBAL] = self.global_synthetic
+            node = message.metadata.dst_node_id
+            if self.generators is not None and self.node_versions.get(node) != self.generators_version:
+                content[p.FEDLOG_GENERATORS] = self.generators
+                self.sent_versions[node] = self.generators_version
+            message.content = content
         return messages
 
     def configure_train(
@@ -68,7 +80,12 @@ class FedLoG(FedAvg):
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        contents = [reply.content for reply in replies if not reply.has_error()]
+        replies = [reply for reply in replies if not reply.has_error()]
+        for reply in replies:
+            node = reply.metadata.src_node_id
+            if node in self.sent_versions:
+                self.node_versions[node] = self.sent_versions.pop(node)
+        contents = [reply.content for reply in replies]
         if not contents:
             return None, None
         arrays = aggregate_arrayrecords(
@@ -90,16 +107,19 @@ class FedLoG(FedAvg):
         return arrays, None
 
     def _update_generators(self, contents: list[RecordDict], counts: np.ndarray) -> None:
-        """Keep each client's latest generator and class counts; average them into one per class."""
+        """Keep each client's generator and class counts; when a new generator came, average them per class."""
+        uploaded = False
         for content, client_counts in zip(contents, counts):
             client = int(content[p.METRICS][p.PARTITION_ID])
             self.client_counts[client] = client_counts
             if p.FEDLOG_GENERATOR in content:
                 record = content[p.FEDLOG_GENERATOR]
                 self.client_generators[client] = {name: record[name].numpy() for name in record}
+                uploaded = True
         clients = sorted(self.client_generators)
-        if not clients:
+        if not uploaded or not clients:
             return
+        self.generators_version += 1
         weights = class_weights(np.stack([self.client_counts[c] for c in clients]))
         averaged = per_class_average([self.client_generators[c] for c in clients], weights)
         self.generators = ArrayRecord({k: Array(v.astype(np.float32)) for k, v in averaged.items()})

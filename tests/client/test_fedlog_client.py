@@ -15,7 +15,7 @@ from simulations.inprocess import InProcessGrid, task_identity
 
 RUN = {
     "algorithm": "fedlog",
-    "num-server-rounds": 2,
+    "num-server-rounds": 3,
     "csbm-nodes": 400,
     "csbm-features": 16,
     "missing-classes": 1,
@@ -53,7 +53,7 @@ def recorded():
     rows = []
     module = server_algorithm("fedlog")
     with task_identity():
-        run_rounds(grid, module.make_strategy(config), 2, True, 2, 60.0, rows.append)
+        run_rounds(grid, module.make_strategy(config), 3, True, 2, 60.0, rows.append)
     return config, grid, rows
 
 
@@ -102,6 +102,37 @@ def test_the_server_sends_condensed_nodes_and_per_class_generators(recorded):
     assert {"missing_class_acc", "global_missing_class_acc", "unseen_node_acc", "new_client_acc"} <= set(rows[-1])
     for row in rows:
         assert all(0.0 <= v <= 1.0 for k, v in row.items() if k.endswith("_acc"))
+
+
+def test_generators_travel_once_per_version_and_stay_in_the_client_state(recorded):
+    _, grid, _ = recorded
+    carrying = [m for m in grid.sent if p.FEDLOG_GENERATORS in m.content]
+    assert sorted(m.metadata.dst_node_id for m in carrying) == sorted(grid.contexts), "each node once, in round 2"
+    later = [m for m in grid.sent if p.FEDLOG_GLOBAL in m.content and p.FEDLOG_GENERATORS not in m.content]
+    assert len(later) == 3 + 3, "round 3's training and the final evaluation carry the synthetic nodes only"
+    for context in grid.contexts.values():
+        assert p.FEDLOG_GENERATORS in context.state
+
+
+class LosesFirstGenerators(RecordingGrid):
+    """Node 102 fails on the first message that carries generators to it."""
+
+    def send_and_receive(self, messages, *, timeout=None):
+        messages = list(messages)
+        lost = [m for m in messages if m.metadata.dst_node_id == 102 and p.FEDLOG_GENERATORS in m.content]
+        self.failing = {102} if lost and not self.sent_to_lost else set()
+        self.sent_to_lost = self.sent_to_lost or bool(lost)
+        return super().send_and_receive(messages, timeout=timeout)
+
+
+def test_a_node_that_missed_the_generators_gets_them_again():
+    config = RunConfig.from_flower(RUN)
+    grid = LosesFirstGenerators(config.to_flower(), 3)
+    grid.sent_to_lost = False
+    with task_identity():
+        run_rounds(grid, server_algorithm("fedlog").make_strategy(config), 3, True, 2, 60.0, lambda row: None)
+    carrying = [m.metadata.dst_node_id for m in grid.sent if p.FEDLOG_GENERATORS in m.content]
+    assert sorted(carrying) == [100, 101, 102, 102], "sent again to the node whose reply was lost"
 
 
 def test_lambda_and_synthetic_nodes_persist_in_the_client_state(recorded):
