@@ -215,7 +215,14 @@ def markdown(record: dict[str, Any]) -> list[str]:
         "",
     ]
     global_rows = [row for row in summarize(results, "global") if row[0] != "local"]
-    return lines + markdown_table(columns(results), global_rows)
+    lines += markdown_table(columns(results), global_rows)
+    if {"fedavg", "fedprox"} <= {r["algorithm"] for r in results}:
+        lines += [
+            "",
+            "FedProx equals FedAvg here: the baselines train full-batch, so one local epoch is one step, taken "
+            "at the global weights, where the proximal term's gradient is zero.",
+        ]
+    return lines
 
 
 def _overlap_note(jobs: int) -> str:
