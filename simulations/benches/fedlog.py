@@ -219,8 +219,8 @@ def markdown(record: dict[str, Any]) -> list[str]:
     if {"fedavg", "fedprox"} <= {r["algorithm"] for r in results}:
         lines += [
             "",
-            "FedProx equals FedAvg here: the baselines train full-batch, so one local epoch is one step, taken "
-            "at the global weights, where the proximal term's gradient is zero.",
+            "FedProx matches FedAvg here (up to rounding): the baselines train full-batch, so one local epoch "
+            "is one step, taken at the global weights, where the proximal term's gradient is zero.",
         ]
     return lines
 
