@@ -164,6 +164,7 @@ def run_request(
         mean[name]["gap_closure"] = gap_closure(
             mean["original"]["mia_auc"], mean[name]["mia_auc"], mean["retrain"]["mia_auc"]
         )
+    gap = mia_gap(per_seed)
     return {
         "request": str(request),
         "slug": request.slug,
@@ -179,8 +180,8 @@ def run_request(
         "mean": mean,
         "std": std,
         "per_seed": per_seed,
-        "mia_gap": mia_gap(per_seed),
-        "targets": check_targets(request.kind, mean, methods, mia_gap(per_seed)),
+        "mia_gap": gap,
+        "targets": check_targets(request.kind, mean, methods, gap),
     }
 
 
