@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -39,12 +40,28 @@ def machine_description() -> dict[str, Any]:
     }
 
 
+def code_version() -> str | None:
+    """The checkout's commit, with ``+changes`` if the working tree differs from it; ``None`` outside git."""
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (commit + ("+changes" if changed else "")) or None
+
+
 def new_record(bench: str, name: str, setting: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """A benchmark record: what ran, where, when, and what it measured."""
+    """A benchmark record: what ran, from which code, where, when, and what it measured."""
     return {
         "bench": bench,
         "name": name,
         "command": "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "code": code_version(),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine_description(),
         "setting": setting,
@@ -58,11 +75,15 @@ def header(record: dict[str, Any]) -> list[str]:
     return [
         f"## {record['name']}",
         "",
-        f"`{record['command']}` on {record['date']}: {machine['platform']}, {machine['cpus']} CPUs, "
+        f"`{record['command']}`{_at_code(record)} on {record['date']}: {machine['platform']}, {machine['cpus']} CPUs, "
         f"Python {machine['python']}, torch {machine['torch']}, flwr {machine['flwr']}, "
         f"PyG {machine['torch_geometric']}.",
         "",
     ]
+
+
+def _at_code(record: dict[str, Any]) -> str:
+    return f" (code {record['code']})" if record.get("code") else ""
 
 
 def markdown_table(columns: list[str], rows: list[list[str]]) -> list[str]:

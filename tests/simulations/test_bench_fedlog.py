@@ -1,6 +1,7 @@
 """`stamen bench fedlog` on a tiny setting: it runs every variant, reports progress, writes the table."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -19,6 +20,7 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
         assert f"[bench fedlog] {label} ..." in result.stdout and f"] {label}: " in result.stdout
     record = json.loads((out / "fedlog.json").read_text())
     assert len(record["results"]) == 8 and record["setting"]["missing_classes"] == 1
+    assert record["code"] is None or re.fullmatch(r"[0-9a-f]{4,40}(\+changes)?", record["code"])
     for entry in record["results"]:
         assert entry["wall_seconds"] > 0 and entry["personalized"]["round"] in (1, 2)
         assert all(0 <= entry["personalized"][s] <= 1 for s in ("seen", "unseen node", "missing class", "new client"))
