@@ -25,6 +25,8 @@ from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
 
+from flwr.common.config import parse_config_args
+
 from models.run_config import RunConfig
 from simulations.benches.records import int_list, markdown_table
 from simulations.inprocess import run_in_process
@@ -57,20 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-hidden", type=int, default=128)
     parser.add_argument("--csbm-nodes", type=int, default=3000)
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="extra run-config value for every run"
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run-config value for every run (TOML, as --run-config)",
     )
     parser.add_argument(
         "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times overlap)"
     )
-
-
-def _value(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(text, text.strip("'\""))
 
 
 def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: int) -> RunConfig:
@@ -90,9 +87,7 @@ def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: i
     }
     if args.dataset == "csbm":
         values["csbm-nodes"] = args.csbm_nodes
-    for item in args.set:
-        key, _, text = item.partition("=")
-        values[key.strip()] = _value(text.strip())
+    values.update(parse_config_args(args.set) if args.set else {})
     return RunConfig.from_flower(values)
 
 
