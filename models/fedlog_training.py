@@ -32,16 +32,17 @@ from models.neighbour_generator import NeighbourGenerator, with_generated_neighb
 
 @dataclass(frozen=True)
 class FedLoGHyper:
-    """The loss weights and optimisation settings of a FedLoG client (run-config ``fedlog-*``)."""
+    """The loss weights and optimisation settings of a FedLoG client (run-config ``fedlog-*``,
+    where their defaults live)."""
 
-    lr: float = 1e-3
-    weight_decay: float = 5e-4
-    batch_size: int = 64
-    beta_metric: float = 1.0
-    beta_norm: float = 1.0
-    beta_cd: float = 1.0
-    lambda_step: float = 1e-3
-    lambda_threshold: float = 0.8
+    lr: float
+    weight_decay: float
+    batch_size: int
+    beta_metric: float
+    beta_norm: float
+    beta_cd: float
+    lambda_step: float
+    lambda_threshold: float
 
 
 @dataclass
