@@ -64,11 +64,20 @@ def targets_table(result: dict[str, Any]):
     for name in ("method", "target", "value", "threshold", "met", "missed by"):
         table.add_column(name)
     for check in result["targets"]:
-        met = check.get("note") or {True: "yes", False: "NO", None: "-"}[check["met"]]
         table.add_row(
-            check["method"], check["target"], fmt(check["value"]), check["threshold"], met, fmt(check.get("missed_by"))
+            check["method"],
+            check["target"],
+            fmt(check["value"]),
+            check["threshold"],
+            met_text(check).upper() if check["met"] is False else met_text(check),  # a miss stands out on screen
+            fmt(check.get("missed_by")),
         )
     return table
+
+
+def met_text(check: dict[str, Any]) -> str:
+    """``yes``, ``no``, ``-`` (no figure) or the check's note (why it was not judged)."""
+    return check.get("note") or {True: "yes", False: "no", None: "-"}[check["met"]]
 
 
 def mia_gap_line(result: dict[str, Any]) -> str:
@@ -95,7 +104,7 @@ def target_lines(result: dict[str, Any]) -> list[str]:
     """The issue's targets as a Markdown table, with how far each missed one falls short."""
     lines = ["| method | target | value | threshold | met | missed by |", "|---|---|---|---|---|---|"]
     for c in result["targets"]:
-        met = c.get("note") or {True: "yes", False: "no", None: "-"}[c["met"]]
+        met = met_text(c)
         threshold = c["threshold"].replace("|", "\\|")  # a literal pipe would split the cell
         lines.append(
             f"| {c['method']} | {c['target']} | {fmt(c['value'])} | {threshold} | {met} | {fmt(c.get('missed_by'))} |"
