@@ -37,6 +37,7 @@ def machine_description() -> dict[str, Any]:
         "torch": torch.__version__,
         "flwr": flwr.__version__,
         "torch_geometric": torch_geometric.__version__,
+        **({"gpu": torch.cuda.get_device_name(0)} if torch.cuda.is_available() else {}),
     }
 
 
