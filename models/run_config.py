@@ -248,7 +248,7 @@ def _is_device(spec: str) -> bool:
     return prefix == "cuda" and index.isdigit()
 
 
-UNLEARN_METHODS = ("wash", "laf", "retrain")  # what a federated run can do with unlearn-request
+UNLEARN_METHODS = ("wash", "laf", "laf+ft", "retrain")  # what a federated run can do with unlearn-request
 
 
 def _is_unlearn_request(text: str) -> bool:

@@ -20,7 +20,9 @@ without its forgotten nodes, and says so in the log and in ``unlearn.json``.
 ``unlearn-method='retrain'`` asks for that retraining directly; ``unlearn-method='laf'`` runs
 label-agnostic forgetting as federated rounds (:func:`laf_rounds`: one LAF alternation per
 client per round, FedAvg of the encoders, at most 10% of the training rounds) in which only
-the clients holding data to forget have forget terms. Results:
+the clients holding data to forget have forget terms; ``unlearn-method='laf+ft'`` follows them
+with :func:`unlearn.baselines.finetune_rounds` FedAvg rounds on the clients that stay, without the forgotten
+nodes. Results:
 ``unlearn.json`` and ``unlearn.md`` in the run directory. Unlike ``stamen unlearn``, no
 membership-inference AUC is computed here: it needs per-node losses, which stay on clients.
 """
@@ -213,10 +215,30 @@ def unlearn_federation(
     partitions = {r.metadata.src_node_id: int(r.content[p.METRICS][p.PARTITION_ID]) for r in valid}
     missing = holders_missing(request, partitions, len(node_ids))
     result: dict[str, Any] = {"request": request, "method": config.unlearn_method, "clients": len(node_ids)}
+
+    def train_without_forgotten(rounds: int, initial: ArrayRecord | None, what: str) -> ArrayRecord:
+        """``rounds`` FedAvg rounds on the clients that stay, each without its forgotten nodes."""
+        kind, _, rest = request.partition(":")
+        leaving = int(rest) if kind == "client" else None
+        nodes = [node for node, part in partitions.items() if part != leaving]
+        if len(nodes) < min_clients:
+            raise RuntimeError(f"unlearning: {what} needs min-clients={min_clients} clients, only {len(nodes)} remain")
+        return run_rounds(
+            SubGrid(grid, nodes),
+            strategy_factory(config),
+            rounds,
+            aggregates=aggregates,
+            min_clients=min_clients,
+            timeout=timeout,
+            on_row=lambda row: log(INFO, "stamen: %s round %d/%d", what, row["round"], rounds),
+            train_config=ConfigRecord({p.UNLEARN_RETRAIN: request}),
+            initial=initial,
+        )
+
     if config.unlearn_method == "wash" and not missing:
         unlearned, info = wash_federated(grid, request, arrays, valid, timeout, min_clients)
         result.update({"method_used": "wash", "wash": info})
-    elif config.unlearn_method == "laf" and not missing:
+    elif config.unlearn_method in ("laf", "laf+ft") and not missing:
         rounds = laf_rounds(config.num_server_rounds)
         unlearned = run_rounds(
             SubGrid(grid, list(partitions)),
@@ -229,7 +251,13 @@ def unlearn_federation(
             train_config=ConfigRecord({p.UNLEARN_LAF: request}),
             initial=arrays,
         )
-        result.update({"method_used": "laf", "laf": {"rounds": rounds}})
+        result.update({"method_used": config.unlearn_method, "laf": {"rounds": rounds}})
+        if config.unlearn_method == "laf+ft":
+            from unlearn.baselines import finetune_rounds
+
+            tuning = finetune_rounds(config.num_server_rounds)
+            unlearned = train_without_forgotten(tuning, unlearned, "fine-tuning")
+            result["finetune"] = {"rounds": tuning}
     else:
         if missing:
             log(
@@ -240,27 +268,7 @@ def unlearn_federation(
                 len(valid),
             )
             result["fallback"] = f"client(s) {missing} did not answer: retrained on the other clients"
-        kind, _, rest = request.partition(":")
-        leaving = int(rest) if kind == "client" else None
-        retrain_nodes = [node for node, part in partitions.items() if part != leaving]
-        if len(retrain_nodes) < min_clients:
-            raise RuntimeError(
-                f"unlearning: retraining needs min-clients={min_clients} clients, only {len(retrain_nodes)} remain"
-            )
-
-        def on_row(row: dict) -> None:
-            log(INFO, "stamen: retraining round %d/%d", row["round"], config.num_server_rounds)
-
-        unlearned = run_rounds(
-            SubGrid(grid, retrain_nodes),
-            strategy_factory(config),
-            config.num_server_rounds,
-            aggregates=aggregates,
-            min_clients=min_clients,
-            timeout=timeout,
-            on_row=on_row,
-            train_config=ConfigRecord({p.UNLEARN_RETRAIN: request}),
-        )
+        unlearned = train_without_forgotten(config.num_server_rounds, None, "retraining")
         result["method_used"] = "retrain"
     result["seconds"] = time.perf_counter() - started
     result["training_seconds"] = training_seconds

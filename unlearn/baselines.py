@@ -51,11 +51,16 @@ def fedavg_train(clients: list[Data], config: RunConfig, seed: int, rounds: int 
     return fedavg_rounds(model, clients, config, rounds or config.num_server_rounds, seed)
 
 
+def finetune_rounds(training_rounds: int) -> int:
+    """Fine-tuning's rounds: a tenth of the training rounds, at least one."""
+    return max(1, training_rounds // 10)
+
+
 def finetune(
     model: NodeClassifier, remaining: list[Data], config: RunConfig, seed: int, rounds: int | None = None
 ) -> NodeClassifier:
-    """Continue FedAvg on the remaining federation (default: a tenth of the run's rounds, at least 1)."""
-    rounds = rounds or max(1, config.num_server_rounds // 10)
+    """Continue FedAvg on the remaining federation (default: :func:`finetune_rounds`)."""
+    rounds = rounds or finetune_rounds(config.num_server_rounds)
     return fedavg_rounds(copy.deepcopy(model), remaining, config, rounds, seed)
 
 

@@ -33,6 +33,11 @@ No label is read: only the graphs, the training mask and the forget mask.
 
 3. ``laf+r`` (:func:`repair_head`): a few epochs of supervised training of the head on
    the labelled remaining data (this step does use labels).
+4. ``laf+ft``: LAF, then the ``finetune`` baseline from LAF's weights (FedAvg on the
+   remaining federation for a tenth of the training rounds, every layer, with labels).
+   LAF removes what the model holds of :math:`D_f` and costs much of its accuracy;
+   fine-tuning restores what the remaining data supports, not the memorised :math:`D_f`.
+   (Fine-tuning the original model instead keeps part of that memory.)
 """
 
 from __future__ import annotations

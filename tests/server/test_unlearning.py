@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from flwr.app import Array, ArrayRecord
+from flwr.app import Array, ArrayRecord, MessageType
 
 from graphs import FederationSpec, build_federation
 from models import protocol as p
@@ -108,3 +108,29 @@ def test_federated_laf_moves_the_encoder_in_capped_rounds_and_keeps_the_head(tra
     ]
     assert moved, "no encoder weight moved"
     assert 0.0 <= result["unlearned"]["acc_forget"] <= 1.0 and result["unlearned"]["test_client"] is not None
+
+
+def test_federated_laf_ft_fine_tunes_after_laf_on_the_clients_that_stay(trained, tmp_path, monkeypatch):
+    grid, arrays = trained
+    trained_nodes: list[tuple[int, str]] = []
+    send = grid.send_and_receive
+
+    def recording(messages, *, timeout=None):
+        messages = list(messages)
+        for message in messages:
+            if message.metadata.message_type == MessageType.TRAIN:
+                config = message.content[p.CONFIG]
+                phase = "laf" if p.UNLEARN_LAF in config else "finetune" if p.UNLEARN_RETRAIN in config else "train"
+                trained_nodes.append((message.metadata.dst_node_id, phase))
+        return send(messages, timeout=timeout)
+
+    monkeypatch.setattr(grid, "send_and_receive", recording)
+    (result, unlearned), _ = _unlearn(grid, arrays, "client:2", tmp_path, method="laf+ft")
+    rounds = RUN["num-server-rounds"] // 10 or 1
+    assert result["method_used"] == "laf+ft" and result["finetune"]["rounds"] == rounds
+    staying = [node for node in grid.get_node_ids() if node != grid.NODE_OFFSET + 2]
+    assert sorted({node for node, phase in trained_nodes if phase == "laf"}) == sorted(grid.get_node_ids())
+    assert sorted(node for node, phase in trained_nodes if phase == "finetune") == sorted(staying * rounds)
+    before, after = arrays.to_torch_state_dict(), unlearned.to_torch_state_dict()
+    assert not torch.allclose(before["head.weight"], after["head.weight"], atol=1e-4)  # LAF alone keeps the head
+    assert result["unlearned"]["test_global"] > 0.5
