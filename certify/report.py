@@ -46,7 +46,7 @@ def print_tables(payload: dict, console) -> None:
         table = Table(title=f"budget k = {k} ({payload['mode']}, {payload['model']})")
         if payload["mode"] == "collective":
             for col in ("arch", "status", "max changed", "proven upper bound", "certified >=", "targets", "seconds"):
-                table.add_column(col)
+                table.add_column(col, overflow="fold")
             for arch, res in payload["architectures"].items():
                 c = res["collective"][str(k)]
                 table.add_row(
@@ -60,7 +60,7 @@ def print_tables(payload: dict, console) -> None:
                 )
         else:
             for col in ("arch", "cert. acc.", "cert. ratio", "unknown", "median s", "max s", "MILP"):
-                table.add_column(col)
+                table.add_column(col, overflow="fold")
             for arch, res in payload["architectures"].items():
                 a = res["aggregates"][str(k)]
                 table.add_row(

@@ -48,9 +48,9 @@ def rich_table(result: dict[str, Any]):
     from rich.table import Table
 
     table = Table(title=title(result))
-    table.add_column("method")
+    table.add_column("method", overflow="fold")
     for _, label in columns(result):
-        table.add_column(label, justify="right")
+        table.add_column(label, justify="right", overflow="fold")
     for name in result["methods"]:
         row = result["mean"][name]
         table.add_row(name, *(fmt(row.get(key), key) for key, _ in columns(result)))
@@ -62,7 +62,7 @@ def targets_table(result: dict[str, Any]):
 
     table = Table(title="the issue's targets")
     for name in ("method", "target", "value", "threshold", "met", "missed by"):
-        table.add_column(name)
+        table.add_column(name, overflow="fold")
     for check in result["targets"]:
         table.add_row(
             check["method"],

@@ -23,7 +23,7 @@ from typing import Any
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
 from models.run_config import RunConfig
-from simulations.benches.records import markdown_table
+from simulations.benches.records import markdown_table, print_tables
 from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import prepare, simulate
 from simulations.deploy.local import LocalDeployment
@@ -157,14 +157,6 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"stamen bench {record['name']}")
-    for column in COLUMNS:
-        table.add_column(column, justify="right")
-    for row in rows(record):
-        table.add_row(*row)
-    Console().print(table)
+    print_tables([(f"stamen bench {record['name']}", COLUMNS, rows(record))])
     for entry in record["results"]:
-        Console().print(f"fresh ClientApp import: {entry['client_import_seconds']:.1f} s")
+        print(f"fresh ClientApp import: {entry['client_import_seconds']:.1f} s")

@@ -28,7 +28,7 @@ from typing import Any
 from flwr.common.config import parse_config_args
 
 from models.run_config import RunConfig
-from simulations.benches.records import int_list, markdown_table
+from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.inprocess import run_in_process
 
 NAME = "fedlog"
@@ -227,14 +227,13 @@ def _overlap_note(jobs: int) -> str:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    for model in ("personalized", "global"):
-        table = Table(title=f"stamen bench {record['name']}: {model} models, accuracy % (mean ± std over seeds)")
-        for column in columns(record["results"]):
-            table.add_column(column, justify="right")
-        for row in summarize(record["results"], model):
-            if not (model == "global" and row[0] == "local"):
-                table.add_row(*row)
-        Console().print(table)
+    print_tables(
+        [
+            (
+                f"stamen bench {record['name']}: {model} models, accuracy % (mean ± std over seeds)",
+                columns(record["results"]),
+                [row for row in summarize(record["results"], model) if not (model == "global" and row[0] == "local")],
+            )
+            for model in ("personalized", "global")
+        ]
+    )

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from models.run_config import RunConfig
-from simulations.benches.records import int_list, markdown_table
+from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.inprocess import run_in_process
 
 NAME = "gpu"
@@ -181,12 +181,4 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"stamen bench {record['name']}: per-client training, CPU against GPU")
-    for column in COLUMNS:
-        table.add_column(column, justify="right")
-    for row in rows(record):
-        table.add_row(*row)
-    Console().print(table)
+    print_tables([(f"stamen bench {record['name']}: per-client training, CPU against GPU", COLUMNS, rows(record))])

@@ -34,7 +34,7 @@ from models.training import fit
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from server.privacy import private_setup
-from simulations.benches.records import markdown_table
+from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
 
 NAME = "privacy"
@@ -258,16 +258,9 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    for title, columns, rows in (
-        ("privacy/utility", TRADE_OFF_COLUMNS, trade_off_rows(record)),
-        ("seconds per local epoch", COST_COLUMNS, cost_rows(record)),
-    ):
-        table = Table(title=f"stamen bench {record['name']}: {title}")
-        for column in columns:
-            table.add_column(column, justify="right")
-        for row in rows:
-            table.add_row(*row)
-        Console().print(table)
+    print_tables(
+        [
+            (f"stamen bench {record['name']}: privacy/utility", TRADE_OFF_COLUMNS, trade_off_rows(record)),
+            (f"stamen bench {record['name']}: seconds per local epoch", COST_COLUMNS, cost_rows(record)),
+        ]
+    )

@@ -87,6 +87,25 @@ def _at_code(record: dict[str, Any]) -> str:
     return f" (code {record['code']})" if record.get("code") else ""
 
 
+def print_tables(tables: list[tuple[str, list[str], list[list[str]]]]) -> None:
+    """Print each ``(title, columns, rows)`` on screen as a table, numbers right-aligned.
+
+    A narrow terminal folds a long cell over lines rather than cutting it short.
+    """
+    from rich.table import Table
+
+    from simulations.screen import output_console
+
+    console = output_console()
+    for title, columns, rows in tables:
+        table = Table(title=title)
+        for column in columns:
+            table.add_column(column, justify="right", overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+
+
 def markdown_table(columns: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
         "| " + " | ".join(row) + " |" for row in rows

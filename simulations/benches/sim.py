@@ -17,7 +17,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from simulations.benches.records import int_list, markdown_table
+from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.commands.run import prepare, simulate
 
 NAME = "sim"
@@ -239,17 +239,9 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    for title, columns, rows in (
-        (f"stamen bench {record['name']}", SIM_COLUMNS, sim_rows(record)),
-        ("seconds per steady round, by part", BREAKDOWN_COLUMNS, breakdown_rows(record)),
-    ):
-        table = Table(title=title)
-        for column in columns:
-            table.add_column(column, justify="right")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+    print_tables(
+        [
+            (f"stamen bench {record['name']}", SIM_COLUMNS, sim_rows(record)),
+            ("seconds per steady round, by part", BREAKDOWN_COLUMNS, breakdown_rows(record)),
+        ]
+    )

@@ -92,11 +92,10 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from rich.console import Console
-
+    from simulations.screen import output_console
     from unlearn.report import mia_gap_line, rich_table, targets_table
 
-    console = Console()
+    console = output_console()
     for result in record["results"]:
         console.print(rich_table(result))
         console.print(mia_gap_line(result), highlight=False)

@@ -282,14 +282,14 @@ class _StdoutToStderr:
 def main(args) -> int:
     """Run the certificate; returns the exit code (raises ValueError on bad input)."""
     cfg = _validate(args)
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from certify.ntk import ntk, validate_kernel
     from certify.report import clean_floats, print_tables, write_outputs
     from certify.solvers import SolverSpec
+    from simulations.screen import output_console
 
-    err = Console(stderr=True)
+    err = output_console(stderr=True)
     inst, dataset_name = _load_instance(args, cfg)
     owner = _owners(args, inst)
     spec = SolverSpec(args.solver, args.time_limit)
@@ -356,8 +356,9 @@ def main(args) -> int:
         print(json.dumps(payload))
         print_tables(payload, err)
     else:
-        print_tables(payload, Console())
-        Console().print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
+        console = output_console()
+        print_tables(payload, console)
+        console.print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
     return 0
 
 

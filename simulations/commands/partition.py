@@ -57,16 +57,17 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    from rich.console import Console
     from rich.table import Table
+
+    from simulations.screen import output_console
 
     table = Table(title=f"{args.dataset}: {args.clients} clients by {args.method} (seed {args.seed})")
     for column in ("client", "nodes", "internal edges", "class histogram"):
-        table.add_column(column, justify="left" if column == "class histogram" else "right")
+        table.add_column(column, justify="left" if column == "class histogram" else "right", overflow="fold")
     for index, client in enumerate(report["clients"]):
         histogram = " ".join(map(str, client["class_counts"]))
         table.add_row(str(index), str(client["nodes"]), str(client["edges"]), histogram)
-    console = Console()
+    console = output_console()
     console.print(table)
     kept = report["num_edges"] - report["cut_edges"]
     console.print(

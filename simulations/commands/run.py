@@ -114,16 +114,17 @@ def main(args: argparse.Namespace) -> int:
 
 
 def print_summary(summary: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from simulations.screen import output_console
 
     title = f"{summary['algorithm']} / {summary['model']} on {summary['dataset']}, {summary['clients']} clients"
     table = Table(title=title)
     for column in ("figure", "final round", "best validation round"):
-        table.add_column(column, justify="left" if column == "figure" else "right")
+        table.add_column(column, justify="left" if column == "figure" else "right", overflow="fold")
     for row in summary_table(summary):
         table.add_row(*row)
-    console = Console()
+    console = output_console()
     console.print(table)
     console.print(
         f"wall time {summary['total_wall_seconds']:.1f} s, peak memory {summary['peak_memory_gb']:.2f} GB "

@@ -84,7 +84,7 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from simulations.screen import output_console
 
     run_dir = Path(args.run_dir).expanduser().resolve()
     config, num_clients, state = load_run(run_dir)
@@ -109,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
     except RuntimeError as error:
         first = str(error).strip().splitlines()[0]
         raise ValueError(f"model.pt does not fit the run's model: {first}") from None
-    err = Console(stderr=True)
+    err = output_console(stderr=True)
     command = "stamen unlearn " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["unlearn"] else ""
     results = []
     originals = {config.seed: state}  # filled with the other seeds' originals as they are trained
@@ -135,7 +135,7 @@ def main(args: argparse.Namespace) -> int:
         results.append(result)
     from unlearn.report import mia_gap_line, rich_table, targets_table
 
-    console = err if args.json else Console()
+    console = err if args.json else output_console()
     for result, out in zip(results, out_dirs):
         console.print(rich_table(result))
         console.print(mia_gap_line(result), highlight=False)

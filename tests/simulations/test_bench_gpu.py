@@ -17,6 +17,7 @@ def test_bench_gpu_on_the_cpu_writes_the_table(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "[bench gpu] csbm-300 mlp on cpu: " in result.stdout
+    assert "client train s / round" in result.stdout  # the table in a pipe: laid out wide, headers whole
     record = json.loads((out / "gpu.json").read_text())
     assert [(e["model"], e["device"], e["client_devices"]) for e in record["results"]] == [
         ("gcn", "cpu", ["cpu"]),
