@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import time
 from pathlib import Path
 from statistics import mean
@@ -51,6 +52,9 @@ def _names(text: str, what: str) -> list[str]:
 
 def check_devices(devices: list[str]) -> None:
     """Refuse a GPU run on a machine without one, instead of timing a silent CPU fallback."""
+    for device in devices:
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+            raise ValueError(f"--devices takes cpu, cuda or cuda:N, got {device!r}")
     wanted = [d for d in devices if d.startswith("cuda")]
     if wanted and not torch.cuda.is_available():
         raise ValueError(f"--devices asks for {', '.join(wanted)} but no CUDA device is visible; use --devices cpu")

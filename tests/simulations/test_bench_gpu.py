@@ -34,6 +34,8 @@ def test_a_gpu_run_is_refused_where_none_is_visible(monkeypatch):
     with pytest.raises(ValueError, match="no CUDA device is visible"):
         check_devices(["cpu", "cuda"])
     check_devices(["cpu"])
+    with pytest.raises(ValueError, match="cpu, cuda or cuda:N, got 'auto'"):
+        check_devices(["auto"])  # a bench must say which device it times
 
 
 def test_the_speed_up_is_against_the_cpu_run_of_the_same_model():
