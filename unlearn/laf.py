@@ -136,7 +136,6 @@ class LAFConfig:
         lr_extract, lr_align: Adam learning rates of steps (a) and (b) on the encoder.
         tau: contrastive temperature.
         forget_vae: ``forget`` (LAF's code: the forget term under :math:`V_f`) or ``remaining``.
-        repair_epochs, repair_lr: ``laf+r``'s head repair (0 epochs: plain ``laf``).
     """
 
     latent: int = 16
@@ -149,8 +148,6 @@ class LAFConfig:
     lr_align: float = 5e-3
     tau: float = 1.0
     forget_vae: str = "forget"
-    repair_epochs: int = 0
-    repair_lr: float = 0.01
     info: dict = field(default_factory=dict)
 
 

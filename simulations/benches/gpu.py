@@ -92,8 +92,9 @@ def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) 
     config = RunConfig.from_flower(values)
     label = f"{args.dataset}{f'-{csbm_nodes}' if csbm_nodes else ''} {model} on {device}"
     print(f"[bench gpu] {label} ...", flush=True)
-    if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()
+    gpu = torch.device(device) if device.startswith("cuda") else None
+    if gpu is not None:
+        torch.cuda.reset_peak_memory_stats(gpu)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     run_in_process(config, args.clients, rows.append)
@@ -114,7 +115,7 @@ def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) 
         "client_train_seconds_per_round": mean(row["client_train_seconds_sum"] for row in steady),
         "test_acc_at_best_val": best["global_test_acc"],
         "best_val_round": best["round"],
-        "gpu_peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None,
+        "gpu_peak_memory_mb": torch.cuda.max_memory_allocated(gpu) / 2**20 if gpu is not None else None,
     }
     print(
         f"[bench gpu] {label}: {entry['seconds_per_round']:.3f} s/round, clients on {entry['client_devices']}, "
