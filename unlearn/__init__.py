@@ -3,6 +3,7 @@
 - :mod:`unlearn.requests`: requests (``client:i``, ``nodes:i:FRACTION``, ``class:c``) and the split they make;
 - :mod:`unlearn.wash`: closed-form head edit (after LaW), with its federated statistics;
 - :mod:`unlearn.laf`: label-agnostic encoder unlearning (after LAF), ``laf+r`` head repair, ``laf+ft``;
+- :mod:`unlearn.federaser`: replay of the clients' recorded updates without the forgotten data (after FedEraser);
 - :mod:`unlearn.baselines`: retraining from scratch, fine-tuning, gradient ascent;
 - :mod:`unlearn.mia`, :mod:`unlearn.evaluate`: membership inference and the figures;
 - :mod:`unlearn.harness`: :func:`run_request`, the in-process entry point.

@@ -32,11 +32,14 @@ from models import NodeClassifier
 from models.run_config import RunConfig
 from unlearn.baselines import fedavg_train, finetune, gradient_ascent, new_model
 from unlearn.evaluate import METRICS, evaluate_unlearning
+from unlearn.federaser import UpdateHistory, federaser, train_with_history
 from unlearn.laf import LAFConfig, laf, repair_head
 from unlearn.requests import ForgetSplit, Request, parse_request, split_federation
 from unlearn.wash import WashConfig, wash
 
-METHODS = ("wash", "laf", "laf+r", "laf+ft", "finetune", "gradient-ascent")
+METHODS = ("wash", "laf", "laf+r", "laf+ft", "federaser", "finetune", "gradient-ascent")
+# methods that replay the recorded training updates, so need the original trained here
+NEEDS_HISTORY = ("federaser",)
 ROWS = ("original", "retrain", *METHODS)
 
 
@@ -62,9 +65,15 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def unlearn_with(
-    method: str, model: NodeClassifier, split: ForgetSplit, config: RunConfig, seed: int, info: dict
+    method: str,
+    model: NodeClassifier,
+    split: ForgetSplit,
+    config: RunConfig,
+    seed: int,
+    info: dict,
+    history: UpdateHistory | None = None,
 ) -> NodeClassifier:
-    """Run one method of :data:`METHODS` on a copy of ``model``."""
+    """Run one method of :data:`METHODS` on a copy of ``model`` (``federaser`` replays ``history`` instead)."""
     if method == "wash":
         options = WashConfig()
         out = wash(model, split, options)
@@ -81,6 +90,11 @@ def unlearn_with(
         if method == "laf+ft":
             out = finetune(out, split.remaining, config, seed)
         return out
+    if method == "federaser":
+        if history is None:
+            raise ValueError("federaser replays the training's recorded client updates; none were given")
+        info["calibration_rounds"] = len(history.windows)
+        return federaser(history, split, config, seed)
     if method == "finetune":
         return finetune(model, split.remaining, config, seed)
     if method == "gradient-ascent":
@@ -96,6 +110,7 @@ def run_request(
     seeds: Iterable[int] = (0,),
     originals: dict[int, dict[str, torch.Tensor]] | None = None,
     progress: Callable[[str], None] | None = None,
+    histories: dict[int, UpdateHistory] | None = None,
 ) -> dict[str, Any]:
     """Run ``request`` with ``methods`` for every seed; return per-seed and mean figures (JSON-ready).
 
@@ -108,6 +123,8 @@ def run_request(
         originals: optional state dicts of the original model per seed; models trained here are
             added to it, so a later call with the same dict (another request) reuses them.
         progress: called with a short message before each step.
+        histories: the recorded client updates of the originals trained here (``federaser``
+            needs them); filled like ``originals``.
     """
     say = progress or (lambda message: None)
     methods = list(methods)
@@ -121,6 +138,15 @@ def run_request(
     if isinstance(request, str):
         request = parse_request(request, num_clients, num_classes)
     originals = originals if originals is not None else {}
+    histories = histories if histories is not None else {}
+    needs_history = any(m in NEEDS_HISTORY for m in methods)
+    for seed in seeds:
+        if needs_history and seed in originals and seed not in histories:
+            raise ValueError(
+                f"federaser replays the clients' recorded training updates, and seed {seed}'s original model "
+                "came without them (a saved Flower run keeps none); drop federaser from the methods, "
+                "or run it with `stamen bench unlearn`, which trains the originals in-process"
+            )
     per_seed = []
     for seed in seeds:
         split = split_federation(clients, request, seed)
@@ -132,7 +158,10 @@ def run_request(
             original_source = "given"
         else:
             say(f"seed {seed}: training the original model ({config.num_server_rounds} FedAvg rounds)")
-            original = fedavg_train(clients, config, seed)
+            if needs_history:
+                original, histories[seed] = train_with_history(clients, config, seed)
+            else:
+                original = fedavg_train(clients, config, seed)
             original_source = "in-process FedAvg"
             originals[seed] = {k: v.detach().clone() for k, v in original.state_dict().items()}
         original.eval()
@@ -146,7 +175,7 @@ def run_request(
             say(f"seed {seed}: {method}")
             info: dict[str, Any] = {}
             started = time.perf_counter()
-            model = unlearn_with(method, original, split, config, seed, info)
+            model = unlearn_with(method, original, split, config, seed, info, histories.get(seed))
             seconds = time.perf_counter() - started
             rows[method] = {**evaluate_unlearning(model, split), "seconds": seconds, "info": info}
         for row in rows.values():
@@ -289,7 +318,7 @@ def check_targets(
                 add(method, "MIA gap closure", closure, f">= {bar}", None, "not measurable: MIA gap within noise")
             diff = _diff(row["acc_forget"], retrain["acc_forget"])
             add(method, "Df acc - retrain's", diff, "|x| <= 0.05", None if diff is None else abs(diff) <= 0.05)
-        budget = {"wash": 0.01, "laf": 0.2, "laf+r": 0.2, "laf+ft": 0.2}.get(method)
+        budget = {"wash": 0.01, "laf": 0.2, "laf+r": 0.2, "laf+ft": 0.2, "federaser": 0.2}.get(method)
         if budget is not None:
             ratio = row["time_ratio"]
             add(method, "wall time / retrain's", ratio, f"<= {budget}", None if ratio is None else ratio <= budget)

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """One :func:`~unlearn.harness.run_request` per request; original models shared across requests."""
+    """One :func:`~unlearn.harness.run_request` per request; original models (and their recorded
+    updates) shared across requests."""
     from models.run_config import RunConfig
     from unlearn.harness import parse_methods, parse_seeds, run_request
 
@@ -53,13 +54,16 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     if not requests:
         raise ValueError(f"--requests must name at least one request, got {args.requests!r}")
     originals: dict = {}
+    histories: dict = {}
     results = []
     for request in requests:
 
         def progress(message: str, request: str = request) -> None:
             print(f"[bench unlearn] {request}: {message}", flush=True)
 
-        result = run_request(config, args.clients, request, methods, seeds, originals=originals, progress=progress)
+        result = run_request(
+            config, args.clients, request, methods, seeds, originals=originals, progress=progress, histories=histories
+        )
         result.pop("per_seed")  # the record keeps the means, spreads and targets
         results.append(result)
     return results

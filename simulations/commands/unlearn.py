@@ -7,7 +7,9 @@ from the config with that many clients. For the run's own seed (``seed`` in
 ``--seeds`` the original model is retrained in-process by FedAvg with the run's
 config, initialised from that seed (the partition and splits stay those of the run).
 Retraining from scratch, every method and the evaluation then run in-process
-(:func:`unlearn.harness.run_request`).
+(:func:`unlearn.harness.run_request`). ``federaser`` replays the clients' recorded training
+updates, which a Flower run does not keep, so ``--method all`` leaves it out here (and says
+so); ``stamen bench unlearn`` runs it on originals trained in-process.
 
 Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
 ``unlearning.png``); an existing, non-empty folder there is refused unless
@@ -25,7 +27,7 @@ from typing import Any
 
 import torch
 
-from unlearn.harness import METHODS, parse_methods, parse_seeds, run_request
+from unlearn.harness import METHODS, NEEDS_HISTORY, parse_methods, parse_seeds, run_request
 from unlearn.requests import parse_request
 
 
@@ -89,6 +91,8 @@ def main(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).expanduser().resolve()
     config, num_clients, state = load_run(run_dir)
     methods = parse_methods(args.method)
+    left_out = [m for m in methods if m in NEEDS_HISTORY] if args.method.strip() == "all" else []
+    methods = [m for m in methods if m not in left_out]
     seeds = parse_seeds(args.seeds) if args.seeds else [config.seed]
     from graphs import FederationSpec, build_federation
 
@@ -110,6 +114,12 @@ def main(args: argparse.Namespace) -> int:
         first = str(error).strip().splitlines()[0]
         raise ValueError(f"model.pt does not fit the run's model: {first}") from None
     err = output_console(stderr=True)
+    if left_out:
+        err.print(
+            f"[unlearn] {', '.join(left_out)} left out: it replays the clients' recorded training updates, which a "
+            "saved run does not keep (`stamen bench unlearn` runs it)",
+            highlight=False,
+        )
     command = "stamen unlearn " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["unlearn"] else ""
     results = []
     originals = {config.seed: state}  # filled with the other seeds' originals as they are trained

@@ -12,6 +12,7 @@ from graphs import FederationSpec, build_federation
 from server.outputs import save_model
 from simulations.commands import unlearn as command
 from unlearn.baselines import fedavg_train
+from unlearn.harness import METHODS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,6 +83,7 @@ def test_table_on_screen_for_a_node_request(run_dir, capsys, monkeypatch):
         (["--request", "nodes:0:0"], "fraction 0 must lie in (0, 1]"),
         (["--request", "class:4"], "class 4 is out of range 0..3"),
         (["--request", "class:1", "--method", "sisa"], "unknown method"),
+        (["--request", "client:0", "--method", "federaser"], "a saved Flower run keeps none"),
         (["--request", "class:1", "--seeds", "x"], "--seeds must be comma-separated integers"),
     ],
 )
@@ -122,3 +124,12 @@ def test_exit_code_and_single_stderr_line_in_a_real_process(run_dir):
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and "fraction 2 must lie in (0, 1]" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_all_methods_on_a_saved_run_leave_out_federaser_and_say_so(run_dir, capsys):
+    code, message = run([str(run_dir), "--request", "client:1", "--method", "all", "--json"])
+    assert code == 0, message
+    captured = capsys.readouterr()
+    assert "federaser left out" in captured.err
+    others = [m for m in METHODS if m != "federaser"]
+    assert json.loads(captured.out)["methods"] == ["original", "retrain", *others]
