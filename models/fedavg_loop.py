@@ -19,6 +19,14 @@ from models.training import fit
 State = dict[str, torch.Tensor]
 
 
+def weighted_average(states: list[State], weights: list[int]) -> State:
+    """:math:`\\sum_i n_i \\theta_i / \\sum_i n_i`: FedAvg's aggregate."""
+    total = sum(weights)
+    if not states or total <= 0:
+        raise ValueError("nothing to average: no client state with a positive weight")
+    return {key: sum(s[key] * w for s, w in zip(states, weights)) / total for key in states[0]}
+
+
 class LocalClients:
     """The clients of an in-process federation, each with its own model copy and Adam moments.
 
@@ -49,8 +57,7 @@ class LocalClients:
 
     def average(self, states: list[State]) -> State:
         """The FedAvg of ``states``, weighted by training-node counts."""
-        total = sum(self.weights)
-        return {key: sum(s[key] * w for s, w in zip(states, self.weights)) / total for key in states[0]}
+        return weighted_average(states, self.weights)
 
 
 def fedavg_rounds(

@@ -8,35 +8,43 @@ training minus the global weights it started from), and the initial weights
 :math:`\theta^T = \theta^0 + \sum_b \sum_i n_i U_i^b / \sum_i n_i`.
 
 **Erasing.** Replay from :math:`\theta^0` on the remaining federation, one calibration round
-per window: the clients that stay train from the replayed weights :math:`\tilde\theta^b` on
-their remaining subgraphs (keeping their Adam moments across calibration rounds), giving
-the FedAvg update :math:`\tilde U^b`. The step takes the calibration's direction and the
-staying clients' recorded magnitude, per parameter tensor :math:`k`:
+per window: every client :math:`i` that stays trains from the replayed weights
+:math:`\tilde\theta^b` on its remaining subgraph (keeping its Adam moments across calibration
+rounds), giving its calibration update :math:`\tilde U_i^b`. Each client's update keeps the
+calibration's direction and takes the client's recorded magnitude, per parameter tensor
+:math:`k`, and the server averages them as FedAvg would:
 
 .. math::
-    \tilde\theta^{b+1}_k = \tilde\theta^b_k + \lVert \bar U^b_k \rVert \,
-        \frac{\tilde U^b_k}{\lVert \tilde U^b_k \rVert},
-    \qquad \bar U^b = \frac{\sum_{i \in S} n_i U_i^b}{\sum_{i \in S} n_i},
+    \tilde\theta^{b+1}_k = \tilde\theta^b_k + \frac{1}{\sum_{i \in S} \tilde n_i}
+        \sum_{i \in S} \tilde n_i \,\lVert U^b_{i,k} \rVert \,
+        \frac{\tilde U^b_{i,k}}{\lVert \tilde U^b_{i,k} \rVert},
 
-with :math:`S` the clients that stay (a ``nodes:`` request's client stays; only its
-recorded magnitude is used, never its recorded direction). The forgotten data shapes no
-step, so what the replay learns of :math:`D_f` is what the remaining data teaches; the cost
-is :math:`\lceil T/\Delta \rceil` rounds instead of retraining's :math:`T`.
+with :math:`S` the clients that stay and :math:`\tilde n_i` their remaining training nodes
+(a ``nodes:`` request's client stays; only its recorded magnitudes are used, never its
+recorded directions). The forgotten data shapes no step, so what the replay learns of
+:math:`D_f` is what the remaining data teaches; the cost is :math:`\lceil T/\Delta \rceil`
+rounds instead of retraining's :math:`T`.
 
 Adaptation: FedEraser keeps the updates of every :math:`\Delta`-th round and calibrates
 with half the local epochs; here the window *sums* every round's update (nothing of the
 trajectory is dropped) and calibration uses the run's local epochs. The price is memory:
-one model-sized tensor set per client and window, kept by the server.
+one model-sized tensor set per client and window, kept by the server. A client not sampled
+in a window has no update there and takes no part in that window's replay.
+
+In-process (:func:`train_with_history`, :func:`federaser`) and inside a Flower run
+(:mod:`server.unlearning`), the same :class:`UpdateHistory` records and
+:func:`rescaled_update` rescales.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
 
 from models import NodeClassifier
-from models.fedavg_loop import LocalClients, State, fedavg_rounds
+from models.fedavg_loop import LocalClients, State, fedavg_rounds, weighted_average
 from models.run_config import RunConfig
 from unlearn.baselines import new_model
 from unlearn.requests import ForgetSplit
@@ -51,38 +59,46 @@ class UpdateHistory:
     Attributes:
         initial: :math:`\\theta^0`.
         window: :math:`\\Delta`, rounds per window.
-        weights: each client's training-node count :math:`n_i` during training.
-        windows: ``windows[b][i]`` is :math:`U_i^b` (floating-point tensors only).
+        windows: ``windows[b][i]`` is :math:`U_i^b` for every client ``i`` (a partition id)
+            that trained in window ``b`` (floating-point tensors only).
     """
 
     initial: State
-    window: int
-    weights: list[int]
-    windows: list[list[State]] = field(default_factory=list)
+    window: int = DEFAULT_WINDOW
+    windows: list[dict[int, State]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.window < 1:
             raise ValueError(f"the FedEraser window must be at least 1 round, got {self.window}")
 
-    def record(self, server_round: int, start: State, states: list[State]) -> None:
-        """Add round ``server_round``'s client updates (``states`` minus ``start``) to their window."""
-        if len(states) != len(self.weights):
-            raise ValueError(f"{len(states)} client states for a history of {len(self.weights)} clients")
+    def record(self, server_round: int, start: State, states: Mapping[int, State]) -> None:
+        """Add round ``server_round``'s client updates (``states[i]`` minus ``start``) to their window."""
         index = (server_round - 1) // self.window
-        if index == len(self.windows):
-            zeros = {k: torch.zeros_like(v) for k, v in start.items() if v.is_floating_point()}
-            self.windows.append([{k: v.clone() for k, v in zeros.items()} for _ in states])
-        for summed, state in zip(self.windows[index], states):
+        while len(self.windows) <= index:
+            self.windows.append({})
+        window = self.windows[index]
+        for client, state in states.items():
+            summed = window.setdefault(
+                client, {k: torch.zeros_like(v) for k, v in start.items() if v.is_floating_point()}
+            )
             for key in summed:
                 summed[key] += state[key] - start[key]
 
-    def stayers_update(self, index: int, stayers: list[int]) -> State:
-        """:math:`\\bar U^b`: the staying clients' recorded updates of window ``index``, averaged by :math:`n_i`."""
-        total = sum(self.weights[i] for i in stayers)
-        if total == 0:
-            raise ValueError("the clients that stay had no training nodes during training")
-        window = self.windows[index]
-        return {key: sum(window[i][key] * self.weights[i] for i in stayers) / total for key in window[stayers[0]]}
+
+def rescaled_update(start: State, calibrated: State, recorded: State) -> State:
+    """A client's calibrated weights with, per tensor, the step length it recorded in training.
+
+    ``start + ||recorded|| * (calibrated - start) / ||calibrated - start||`` for every tensor
+    ``recorded`` holds; the others (integer buffers) as calibrated.
+    """
+    out = {}
+    for key, value in start.items():
+        if key in recorded:
+            direction = calibrated[key] - value
+            out[key] = value + recorded[key].norm() * direction / direction.norm().clamp_min(1e-12)
+        else:
+            out[key] = calibrated[key].clone()
+    return out
 
 
 def train_with_history(
@@ -90,11 +106,7 @@ def train_with_history(
 ) -> tuple[NodeClassifier, UpdateHistory]:
     """FedAvg from scratch over ``clients`` (as :func:`unlearn.baselines.fedavg_train`), recording the updates."""
     model = new_model(config, clients[0].num_features, int(clients[0].num_classes), seed)
-    history = UpdateHistory(
-        initial={k: v.detach().clone() for k, v in model.state_dict().items()},
-        window=window,
-        weights=[int(c.train_mask.sum()) for c in clients],
-    )
+    history = UpdateHistory(initial={k: v.detach().clone() for k, v in model.state_dict().items()}, window=window)
     torch.manual_seed(seed)
     fedavg_rounds(
         model,
@@ -103,32 +115,34 @@ def train_with_history(
         config.local_epochs,
         config.lr,
         config.weight_decay,
-        on_client_states=history.record,
+        on_client_states=lambda server_round, start, states: history.record(
+            server_round, start, dict(enumerate(states))
+        ),
     )
     return model, history
 
 
 def federaser(history: UpdateHistory, split: ForgetSplit, config: RunConfig, seed: int) -> NodeClassifier:
     """Replay ``history`` without the forgotten data: one calibration round per window on ``split.remaining``."""
-    if len(history.weights) != len(split.original):
+    recorded_clients = set().union(*history.windows) if history.windows else set()
+    unknown = sorted(set(split.remaining_clients) - recorded_clients)
+    if unknown:
         raise ValueError(
-            f"the update history has {len(history.weights)} clients but the federation has {len(split.original)}"
+            f"the update history holds no update of client(s) {unknown}; was it recorded on this federation?"
         )
     torch.manual_seed(seed)
     remaining = split.remaining
     model = new_model(config, remaining[0].num_features, split.num_classes, seed)
     model.load_state_dict(history.initial)
     calibration = LocalClients(model, remaining, config.local_epochs, config.lr, config.weight_decay)
-    for index in range(len(history.windows)):
+    for window in history.windows:
         start = {key: value.detach().clone() for key, value in model.state_dict().items()}
-        calibrated = calibration.average(calibration.train(start))
-        recorded = history.stayers_update(index, split.remaining_clients)
-        step = {}
-        for key, value in start.items():
-            if key in recorded:
-                direction = calibrated[key] - value
-                value = value + recorded[key].norm() * direction / direction.norm().clamp_min(1e-12)
-            step[key] = value
-        model.load_state_dict(step)
+        calibrated = calibration.train(start)
+        # a client not sampled in this window of training takes no part in its replay either
+        kept = [i for i, client in enumerate(split.remaining_clients) if client in window]
+        if not kept:
+            continue
+        updates = [rescaled_update(start, calibrated[i], window[split.remaining_clients[i]]) for i in kept]
+        model.load_state_dict(weighted_average(updates, [calibration.weights[i] for i in kept]))
     model.eval()
     return model
