@@ -165,6 +165,11 @@ class RunConfig:
                 self.unlearn_method in UNLEARN_METHODS,
                 f"unlearn-method must be one of {', '.join(UNLEARN_METHODS)}, got {self.unlearn_method!r}",
             ),
+            (
+                not (self.resume_from and self.unlearn_request and self.unlearn_method == "federaser"),
+                "unlearn-method='federaser' replays every round's client updates, which a resumed run lacks "
+                "before its checkpoint; choose another unlearn-method",
+            ),
             (_is_device(self.device), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}"),
             *self._privacy_checks(),
         ]
@@ -248,7 +253,7 @@ def _is_device(spec: str) -> bool:
     return prefix == "cuda" and index.isdigit()
 
 
-UNLEARN_METHODS = ("wash", "laf", "laf+ft", "retrain")  # what a federated run can do with unlearn-request
+UNLEARN_METHODS = ("wash", "laf", "laf+ft", "federaser", "retrain")  # what a federated run can do with unlearn-request
 
 
 def _is_unlearn_request(text: str) -> bool:

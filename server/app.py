@@ -18,7 +18,7 @@ from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
 from server.loop import Row, TooFewClientsError, run_rounds
-from server.unlearning import unlearn_federation
+from server.unlearning import history_recorder, unlearn_federation
 
 app = ServerApp()
 
@@ -93,6 +93,13 @@ def main(grid: Grid, context: Context) -> None:
         checkpoint.sampler_state = list(random.getstate())
         save_checkpoint(run_dir, checkpoint)
 
+    initial, history = setup.initial, None
+    if config.unlearn_request and config.unlearn_method == "federaser":  # record the updates it replays
+        from unlearn.federaser import UpdateHistory
+
+        if initial is None:  # the replay starts from the seeded initial model: the server must know it
+            initial = privacy.initial_arrays(grid, config.round_timeout)
+        history = UpdateHistory(initial.to_torch_state_dict())
     try:
         arrays = run_rounds(
             grid,
@@ -102,9 +109,10 @@ def main(grid: Grid, context: Context) -> None:
             min_clients=config.min_clients,
             timeout=config.round_timeout,
             on_row=on_row,
-            initial=setup.initial,
+            initial=initial,
             resume=resume,
             on_checkpoint=on_checkpoint,
+            on_replies=history_recorder(history) if history is not None else None,
         )
     except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
         log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir)
@@ -122,7 +130,14 @@ def main(grid: Grid, context: Context) -> None:
     if config.unlearn_request:
         try:
             result, _ = unlearn_federation(
-                grid, config, arrays, algorithm.make_strategy, algorithm.AGGREGATES, run_dir, summary["wall_seconds"]
+                grid,
+                config,
+                arrays,
+                algorithm.make_strategy,
+                algorithm.AGGREGATES,
+                run_dir,
+                summary["wall_seconds"],
+                history=history,
             )
         except RuntimeError as error:
             log(ERROR, "error: %s", error)

@@ -147,6 +147,7 @@ def run_rounds(
     initial: ArrayRecord | None = None,
     resume: Checkpoint | None = None,
     on_checkpoint: Callable[[Checkpoint], None] | None = None,
+    on_replies: Callable[[int, ArrayRecord, list[Message]], None] | None = None,
 ) -> ArrayRecord:
     """Run rounds up to ``num_rounds``; call ``on_row`` with each finished round's row, in order.
 
@@ -158,8 +159,10 @@ def run_rounds(
     ``train_config`` is sent with every training message (e.g. the unlearning fallback's
     retraining flag); ``initial`` weights are sent in round 1 (default none: clients build the
     seeded initial model). Rows carry every DP-SGD client's epsilon so far, sampled this
-    round or not. Returns the final global weights (for a non-aggregating algorithm, the
-    weights the server last sent, i.e. none).
+    round or not. ``on_replies(r, sent, replies)`` sees each round's weights sent and the
+    training replies before aggregation (e.g. to record the clients' updates). Returns the
+    final global weights (for a non-aggregating algorithm, the weights the server last sent,
+    i.e. none).
     """
     arrays = initial if initial is not None else ArrayRecord()  # none: clients build the seeded initial model
     spent: dict[int, float] = {}
@@ -184,6 +187,8 @@ def run_rounds(
         failed = [{**f, "partition_id": node_partitions.get(f["node_id"])} for f in failed]
         require_clients(f"round {server_round}", len(replies), len(messages), failed, min_clients)
         exchanged = time.perf_counter()
+        if on_replies is not None:
+            on_replies(server_round, arrays, replies)
         metrics = [reply.content[p.METRICS] for reply in replies]
         accuracies = pooled_accuracies(metrics)
         spent.update({int(m[p.PARTITION_ID]): float(m[p.EPSILON]) for m in metrics if p.EPSILON in m})

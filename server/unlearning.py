@@ -22,7 +22,11 @@ label-agnostic forgetting as federated rounds (:func:`laf_rounds`: one LAF alter
 client per round, FedAvg of the encoders, at most 10% of the training rounds) in which only
 the clients holding data to forget have forget terms; ``unlearn-method='laf+ft'`` follows them
 with :func:`unlearn.baselines.finetune_rounds` FedAvg rounds on the clients that stay, without the forgotten
-nodes. Results:
+nodes. ``unlearn-method='federaser'`` replays training from the clients' updates the server
+recorded during training (:func:`history_recorder`, :mod:`unlearn.federaser`): one
+calibration round per window on the clients that stay, each trained without its forgotten
+nodes, each client's update rescaled to its recorded step length. It needs nothing from a
+client that is gone, so it never falls back. Results:
 ``unlearn.json`` and ``unlearn.md`` in the run directory. Unlike ``stamen unlearn``, no
 membership-inference AUC is computed here: it needs per-node losses, which stay on clients.
 """
@@ -31,9 +35,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from logging import INFO, WARNING
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
@@ -43,6 +48,9 @@ from flwr.serverapp import Grid
 from models import protocol as p
 from models.run_config import RunConfig
 from server.loop import exchange, run_rounds
+
+if TYPE_CHECKING:
+    from unlearn.federaser import UpdateHistory
 
 HEAD_WEIGHT, HEAD_BIAS = "head.weight", "head.bias"
 
@@ -164,6 +172,48 @@ def wash_federated(
     return edited_arrays(arrays, delta), info
 
 
+def history_recorder(history: UpdateHistory) -> Callable[[int, ArrayRecord, list[Message]], None]:
+    """The ``on_replies`` hook of :func:`server.loop.run_rounds` that records every client's update
+    (its trained weights minus the weights sent) into ``history``, by partition id."""
+
+    def record(server_round: int, sent: ArrayRecord, replies: list[Message]) -> None:
+        start = sent.to_torch_state_dict()
+        states = {
+            int(reply.content[p.METRICS][p.PARTITION_ID]): reply.content[p.ARRAYS].to_torch_state_dict()
+            for reply in replies
+        }
+        history.record(server_round, start, states)
+
+    return record
+
+
+def federaser_federated(
+    grid: Grid, request: str, history: UpdateHistory, strategy, timeout: float, min_clients: int
+) -> ArrayRecord:
+    """Replay ``history`` on ``grid``'s clients (those that stay): one calibration round per window,
+    each client training without its forgotten nodes, its update rescaled to its recorded length."""
+    from models.fedavg_loop import weighted_average
+    from unlearn.federaser import rescaled_update
+
+    arrays = ArrayRecord(history.initial)
+    count = len(history.windows)
+    for index, window in enumerate(history.windows):
+        train = ConfigRecord({p.UNLEARN_RETRAIN: request})
+        messages = strategy.configure_train(index + 1, arrays, train, grid)
+        replies = exchange(grid, messages, timeout, min_clients, f"federaser calibration {index + 1}/{count}")
+        start = arrays.to_torch_state_dict()
+        updates, weights = [], []
+        for reply in replies:
+            recorded = window.get(int(reply.content[p.METRICS][p.PARTITION_ID]))
+            if recorded is not None:  # not sampled in this window of training: no part in its replay
+                updates.append(rescaled_update(start, reply.content[p.ARRAYS].to_torch_state_dict(), recorded))
+                weights.append(int(reply.content[p.METRICS][p.NUM_EXAMPLES]))
+        if updates:
+            arrays = ArrayRecord(weighted_average(updates, weights))
+        log(INFO, "stamen: federaser calibration round %d/%d", index + 1, count)
+    return arrays
+
+
 def evaluate_federated(
     grid: Grid, request: str, arrays: ArrayRecord, node_ids: list[int], timeout: float, min_clients: int
 ) -> dict[str, Any]:
@@ -194,9 +244,10 @@ def unlearn_federation(
     aggregates: bool,
     run_dir: Path,
     training_seconds: float,
+    history: UpdateHistory | None = None,
 ) -> tuple[dict[str, Any], ArrayRecord]:
     """Forget ``config.unlearn_request`` from the trained ``arrays``; write the results and return
-    them with the unlearned weights."""
+    them with the unlearned weights (``federaser`` replays ``history``, recorded in training)."""
     request, timeout, min_clients = config.unlearn_request, config.round_timeout, config.min_clients
     if len(arrays) == 0:
         raise RuntimeError(f"unlearn-request needs a global model; algorithm {config.algorithm!r} does not aggregate")
@@ -216,13 +267,17 @@ def unlearn_federation(
     missing = holders_missing(request, partitions, len(node_ids))
     result: dict[str, Any] = {"request": request, "method": config.unlearn_method, "clients": len(node_ids)}
 
-    def train_without_forgotten(rounds: int, initial: ArrayRecord | None, what: str) -> ArrayRecord:
-        """``rounds`` FedAvg rounds on the clients that stay, each without its forgotten nodes."""
+    def staying_nodes(what: str) -> list[int]:
         kind, _, rest = request.partition(":")
         leaving = int(rest) if kind == "client" else None
         nodes = [node for node, part in partitions.items() if part != leaving]
         if len(nodes) < min_clients:
             raise RuntimeError(f"unlearning: {what} needs min-clients={min_clients} clients, only {len(nodes)} remain")
+        return nodes
+
+    def train_without_forgotten(rounds: int, initial: ArrayRecord | None, what: str) -> ArrayRecord:
+        """``rounds`` FedAvg rounds on the clients that stay, each without its forgotten nodes."""
+        nodes = staying_nodes(what)
         return run_rounds(
             SubGrid(grid, nodes),
             strategy_factory(config),
@@ -235,7 +290,17 @@ def unlearn_federation(
             initial=initial,
         )
 
-    if config.unlearn_method == "wash" and not missing:
+    if config.unlearn_method == "federaser":
+        if history is None:
+            raise RuntimeError("unlearning: federaser needs the clients' updates recorded during training; none were")
+        if missing:
+            log(WARNING, "unlearning: client(s) %s did not answer; the replay goes on without them", missing)
+        nodes = staying_nodes("federaser")
+        unlearned = federaser_federated(
+            SubGrid(grid, nodes), request, history, strategy_factory(config), timeout, min_clients
+        )
+        result.update({"method_used": "federaser", "federaser": {"calibration_rounds": len(history.windows)}})
+    elif config.unlearn_method == "wash" and not missing:
         unlearned, info = wash_federated(grid, request, arrays, valid, timeout, min_clients)
         result.update({"method_used": "wash", "wash": info})
     elif config.unlearn_method in ("laf", "laf+ft") and not missing:

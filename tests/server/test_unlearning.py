@@ -10,9 +10,11 @@ from models import protocol as p
 from models.run_config import RunConfig
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
-from server.unlearning import _query, check_statistics, unlearn_federation
+from server.privacy import initial_arrays
+from server.unlearning import _query, check_statistics, history_recorder, unlearn_federation
 from simulations.inprocess import InProcessGrid, task_identity
 from unlearn.baselines import new_model
+from unlearn.federaser import UpdateHistory
 from unlearn.requests import parse_request, split_federation
 from unlearn.wash import wash
 
@@ -134,3 +136,56 @@ def test_federated_laf_ft_fine_tunes_after_laf_on_the_clients_that_stay(trained,
     before, after = arrays.to_torch_state_dict(), unlearned.to_torch_state_dict()
     assert not torch.allclose(before["head.weight"], after["head.weight"], atol=1e-4)  # LAF alone keeps the head
     assert result["unlearned"]["test_global"] > 0.5
+
+
+def test_federated_federaser_replays_the_recorded_updates_without_a_departed_client(identity, tmp_path, monkeypatch):
+    config = RunConfig.from_flower(RUN)
+    grid = InProcessGrid(config.to_flower(), 3)
+    module = server_algorithm("fedavg")
+    initial = initial_arrays(grid, 60.0)
+    history = UpdateHistory(initial.to_torch_state_dict(), window=2)
+    arrays = run_rounds(
+        grid,
+        module.make_strategy(config),
+        config.num_server_rounds,
+        True,
+        2,
+        60.0,
+        lambda row: None,
+        initial=initial,
+        on_replies=history_recorder(history),
+    )
+    assert len(history.windows) == 2 and all(set(window) == {0, 1, 2} for window in history.windows)
+    clients = build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients
+    weights = [int(c.train_mask.sum()) for c in clients]
+    for key, value in arrays.to_torch_state_dict().items():  # FedAvg: the start plus the weighted updates
+        summed = sum(w[i][key] * weights[i] for w in history.windows for i in range(3)) / sum(weights)
+        torch.testing.assert_close(history.initial[key] + summed, value, atol=1e-5, rtol=0)
+
+    trained_nodes: list[int] = []
+    send = grid.send_and_receive
+
+    def recording(messages, *, timeout=None):
+        messages = list(messages)
+        trained_nodes.extend(m.metadata.dst_node_id for m in messages if m.metadata.message_type == MessageType.TRAIN)
+        return send(messages, timeout=timeout)
+
+    monkeypatch.setattr(grid, "send_and_receive", recording)
+    unlearn_config = RunConfig.from_flower({**RUN, "unlearn-request": "client:2", "unlearn-method": "federaser"})
+    grid.contexts = {
+        node: type(ctx)(ctx.run_id, ctx.node_id, ctx.node_config, ctx.state, unlearn_config.to_flower())
+        for node, ctx in grid.contexts.items()
+    }
+    grid.failing = {grid.NODE_OFFSET + 2}  # the leaving client is gone: the replay needs nothing of it
+    result, unlearned = unlearn_federation(
+        grid, unlearn_config, arrays, module.make_strategy, True, tmp_path, 10.0, history=history
+    )
+    assert result["method_used"] == "federaser" and "fallback" not in result
+    assert result["federaser"]["calibration_rounds"] == 2
+    assert sorted(trained_nodes) == sorted([grid.NODE_OFFSET, grid.NODE_OFFSET + 1] * 2)
+    assert result["evaluated_clients"] == [0, 1] and result["unlearned"]["test_global"] > 0.5
+    assert not np.allclose(unlearned["head.weight"].numpy(), arrays["head.weight"].numpy())
+    with pytest.raises(RuntimeError, match="federaser needs the clients' updates recorded during training"):
+        unlearn_federation(grid, unlearn_config, arrays, module.make_strategy, True, tmp_path, 10.0)
+    with pytest.raises(ValueError, match="a resumed run lacks"):
+        RunConfig.from_flower({**RUN, "unlearn-request": "client:2", "unlearn-method": "federaser", "resume-from": "x"})
