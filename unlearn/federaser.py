@@ -21,9 +21,10 @@ calibration's direction and takes the client's recorded magnitude, per parameter
 
 with :math:`S` the clients that stay and :math:`\tilde n_i` their remaining training nodes
 (a ``nodes:`` request's client stays; only its recorded magnitudes are used, never its
-recorded directions). The forgotten data shapes no step, so what the replay learns of
-:math:`D_f` is what the remaining data teaches; the cost is :math:`\lceil T/\Delta \rceil`
-rounds instead of retraining's :math:`T`.
+recorded directions). The forgotten data sets the direction of no step, so what the replay
+learns of :math:`D_f` is what the remaining data teaches (a ``nodes:`` request's client
+lends its step lengths, which its forgotten nodes helped set); the cost is
+:math:`\lceil T/\Delta \rceil` rounds instead of retraining's :math:`T`.
 
 Adaptation: FedEraser keeps the updates of every :math:`\Delta`-th round and calibrates
 with half the local epochs; here the window *sums* every round's update (nothing of the
