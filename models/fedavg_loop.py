@@ -73,12 +73,13 @@ def fedavg_rounds(
     """Run ``rounds`` FedAvg rounds from ``model``'s weights; return ``model`` (updated in place).
 
     ``on_client_states(r, start, states)`` sees each round's global weights and the
-    clients' weights after local training, before they are averaged;
+    clients' weights after local training, before they are averaged (the tensors change
+    afterwards: a hook that keeps them copies them);
     ``on_round(r, model)`` is called after each round's aggregation.
     """
     local = LocalClients(model, clients, local_epochs, lr, weight_decay)
     for server_round in range(1, rounds + 1):
-        start = {key: value.detach().clone() for key, value in model.state_dict().items()}
+        start = model.state_dict()
         states = local.train(start)
         if on_client_states is not None:
             on_client_states(server_round, start, states)

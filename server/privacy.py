@@ -103,7 +103,7 @@ def initial_arrays(grid: Grid, timeout: float) -> ArrayRecord:
     """The seeded initial model, asked of one client (every client builds the same one).
 
     Clipping bounds the *update* of a client, so the server must know the weights
-    the update starts from already in round 1.
+    the update starts from already in round 1 (``federaser`` replays from them too).
     """
     node = sorted(grid.get_node_ids())[0]
     content = RecordDict({p.CONFIG: ConfigRecord({p.QUERY: p.INITIAL_MODEL_QUERY})})

@@ -192,8 +192,7 @@ def federaser_federated(
 ) -> ArrayRecord:
     """Replay ``history`` on ``grid``'s clients (those that stay): one calibration round per window,
     each client training without its forgotten nodes, its update rescaled to its recorded length."""
-    from models.fedavg_loop import weighted_average
-    from unlearn.federaser import rescaled_update
+    from unlearn.federaser import replay_step
 
     arrays = ArrayRecord(history.initial)
     count = len(history.windows)
@@ -201,15 +200,17 @@ def federaser_federated(
         train = ConfigRecord({p.UNLEARN_RETRAIN: request})
         messages = strategy.configure_train(index + 1, arrays, train, grid)
         replies = exchange(grid, messages, timeout, min_clients, f"federaser calibration {index + 1}/{count}")
-        start = arrays.to_torch_state_dict()
-        updates, weights = [], []
-        for reply in replies:
-            recorded = window.get(int(reply.content[p.METRICS][p.PARTITION_ID]))
-            if recorded is not None:  # not sampled in this window of training: no part in its replay
-                updates.append(rescaled_update(start, reply.content[p.ARRAYS].to_torch_state_dict(), recorded))
-                weights.append(int(reply.content[p.METRICS][p.NUM_EXAMPLES]))
-        if updates:
-            arrays = ArrayRecord(weighted_average(updates, weights))
+        calibrated = (
+            (
+                int(reply.content[p.METRICS][p.PARTITION_ID]),
+                reply.content[p.ARRAYS].to_torch_state_dict(),
+                int(reply.content[p.METRICS][p.NUM_EXAMPLES]),
+            )
+            for reply in replies
+        )
+        step = replay_step(arrays.to_torch_state_dict(), calibrated, window)
+        if step is not None:
+            arrays = ArrayRecord(step)
         log(INFO, "stamen: federaser calibration round %d/%d", index + 1, count)
     return arrays
 

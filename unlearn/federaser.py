@@ -34,12 +34,12 @@ in a window has no update there and takes no part in that window's replay.
 
 In-process (:func:`train_with_history`, :func:`federaser`) and inside a Flower run
 (:mod:`server.unlearning`), the same :class:`UpdateHistory` records and
-:func:`rescaled_update` rescales.
+:func:`replay_step` rescales and averages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -102,6 +102,19 @@ def rescaled_update(start: State, calibrated: State, recorded: State) -> State:
     return out
 
 
+def replay_step(start: State, calibrated: Iterable[tuple[int, State, int]], window: dict[int, State]) -> State | None:
+    """One window of the replay from ``start``: the calibrated weights of each ``(client, state,
+    training nodes)`` rescaled to the client's recorded step lengths (:func:`rescaled_update`),
+    averaged by training nodes. A client not sampled in this window of training takes no part;
+    ``None`` when no client was."""
+    updates, weights = [], []
+    for client, state, weight in calibrated:
+        if client in window:
+            updates.append(rescaled_update(start, state, window[client]))
+            weights.append(weight)
+    return weighted_average(updates, weights) if updates else None
+
+
 def train_with_history(
     clients: list, config: RunConfig, seed: int, window: int = DEFAULT_WINDOW
 ) -> tuple[NodeClassifier, UpdateHistory]:
@@ -137,13 +150,10 @@ def federaser(history: UpdateHistory, split: ForgetSplit, config: RunConfig, see
     model.load_state_dict(history.initial)
     calibration = LocalClients(model, remaining, config.local_epochs, config.lr, config.weight_decay)
     for window in history.windows:
-        start = {key: value.detach().clone() for key, value in model.state_dict().items()}
-        calibrated = calibration.train(start)
-        # a client not sampled in this window of training takes no part in its replay either
-        kept = [i for i, client in enumerate(split.remaining_clients) if client in window]
-        if not kept:
-            continue
-        updates = [rescaled_update(start, calibrated[i], window[split.remaining_clients[i]]) for i in kept]
-        model.load_state_dict(weighted_average(updates, [calibration.weights[i] for i in kept]))
+        start = model.state_dict()  # read before the model changes: no copy needed
+        calibrated = zip(split.remaining_clients, calibration.train(start), calibration.weights)
+        step = replay_step(start, calibrated, window)
+        if step is not None:
+            model.load_state_dict(step)
     model.eval()
     return model

@@ -8,8 +8,8 @@ from the config with that many clients. For the run's own seed (``seed`` in
 config, initialised from that seed (the partition and splits stay those of the run).
 Retraining from scratch, every method and the evaluation then run in-process
 (:func:`unlearn.harness.run_request`). ``federaser`` replays the clients' recorded training
-updates, which a Flower run does not keep, so ``--method all`` leaves it out here (and says
-so); ``stamen bench unlearn`` runs it on originals trained in-process.
+updates, which a run directory does not hold, so ``--method all`` leaves it out here (and
+says so); ``stamen bench unlearn`` runs it on originals trained in-process.
 
 Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
 ``unlearning.png``); an existing, non-empty folder there is refused unless
