@@ -18,6 +18,7 @@ from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
 from server.loop import Row, TooFewClientsError, run_rounds
+from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name
 from server.unlearning import history_recorder, unlearn_federation
 
 app = ServerApp()
@@ -34,6 +35,7 @@ def check_run_config(values: dict) -> RunConfig:
     ):
         if value not in accepted:
             raise ValueError(f"unknown {key} {value!r}; choose one of: {', '.join(accepted)}")
+    check_run_name(config.run_name)
     return config
 
 
@@ -56,42 +58,83 @@ def _sampler_state(saved: list) -> tuple:
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
+    """Check everything, then start (or reopen) the run directory, train, report.
+
+    Nothing on disk changes before the run config, the privacy settings and the run
+    directory (or the checkpoint to resume) passed their checks. From then on the run's
+    ``status.json`` says where it stands: ``running``, then ``finished`` (with
+    ``degraded`` set when clients failed) or ``failed`` with the error.
+    """
     started = time.perf_counter()
-    resume: Checkpoint | None = None
     try:
         config = check_run_config(dict(context.run_config))
+        algorithm = server_algorithm(config.algorithm)
+        resume = None
         if config.resume_from:
-            run_dir = checkpoint_dir(config.resume_from)
-            resume = load_checkpoint(run_dir)
-            outputs.continue_run_dir(run_dir, config, resume.round)
+            run_dir, resume = resume_target(config)
         else:
-            run_dir = outputs.create_run_dir(config)
+            run_dir = RunDirectory.plan(config)
+        setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
     except (ValueError, FileExistsError, FileNotFoundError) as error:
         log(ERROR, "error: %s", error)
         raise SystemExit(2) from error
-    log(INFO, "stamen: writing run outputs to %s", run_dir)
+    if resume is not None and resume.round >= config.num_server_rounds and _finished(run_dir):
+        log(INFO, "stamen: %s finished all %d rounds; nothing left to run", run_dir.path, resume.round)
+        return
+    if resume is not None:
+        run_dir.reopen(config, resume.round, flower_run_id=context.run_id)
+    else:
+        run_dir.create(config, flower_run_id=context.run_id)
+    try:
+        summary = train_and_report(grid, config, run_dir, algorithm, setup, resume, started)
+    except KeyboardInterrupt:
+        run_dir.set_status(RunStatus.INTERRUPTED, error="interrupted", ended=time.time())
+        raise
+    except BaseException as error:
+        reason = str(error.__cause__ or error) if isinstance(error, SystemExit) else f"{type(error).__name__}: {error}"
+        run_dir.set_status(RunStatus.FAILED, error=reason, ended=time.time())
+        raise
+    run_dir.set_status(RunStatus.FINISHED, degraded=summary["degraded"], ended=time.time())
+
+
+def _finished(run_dir: RunDirectory) -> bool:
+    return run_dir.status().get("status") == RunStatus.FINISHED.value
+
+
+def resume_target(config: RunConfig) -> tuple[RunDirectory, Checkpoint]:
+    """The run directory and checkpoint ``resume-from`` names, checked against the run config."""
+    run_dir = RunDirectory(checkpoint_dir(config.resume_from))
+    run_dir.check_resume(config)
+    return run_dir, load_checkpoint(run_dir.path)
+
+
+def train_and_report(
+    grid: Grid,
+    config: RunConfig,
+    run_dir: RunDirectory,
+    algorithm: type,
+    setup: privacy.PrivateSetup,
+    resume: Checkpoint | None,
+    started: float,
+) -> dict:
+    """The rounds, then the summary, model and curves, then the optional queries; returns the summary."""
+    log(INFO, "stamen: writing run outputs to %s", run_dir.path)
     random.seed(config.seed)  # Flower's client sampling draws from Python's random module
     if resume is not None:
-        log(INFO, "stamen: resuming from the checkpoint of round %d in %s", resume.round, run_dir)
+        log(INFO, "stamen: resuming from the checkpoint of round %d in %s", resume.round, run_dir.path)
         if resume.sampler_state:
             random.setstate(_sampler_state(resume.sampler_state))
-    algorithm = server_algorithm(config.algorithm)
-    try:
-        setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
-    except ValueError as error:
-        log(ERROR, "error: %s", error)
-        raise SystemExit(2) from error
 
     def on_row(row: Row) -> None:
         if setup.epsilon_after is not None and "clients" in row:
             row["client_dp_epsilon"] = setup.epsilon_after(row["round"])
-        outputs.append_row(run_dir, row)
+        run_dir.append_row(row)
         shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 
     def on_checkpoint(checkpoint: Checkpoint) -> None:
         checkpoint.sampler_state = list(random.getstate())
-        save_checkpoint(run_dir, checkpoint)
+        save_checkpoint(run_dir.path, checkpoint)
 
     initial, history = setup.initial, None
     if config.unlearn_request and config.unlearn_method == "federaser":  # record the updates it replays
@@ -115,18 +158,18 @@ def main(grid: Grid, context: Context) -> None:
             on_replies=history_recorder(history) if history is not None else None,
         )
     except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
-        log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir)
+        log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir.path)
         raise SystemExit(2) from error
-    rows = outputs.read_rows(run_dir)
+    rows = run_dir.rows()
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
-    summary["run_dir"] = str(run_dir)
-    outputs.write_summary(run_dir, summary)
+    summary["run_dir"] = str(run_dir.path)
+    run_dir.write_json(SUMMARY_FILE, summary)
     if len(arrays) > 0:
-        outputs.save_model(run_dir, outputs.torch_state_dict(arrays), config)
-    outputs.plot_curves(run_dir, rows)
+        outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)
+    outputs.plot_curves(run_dir.path, rows)
     if config.budgets():
-        summary["certificates"] = certify_federation(grid, config, run_dir)["budgets"]
-        outputs.write_summary(run_dir, summary)
+        summary["certificates"] = certify_federation(grid, config, run_dir.path)["budgets"]
+        run_dir.write_json(SUMMARY_FILE, summary)
     if config.unlearn_request:
         try:
             result, _ = unlearn_federation(
@@ -135,7 +178,7 @@ def main(grid: Grid, context: Context) -> None:
                 arrays,
                 algorithm.make_strategy,
                 algorithm.AGGREGATES,
-                run_dir,
+                run_dir.path,
                 summary["wall_seconds"],
                 history=history,
             )
@@ -143,7 +186,8 @@ def main(grid: Grid, context: Context) -> None:
             log(ERROR, "error: %s", error)
             raise SystemExit(2) from error
         summary["unlearning"] = {k: result[k] for k in ("request", "method_used", "seconds", "original", "unlearned")}
-        outputs.write_summary(run_dir, summary)
-    log(INFO, "stamen: results of %s\n%s", run_dir, format_table(summary))
+        run_dir.write_json(SUMMARY_FILE, summary)
+    log(INFO, "stamen: results of %s\n%s", run_dir.path, format_table(summary))
     if "privacy" in summary:
         log(INFO, "stamen: privacy spent\n%s", outputs.privacy_table(summary["privacy"]))
+    return summary

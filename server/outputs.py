@@ -1,22 +1,12 @@
-"""A run's outputs on disk: ``<output-dir>/<run-name>/``.
+"""What a run reports: its summary (final and best-validation figures), tables, the model and curves.
 
-- ``config.json``: the full run config;
-- ``metrics.jsonl``: one JSON line per round, written as each round finishes;
-- ``summary.json``: final and best-validation figures, timings;
-- ``model.pt``: the final global state dict (with the model's spec);
-- ``curves.png``: accuracy and loss per round;
-- ``checkpoint.npz``, ``checkpoint.json``: the server's state after the last finished
-  round (see :mod:`server.checkpoint`), from which ``resume-from`` continues.
-
-A run never writes into an existing run directory unless ``overwrite`` is set: an
-explicit ``run-name`` that exists is an error, a generated one gets a fresh suffix.
+The folder these go to, and every rule about it, is :class:`server.rundir.RunDirectory`.
 """
 
 from __future__ import annotations
 
-import json
+import io
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +14,7 @@ from flwr.app import ArrayRecord
 
 from models.run_config import RunConfig
 from server.loop import Row
+from server.rundir import atomic_write
 
 SUMMARY_FIGURES = (
     ("global_test_acc", "global test accuracy"),
@@ -32,70 +23,6 @@ SUMMARY_FIGURES = (
     ("val_acc", "client validation accuracy (local models)"),
     ("train_loss", "train loss"),
 )
-
-
-def resolve_run_dir(config: RunConfig) -> Path:
-    """Where the run's outputs go, refusing an existing directory unless told to.
-
-    An explicit ``run-name`` that exists (and is not empty) is an error unless
-    ``overwrite`` is set; a generated name gets a suffix until it is new.
-    """
-    root = Path(config.output_dir).expanduser().resolve()
-    if config.run_name:
-        path = root / config.run_name
-        if path.exists() and any(path.iterdir()) and not config.overwrite:
-            raise FileExistsError(f"run directory {path} already exists; choose another run-name or set overwrite=true")
-        return path
-    stem = f"{config.dataset}-{config.algorithm}-{time.strftime('%Y%m%d-%H%M%S')}"
-    path, suffix = root / stem, 1
-    while path.exists():
-        suffix += 1
-        path = root / f"{stem}-{suffix}"
-    return path
-
-
-def create_run_dir(config: RunConfig) -> Path:
-    """Make the run directory and write ``config.json`` (and an empty ``metrics.jsonl``)."""
-    path = resolve_run_dir(config)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps(config.to_flower(), indent=2) + "\n")
-    (path / "metrics.jsonl").write_text("")
-    return path
-
-
-# Keys a resumed run may change: they decide how long and where, not what is trained.
-RESUMABLE_KEYS = frozenset(
-    {"num-server-rounds", "min-clients", "round-timeout", "resume-from", "output-dir", "run-name", "overwrite"}
-)
-
-
-def continue_run_dir(run_dir: Path, config: RunConfig, checkpoint_round: int) -> None:
-    """Reopen a run directory to resume after round ``checkpoint_round``.
-
-    The run config must match the one the run started with, except for the keys that
-    do not change what is trained (``RESUMABLE_KEYS``). Rows of rounds after the
-    checkpoint (written before the interruption) are dropped: they are run again.
-    """
-    started = json.loads((run_dir / "config.json").read_text())
-    current = config.to_flower()
-    changed = sorted(k for k in (set(started) | set(current)) - RESUMABLE_KEYS if started.get(k) != current.get(k))
-    if changed:
-        raise ValueError(
-            f"resume-from={str(run_dir)!r}: the run config differs from the checkpointed run's in {changed}; "
-            "resume with the original values"
-        )
-    kept = [row for row in read_rows(run_dir) if row["round"] < checkpoint_round]
-    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in kept))
-    (run_dir / "config.json").write_text(json.dumps(current, indent=2) + "\n")
-
-
-def append_row(run_dir: Path, row: Row) -> None:
-    with open(run_dir / "metrics.jsonl", "a") as stream:
-        stream.write(json.dumps(row) + "\n")
-
-
-def read_rows(run_dir: Path) -> list[Row]:
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
 
 
 def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[str, Any]:
@@ -125,6 +52,9 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "wall_seconds": wall_seconds,
         "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
         "client_train_seconds_per_round": sum(train_max) / len(train_max) if train_max else None,
+        # a round that went on without some clients: the figures are not those of the full federation
+        "degraded": any(r.get("failed_clients") for r in rows),
+        "failed_clients": sum(len(r.get("failed_clients", [])) for r in rows),
     }
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
@@ -169,10 +99,6 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def write_summary(run_dir: Path, summary: dict[str, Any]) -> None:
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-
-
 def torch_state_dict(arrays: ArrayRecord) -> dict:
     """The global weights as a PyTorch state dict.
 
@@ -188,7 +114,9 @@ def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
     import torch  # only at the end of a run: the ServerApp starts without PyTorch
 
     spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers}
-    torch.save({"state_dict": state_dict, "spec": spec}, run_dir / "model.pt")
+    buffer = io.BytesIO()
+    torch.save({"state_dict": state_dict, "spec": spec}, buffer)
+    atomic_write(run_dir / "model.pt", buffer.getvalue())
 
 
 def plot_curves(run_dir: Path, rows: list[Row]) -> None:
@@ -209,5 +137,7 @@ def plot_curves(run_dir: Path, rows: list[Row]) -> None:
         loss_axis.plot(*zip(*losses), color="tab:red")
     loss_axis.set(xlabel="round", ylabel="train loss", title="training loss per round")
     figure.tight_layout()
-    figure.savefig(run_dir / "curves.png", dpi=120)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    atomic_write(run_dir / "curves.png", buffer.getvalue())
     plt.close(figure)

@@ -48,6 +48,7 @@ from flwr.serverapp import Grid
 from models import protocol as p
 from models.run_config import RunConfig
 from server.loop import exchange, run_rounds
+from server.rundir import atomic_write
 
 if TYPE_CHECKING:
     from unlearn.federaser import UpdateHistory
@@ -343,9 +344,9 @@ def unlearn_federation(
     result["original"] = evaluate_federated(grid, request, arrays, answering, timeout, min_clients)
     result["unlearned"] = evaluate_federated(grid, request, unlearned, answering, timeout, min_clients)
     result["evaluated_clients"] = sorted(partitions.values())
-    (run_dir / "unlearn.json").write_text(json.dumps(result, indent=2) + "\n")
+    atomic_write(run_dir / "unlearn.json", json.dumps(result, indent=2) + "\n")
     table = markdown_table(result)
-    (run_dir / "unlearn.md").write_text(f"# Unlearning {request} ({result['method_used']})\n\n{table}\n")
+    atomic_write(run_dir / "unlearn.md", f"# Unlearning {request} ({result['method_used']})\n\n{table}\n")
     log(INFO, "stamen: unlearning %s by %s in %.2f s\n%s", request, result["method_used"], result["seconds"], table)
     return result, unlearned
 

@@ -3,20 +3,25 @@
 ``flwr run`` on a fresh machine tries to install the app's dependencies at run time,
 checks for updates, sends telemetry, keeps its state in ``~/.flwr`` and leaves the
 local SuperLink it starts running. :func:`flower_environment` turns the first three
-off and points ``FLWR_HOME`` into the project; :class:`LocalSuperLink` starts a
-simulation SuperLink of our own on free ports and stops it by its PID.
+off and points ``FLWR_HOME`` at a folder of the run's own (:func:`flower_home`, in
+Stamen's cache, never in the project); :class:`LocalSuperLink` starts a simulation
+SuperLink of our own on free ports and stops it and every process it started
+(:func:`kill_tree`: Flower starts SuperExec in a session of its own, and Ray its
+workers under the simulation process, so a process group does not reach them all).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +47,51 @@ def flower_environment(flwr_home: Path) -> dict[str, str]:
     env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning,ignore::FutureWarning")
     env.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     return env
+
+
+@contextlib.contextmanager
+def flower_home() -> Iterator[Path]:
+    """A fresh ``FLWR_HOME`` under ``$STAMEN_CACHE/flower/``, made here and removed afterwards.
+
+    It is kept when the block fails, so that Flower's logs in it can be read.
+    """
+    from graphs.datasets import cache_dir
+
+    parent = cache_dir() / "flower"
+    parent.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+    yield home  # an exception propagates and leaves the folder (and its logs) in place
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def kill_tree(root: int, timeout: float = 5.0) -> None:
+    """Stop ``root`` and every process below it, at once and for good.
+
+    Each process is suspended before its children are listed, so none can start a
+    process that escapes; then all of them get SIGKILL (a stopped process dies of it
+    too) and are waited for. Nothing of the tree can write a file afterwards.
+    """
+    import psutil
+
+    try:
+        frontier = [psutil.Process(root)]
+    except psutil.NoSuchProcess:
+        return
+    frozen: dict[int, psutil.Process] = {}
+    while frontier:
+        process = frontier.pop()
+        if process.pid in frozen:
+            continue
+        try:
+            process.suspend()
+            frozen[process.pid] = process
+            frontier.extend(process.children())
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for process in frozen.values():
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            process.kill()
+    psutil.wait_procs(list(frozen.values()), timeout=timeout)
 
 
 def free_port() -> int:
@@ -97,14 +147,17 @@ class LocalSuperLink:
             env=flower_environment(self.flwr_home),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its children (ServerApp, simulation) share its group
+            start_new_session=True,  # a terminal's Ctrl-C reaches the CLI alone, which stops the tree
         )
-        deadline = time.monotonic() + self.startup_timeout
-        while not _listening(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the local SuperLink did not start; see {log_file}")
-            time.sleep(0.2)
+        try:
+            deadline = time.monotonic() + self.startup_timeout
+            while not _listening(self.port):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the local SuperLink did not start; see {log_file}")
+                time.sleep(0.2)
+        except BaseException:  # Ctrl-C while starting too
+            self.stop()
+            raise
         return self
 
     @property
@@ -113,17 +166,12 @@ class LocalSuperLink:
         return self.process.pid
 
     def stop(self) -> None:
-        """Stop the SuperLink and everything it started (its process group)."""
-        if self.process is None or self.process.poll() is not None:
+        """Stop the SuperLink and every process it started (see :func:`kill_tree`)."""
+        if self.process is None:
             return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
+        kill_tree(self.process.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
-        except ProcessLookupError:
-            pass
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()

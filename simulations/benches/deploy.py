@@ -25,7 +25,8 @@ from graphs.node_data import export_partitions
 from models.run_config import RunConfig
 from simulations.benches.records import markdown_table, print_tables
 from simulations.benches.sim import per_round_breakdown
-from simulations.commands.run import prepare, simulate
+from simulations.commands.run import simulate
+from simulations.preflight import prepare
 from simulations.deploy.local import LocalDeployment
 
 NAME = "deploy"
@@ -66,12 +67,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         "overwrite": True,
     }
     print(f"[bench deploy] simulation, {args.nodes} clients, {args.rounds} rounds ...", flush=True)
-    config, federation = prepare(
+    run = prepare(
         [" ".join(f"{k}={json.dumps(v)}" for k, v in {**job, "run-name": "simulation"}.items())],
         [f"num-supernodes={args.nodes} client-resources-num-cpus=1"],
     )
     started = time.perf_counter()
-    summary = simulate(config, federation, stream=False)
+    summary = simulate(run, stream=False)
     simulation = {
         "total_wall_seconds": time.perf_counter() - started,
         "per_round": per_round_breakdown(_rows(Path(summary["run_dir"]))),

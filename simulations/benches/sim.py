@@ -18,7 +18,8 @@ from statistics import mean
 from typing import Any
 
 from simulations.benches.records import int_list, markdown_table, print_tables
-from simulations.commands.run import prepare, simulate
+from simulations.commands.run import simulate
+from simulations.preflight import prepare
 
 NAME = "sim"
 HELP = "flwr run simulations against an in-process FedAvg loop"
@@ -103,10 +104,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             run_overrides = [" ".join(f"{k}={json.dumps(v)}" for k, v in overrides.items())]
             federation_overrides = [f"num-supernodes={num_clients} client-resources-num-cpus={args.cpus_per_client}"]
             checking = time.perf_counter()
-            config, federation = prepare(run_overrides, federation_overrides)
+            run = prepare(run_overrides, federation_overrides)
             check_seconds = time.perf_counter() - checking
             print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
-            summary = simulate(config, federation, stream=False)
+            summary = simulate(run, stream=False)
             rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
             actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
             breakdown = per_round_breakdown(rows, actors)

@@ -24,7 +24,7 @@ from flwr.common.config import parse_config_args
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
 from server.app import check_run_config
-from simulations.commands.run import default_run_config
+from simulations.preflight import default_run_config
 from simulations.deploy.certs import DeploymentFiles, make_certificates
 from simulations.deploy.local import SUPERLINK_PORT, LocalDeployment
 from simulations.deploy.processes import (

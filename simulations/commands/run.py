@@ -1,34 +1,30 @@
 """``stamen run``: ``flwr run`` of the Stamen app, offline, on a SuperLink of its own.
 
 Takes the same ``--run-config`` and ``--federation-config`` as ``flwr run``. Before
-starting Flower it checks the run config, loads and partitions the data once (so a
-wrong name, a missing file or too many clients fail in a second with a clear
-message), and picks the run directory. It then starts a simulation SuperLink on
-free ports with a project-local ``FLWR_HOME``, streams the run's logs, stops the
-SuperLink by its PID and prints the result table.
+starting Flower it checks everything a run can check (:mod:`simulations.preflight`):
+a mistake fails in seconds, with one line and exit code 2. It then starts a simulation
+SuperLink on free ports with a ``FLWR_HOME`` of the run's own, streams the run's logs,
+and stops the SuperLink and every process below it.
+
+The outcome comes from the run directory's ``status.json``, and only when this command's
+run wrote it (its token): exit 0 and the result table for a finished run, exit 3 for a
+run that finished without some clients (degraded), exit 1 for a failed run. Ctrl-C or
+SIGTERM stops every process of the run within seconds, marks the run interrupted and
+prints the command that resumes it; exit 130.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import shutil
+import shlex
 import time
-from pathlib import Path
 
-from flwr.common.config import get_project_config, parse_config_args
+from server.rundir import RunDirectory, RunStatus, run_token
+from simulations.errors import RunFailed, RunInterrupted
+from simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
+from simulations.preflight import PreparedRun, prepare
 
-from graphs import FederationSpec, build_federation
-from models.run_config import RunConfig
-from server.app import check_run_config
-from server.checkpoint import checkpoint_dir
-from server.outputs import resolve_run_dir, summary_table
-from simulations.flower import PROJECT_ROOT, LocalSuperLink, PeakMemory, flwr_run
-
-# Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
-# CPUs per client would run one client at a time on a two-core machine).
-FEDERATION_DEFAULTS: dict[str, object] = {"num-supernodes": 10, "client-resources-num-cpus": 1}
+EXIT_DEGRADED = 3
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,72 +46,73 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=main)
 
 
-def default_run_config() -> dict[str, object]:
-    return dict(get_project_config(PROJECT_ROOT)["tool"]["flwr"]["app"]["config"])
-
-
-def prepare(run_overrides: list[str], federation_overrides: list[str]) -> tuple[RunConfig, dict[str, object]]:
-    """Check everything that can be checked before Flower starts; fix the run directory."""
-    values = default_run_config()
-    values.update(parse_config_args(run_overrides) if run_overrides else {})
-    config = check_run_config(values)
-    federation = dict(FEDERATION_DEFAULTS)
-    federation.update(parse_config_args(federation_overrides) if federation_overrides else {})
-    num_clients = federation["num-supernodes"]
-    if not isinstance(num_clients, int) or num_clients < 1:
-        raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
-    if config.min_clients > num_clients:
-        raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}")
-    build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))  # raises on bad data or partition
-    if config.budgets():
-        from certify.ntk import ARCHITECTURES
-
-        if config.certify_arch not in ARCHITECTURES:
-            raise ValueError(f"unknown certify-arch {config.certify_arch!r}; choose one of: {', '.join(ARCHITECTURES)}")
-    run_dir = checkpoint_dir(config.resume_from) if config.resume_from else resolve_run_dir(config)
-    config = dataclasses.replace(config, output_dir=str(run_dir.parent), run_name=run_dir.name)
-    return config, federation
-
-
-def simulate(config: RunConfig, federation: dict[str, object], stream: bool = True) -> dict:
-    """``flwr run`` one prepared config on a SuperLink of our own; return its summary.
+def simulate(run: PreparedRun, stream: bool = True, resume_hint: str = "") -> dict:
+    """``flwr run`` one prepared run on a SuperLink of our own; return its summary.
 
     The summary gains ``total_wall_seconds`` (start of the SuperLink to the end of the
     run) and ``peak_memory_gb`` (the largest resident memory of the SuperLink and all
     its descendants: ServerApp, simulation engine, Ray workers).
+
+    Raises:
+        RunFailed: the run failed, or never started; the message says why and where the logs are.
+        RunInterrupted: Ctrl-C or SIGTERM; every process of the run was stopped first.
     """
-    run_dir = Path(config.output_dir) / config.run_name
-    flwr_home = PROJECT_ROOT / ".flwr" / config.run_name
+    run_dir = run.run_dir
     started = time.perf_counter()
-    with LocalSuperLink(flwr_home) as superlink, PeakMemory(superlink.pid) as memory:
-        code = flwr_run(flwr_home, config.to_flower(), federation, stream=stream)
-    summary_file = run_dir / "summary.json"
-    if code != 0 or not summary_file.exists():
-        raise RuntimeError(
-            f"the Flower run did not finish (flwr exit code {code}); "
-            f"logs: {flwr_home / 'superlink.log'}, partial outputs: {run_dir}"
-        )
-    shutil.rmtree(flwr_home, ignore_errors=True)
-    summary = json.loads(summary_file.read_text())
+    with run_token() as token, flower_home() as home:
+        try:
+            with LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
+                code = flwr_run(home, run.config.to_flower(), run.federation, stream=stream)
+        except KeyboardInterrupt:  # LocalSuperLink stopped the whole tree on the way out
+            raise RunInterrupted(_interrupted(run_dir, token, resume_hint)) from None
+        outcome = run_dir.outcome(token)
+        if outcome is None:
+            raise RunFailed(f"the run did not start (flwr exit code {code}); Flower's logs: {home}")
+        if outcome["status"] == RunStatus.RUNNING.value:
+            run_dir.set_status(RunStatus.FAILED, error=f"the ServerApp ended without finishing (flwr exit code {code})")
+            raise RunFailed(f"the ServerApp ended without finishing (flwr exit code {code}); Flower's logs: {home}")
+        if outcome["status"] != RunStatus.FINISHED.value:
+            raise RunFailed(f"the run {outcome['status']}: {outcome.get('error', 'no reason recorded')}")
+    summary = run_dir.summary()
     summary.update({"total_wall_seconds": time.perf_counter() - started, "peak_memory_gb": memory.peak_gb})
-    summary_file.write_text(json.dumps(summary, indent=2) + "\n")
+    run_dir.write_json("summary.json", summary)
     return summary
 
 
+def _interrupted(run_dir: RunDirectory, token: str, resume_hint: str) -> str:
+    """Mark this command's run interrupted (if it started) and say how to go on."""
+    if run_dir.outcome(token) is None:
+        return "interrupted before the run started; nothing was written"
+    run_dir.set_status(RunStatus.INTERRUPTED, error="interrupted (Ctrl-C or SIGTERM)", ended=time.time())
+    if not (run_dir.path / "checkpoint.npz").is_file():
+        return f"interrupted before the first round finished; {run_dir.path} holds no checkpoint to resume"
+    return f"interrupted; resume with: {resume_hint} -c \"resume-from='{run_dir.path}'\""
+
+
 def main(args: argparse.Namespace) -> int:
-    config, federation = prepare(args.run_config, args.federation_config)
+    run = prepare(args.run_config, args.federation_config)
+    config = run.config
+    if run.nothing_left:
+        print(f"stamen run: {run.run_dir.path} already finished all {config.num_server_rounds} rounds; nothing left to run")
+        return 0
     print(
-        f"stamen run: {config.algorithm} on {config.dataset}, {federation['num-supernodes']} clients, "
-        f"{config.num_server_rounds} rounds -> {Path(config.output_dir) / config.run_name}",
+        f"stamen run: {config.algorithm} on {config.dataset}, {run.federation['num-supernodes']} clients, "
+        f"{config.num_server_rounds} rounds -> {run.run_dir.path}",
         flush=True,
     )
-    print_summary(simulate(config, federation, stream=not args.quiet))
-    return 0
+    hint = "stamen run " + " ".join(
+        [f"-c {shlex.quote(c)}" for c in args.run_config]
+        + [f"--federation-config {shlex.quote(f)}" for f in args.federation_config]
+    )
+    summary = simulate(run, stream=not args.quiet, resume_hint=hint.strip())
+    print_summary(summary)
+    return EXIT_DEGRADED if summary.get("degraded") else 0
 
 
 def print_summary(summary: dict) -> None:
     from rich.table import Table
 
+    from server.outputs import summary_table
     from simulations.screen import output_console
 
     title = f"{summary['algorithm']} / {summary['model']} on {summary['dataset']}, {summary['clients']} clients"
@@ -132,4 +129,9 @@ def print_summary(summary: dict) -> None:
         f"{summary['seconds_per_round']:.3f} s per round, of which client training "
         f"{summary['client_train_seconds_per_round']:.3f} s); devices: {', '.join(summary['devices'])}"
     )
+    if summary.get("degraded"):
+        console.print(
+            f"DEGRADED: {summary['failed_clients']} client replies failed during the run "
+            "(see failed_clients in metrics.jsonl); the figures are not those of the full federation"
+        )
     console.print(f"outputs: {summary['run_dir']}")

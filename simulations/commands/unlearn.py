@@ -56,16 +56,18 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
     """``(RunConfig, number of clients, saved state dict)`` of a run directory."""
     from models.run_config import RunConfig
 
+    from server.rundir import RunDirectory, RunStatus
+
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} not found")
-    for name in ("config.json", "summary.json", "model.pt"):
+    run = RunDirectory.open(run_dir)
+    status = run.status().get("status", RunStatus.FINISHED.value)  # older run directories have no status
+    if status != RunStatus.FINISHED.value:
+        raise ValueError(f"run {run_dir} is {status}, not finished; unlearning starts from a finished run's model")
+    for name in ("summary.json", "model.pt"):
         if not (run_dir / name).is_file():
             raise FileNotFoundError(f"{run_dir / name} not found: is {run_dir} a finished run directory?")
-    try:
-        values = json.loads((run_dir / "config.json").read_text())
-        summary = json.loads((run_dir / "summary.json").read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{run_dir}: config.json or summary.json is not valid JSON ({error.msg})") from None
+    values, summary = run.config(), run.summary()
     config = RunConfig.from_flower(values)
     num_clients = summary.get("clients")
     if not isinstance(num_clients, int) or num_clients < 1:
@@ -137,10 +139,11 @@ def main(args: argparse.Namespace) -> int:
             result = run_request(config, num_clients, request, methods, seeds, originals=originals, progress=progress)
         result["run_dir"] = str(run_dir)
         out.mkdir(parents=True, exist_ok=True)
+        from server.rundir import atomic_write
         from unlearn.report import bar_plot, markdown
 
-        (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
-        (out / "report.md").write_text(markdown(result, command))
+        atomic_write(out / "result.json", json.dumps(result, indent=2) + "\n")
+        atomic_write(out / "report.md", markdown(result, command))
         bar_plot(result, out / "unlearning.png")
         results.append(result)
     from unlearn.report import mia_gap_line, rich_table, targets_table

@@ -1,0 +1,110 @@
+"""Every check a run can pass before Flower starts: one line and exit 2, in seconds.
+
+``stamen run`` (and the benches and deployments that start runs) call :func:`prepare`
+before any process is started. It checks the run config, the federation settings, the
+data (loaded and partitioned once, cached for the clients), the output folder or the
+checkpoint to resume, the unlearning request against the federation's clients and
+classes, whether a DP target epsilon can be reached, and the certificate settings.
+Nothing on disk changes here except the partition cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from graphs import FederationSpec, build_federation
+from models.run_config import RunConfig
+from server.app import check_run_config, resume_target
+from server.rundir import RunDirectory, RunStatus
+from simulations.overrides import parse_overrides
+
+# Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
+# CPUs per client would run one client at a time on a two-core machine).
+FEDERATION_DEFAULTS: dict[str, object] = {"num-supernodes": 10, "client-resources-num-cpus": 1}
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run that passed every check.
+
+    Attributes:
+        config: the run config, with ``output-dir`` and ``run-name`` fixed to the run directory.
+        federation: Flower's federation config (``num-supernodes``, resources).
+        run_dir: where the run writes (for a resumed run, the run it continues).
+        nothing_left: a resumed run that already finished all its rounds.
+    """
+
+    config: RunConfig
+    federation: dict[str, object]
+    run_dir: RunDirectory
+    nothing_left: bool = False
+
+
+def default_run_config() -> dict[str, object]:
+    from flwr.common.config import get_project_config
+
+    from simulations.flower import PROJECT_ROOT
+
+    return dict(get_project_config(PROJECT_ROOT)["tool"]["flwr"]["app"]["config"])
+
+
+def prepare(run_overrides: list[str], federation_overrides: list[str]) -> PreparedRun:
+    """Check everything that can be checked before Flower starts; fix the run directory."""
+    values = default_run_config()
+    values.update(parse_overrides(run_overrides))
+    config = check_run_config(values)
+    federation = dict(FEDERATION_DEFAULTS)
+    federation.update(parse_overrides(federation_overrides, "federation config"))
+    num_clients = federation["num-supernodes"]
+    if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
+        raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
+    if config.min_clients > num_clients:
+        raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}; lower min-clients")
+    nothing_left = False
+    if config.resume_from:
+        run_dir, checkpoint = resume_target(config)
+        finished = run_dir.status().get("status") == RunStatus.FINISHED.value
+        nothing_left = finished and checkpoint.round >= config.num_server_rounds
+    else:
+        run_dir = RunDirectory.plan(config)
+    check_with_data(config, num_clients)
+    config = dataclasses.replace(config, output_dir=str(run_dir.path.parent), run_name=run_dir.path.name)
+    return PreparedRun(config, federation, run_dir, nothing_left)
+
+
+def check_with_data(config: RunConfig, num_clients: int) -> None:
+    """The checks that need the clients' data: request, privacy budget, certificates."""
+    with warnings.catch_warnings():  # Opacus's accountant warns about its alpha grid while searching
+        warnings.simplefilter("ignore")
+        _check_with_data(config, num_clients)
+
+
+def _check_with_data(config: RunConfig, num_clients: int) -> None:
+    if config.data_root and not Path(config.data_root).expanduser().is_dir():
+        raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
+    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
+    if config.unlearn_request:
+        from unlearn.requests import parse_request
+
+        parse_request(config.unlearn_request, num_clients, int(federation.graph.num_classes))
+    if config.privacy == "client-dp":
+        from server.privacy import client_noise_multiplier
+
+        client_noise_multiplier(config, num_clients)
+    if config.privacy == "dp-sgd":
+        from client.privacy import noise_multiplier, sample_rate
+
+        for index, client in enumerate(federation.clients):
+            try:
+                sample_rate(int(client.train_mask.sum()), config.dp_batch_size)
+                noise_multiplier(config, int(client.train_mask.sum()))
+            except ValueError as error:
+                raise ValueError(f"client {index}: {error}") from None
+    if config.budgets():
+        from certify.ntk import ARCHITECTURES
+
+        if config.certify_arch not in ARCHITECTURES:
+            raise ValueError(f"unknown certify-arch {config.certify_arch!r}; choose one of: {', '.join(ARCHITECTURES)}")

@@ -1,0 +1,102 @@
+"""The run directory: names and folders from user input, overwrite, resume, status."""
+
+import json
+import os
+
+import pytest
+
+from models.run_config import RunConfig
+from server.checkpoint import load_checkpoint
+from server.rundir import RunDirectory, RunStatus, atomic_write, check_output_dir, check_run_name, run_token
+
+RUN = {"num-server-rounds": 4, "csbm-nodes": 600, "local-epochs": 3, "min-clients": 2}
+
+
+def _created(config: RunConfig) -> RunDirectory:
+    run_dir = RunDirectory.plan(config)
+    run_dir.create(config)
+    return run_dir
+
+
+def test_a_resumed_run_must_train_the_same_thing(tmp_path):
+    config = RunConfig.from_flower({**RUN, "output-dir": str(tmp_path), "run-name": "r"})
+    run_dir = _created(config)
+    for row in ({"round": 0}, {"round": 1}, {"round": 2}):
+        run_dir.append_row(row)
+    run_dir.reopen(RunConfig.from_flower({**RUN, "num-server-rounds": 9, "resume-from": "x"}), 2)
+    assert [row["round"] for row in run_dir.rows()] == [0, 1]  # round 2 is run again
+    with pytest.raises(ValueError, match=r"differs .* in \['lr'\]"):
+        run_dir.reopen(RunConfig.from_flower({**RUN, "lr": 0.5}), 2)
+    assert [row["round"] for row in run_dir.rows()] == [0, 1]  # a refused resume changes nothing
+    with pytest.raises(FileNotFoundError, match="no checkpoint.json"):
+        load_checkpoint(run_dir.path)
+
+
+def test_existing_run_directory_is_never_reused(tmp_path):
+    config = RunConfig(output_dir=str(tmp_path), run_name="first")
+    run_dir = _created(config).path
+    (run_dir / "metrics.jsonl").write_text('{"round": 0}\n')
+    with pytest.raises(FileExistsError, match="overwrite=true"):
+        RunDirectory.plan(config)
+    assert (run_dir / "metrics.jsonl").read_text() == '{"round": 0}\n'
+    generated = RunConfig(output_dir=str(tmp_path))
+    assert _created(generated).path != _created(generated).path
+
+
+@pytest.mark.parametrize("name", ["a/..", "..", ".", "../x", "/etc", "a/b", ".hidden", "-rf", "a\0b", "x" * 300])
+def test_run_name_is_one_plain_folder_name(name):
+    with pytest.raises(ValueError, match="one plain folder name"):
+        check_run_name(name)
+
+
+def test_output_dir_must_be_a_writable_folder(tmp_path):
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(ValueError, match="is a file"):
+        check_output_dir(str(tmp_path / "file"))
+    with pytest.raises(ValueError, match="lies under .* a file"):
+        check_output_dir(str(tmp_path / "file" / "runs"))
+    assert check_output_dir(str(tmp_path / "new" / "runs")) == tmp_path / "new" / "runs"
+    assert not (tmp_path / "new").exists()  # checking creates nothing
+
+
+def test_overwrite_replaces_only_a_stamen_run(tmp_path):
+    config = RunConfig(output_dir=str(tmp_path), run_name="r", overwrite=True)
+    user = tmp_path / "r"
+    user.mkdir()
+    (user / "notes.txt").write_text("my notes")
+    with pytest.raises(FileExistsError, match="notes.txt"):
+        RunDirectory.plan(config)
+    assert (user / "notes.txt").read_text() == "my notes"
+    (user / "notes.txt").unlink()
+    old = _created(config)
+    old.write_json("summary.json", {"old": True})
+    new = RunDirectory.plan(config)  # planning changes nothing
+    assert old.summary() == {"old": True}
+    new.create(config)
+    assert not (new.path / "summary.json").exists() and new.status()["status"] == RunStatus.RUNNING.value
+
+
+def test_a_symlinked_run_directory_is_refused(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "precious").write_text("x")
+    (tmp_path / "runs").mkdir()
+    os.symlink(target, tmp_path / "runs" / "r")
+    with pytest.raises(ValueError, match="symbolic link"):
+        RunDirectory.plan(RunConfig(output_dir=str(tmp_path / "runs"), run_name="r", overwrite=True))
+    assert (target / "precious").read_text() == "x"
+
+
+def test_status_carries_the_token_of_the_command_that_started_the_run(tmp_path):
+    config = RunConfig(output_dir=str(tmp_path), run_name="r")
+    with run_token() as token:
+        run_dir = _created(config)
+    assert run_dir.outcome(token)["status"] == "running"
+    assert run_dir.outcome("another command's token") is None
+    run_dir.set_status(RunStatus.FINISHED, degraded=False)
+    assert run_dir.outcome(token)["status"] == "finished" and run_dir.status()["degraded"] is False
+
+
+def test_atomic_write_leaves_no_temporary_file(tmp_path):
+    atomic_write(tmp_path / "a.json", json.dumps({"a": 1}))
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
