@@ -270,19 +270,21 @@ def metrics_problem(reply: Message, required: Iterable[str]) -> str | None:
 
 
 def _arrays_signature(record: ArrayRecord) -> tuple:
-    return tuple((name, tuple(array.shape), array.dtype) for name, array in record.items())
+    return tuple((name, tuple(array.shape)) for name, array in record.items())
 
 
 def _describe(signature: tuple) -> str:
-    return "[" + ", ".join(f"{name}{list(shape)} {dtype}" for name, shape, dtype in signature) + "]"
+    return "[" + ", ".join(f"{name}{list(shape)}" for name, shape in signature) + "]"
 
 
-def train_check(sent: ArrayRecord, aggregates: bool) -> ReplyCheck:
+def train_check(aggregated: ArrayRecord | None, aggregates: bool) -> ReplyCheck:
     """The training replies' check: metrics, client info and, when aggregating, weights.
 
-    An aggregating algorithm needs each reply's ``arrays`` record with the names, shapes
-    and dtypes of the weights sent; in a round that sent none (clients built the seeded
-    model), those most replies share. Flower's strategies also require every reply's
+    An aggregating algorithm needs each reply's ``arrays`` record with the names and
+    shapes of the weights it ``aggregated`` from the previous round's replies; in the
+    first round (no weights, or initial ones that clients may extend), those most replies
+    share. (Dtypes are not compared: averaging turns integer buffers into floats.)
+    Flower's strategies also require every reply's
     metric record to hold the same keys: a reply whose keys differ from most replies'
     is malformed. When no signature is shared by more replies than any other, every
     reply of the tied signatures is refused rather than one guessed right.
@@ -301,7 +303,7 @@ def train_check(sent: ArrayRecord, aggregates: bool) -> ReplyCheck:
                 problems[index] = problem
         if not aggregates:
             return problems
-        expected = _arrays_signature(sent) if len(sent) > 0 else None
+        expected = _arrays_signature(aggregated) if aggregated is not None and len(aggregated) > 0 else None
         signatures: dict[int, tuple] = {}
         for index, reply in enumerate(replies):
             if index in problems:
@@ -439,7 +441,8 @@ def run_rounds(
         started = time.perf_counter()
         train = ConfigRecord(dict(train_config or {}))
         messages = list(strategy.configure_train(server_round, arrays, train, grid))
-        replies, failed = collect(grid, messages, timeout, train_check(arrays, aggregates), node_partitions)
+        check = train_check(arrays if server_round > 1 else None, aggregates)  # round > 1: an aggregate was sent
+        replies, failed = collect(grid, messages, timeout, check, node_partitions)
         failed = [replace(failure, stage=f"round {server_round}") for failure in failed]
         health.failures.extend(failed)
         for reply in replies:
