@@ -166,7 +166,7 @@ class RunHealth:
         return any(failure.category is not FailureCategory.LOST for failure in self.failures)
 
 
-ReplyCheck = Callable[[list[Message]], "dict[int, str]"]
+ReplyCheck = Callable[[list[Message]], dict[int, str]]
 """Given a round's replies without error, the index of each malformed one -> what it lacks."""
 
 

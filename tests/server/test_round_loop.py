@@ -131,8 +131,8 @@ class FaultyGrid(InProcessGrid):
             try:
                 replies += super().send_and_receive([message], timeout=timeout)
             except Exception as error:  # what Flower's runtime makes of a ClientApp that raised
-                reason = f"{type(error)}:<'{error}'>"
-                replies.append(Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason), reply_to=message))
+                error = Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=f"{type(error)}:<'{error}'>")
+                replies.append(Message(error, reply_to=message))
             if node in self.tamper and replies and not replies[-1].has_error():
                 self.tamper[node](replies[-1].content)
         return replies
