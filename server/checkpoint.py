@@ -1,23 +1,39 @@
 """Round checkpoints: the global model, the strategy's state and the round, saved every round.
 
-A checkpoint lives in the run directory as two files written atomically (a crash
-leaves the previous checkpoint whole):
+A checkpoint is ONE file in the run directory, ``checkpoint.npz``, so that it is
+replaced as a unit: a crash at any point leaves either the previous checkpoint or the
+new one, whole, never the weights of one round with the metadata of another. It holds
 
-- ``checkpoint.npz``: the global weights, one array per state-dict entry;
-- ``checkpoint.json``: the finished round, the weights' names, the row of that round
-  still waiting for its global accuracies (they arrive with the next round), which
-  node holds which partition, and the strategy's state. Flower's FedAvg and FedProx
-  aggregate each round from that round's replies alone; what carries over between
-  their rounds is the client sampler, which draws from Python's ``random``: its state
-  is saved, so a resumed run samples the clients the uninterrupted run would have.
+- ``weight/<i>``: the global weights, one array per state-dict entry, in order;
+- ``round``: the finished round, as an integer array;
+- ``meta``: UTF-8 JSON as a uint8 array: the same round, the weights' names, the row
+  of that round still waiting for its global accuracies (they arrive with the next
+  round), which node holds which partition, and the strategy's state. Flower's FedAvg
+  and FedProx aggregate each round from that round's replies alone; what carries over
+  between their rounds is the client sampler, which draws from Python's ``random``:
+  its state is saved, so a resumed run samples the clients the uninterrupted run would
+  have.
 
-Only NumPy and JSON: the ServerApp starts without PyTorch, and nothing is unpickled.
+Writing: a temporary ``.checkpoint.npz.<pid>.<random>.tmp`` in the same directory,
+flushed and fsynced, renamed over ``checkpoint.npz`` (``os.replace``, atomic on one
+file system), then the directory is fsynced so the rename itself survives a power
+loss. The temporary file is removed on any failure; one left by a writer that was
+killed is removed by the next save and never read.
+
+Loading cross-checks the file: the stored round equals the metadata's, there are as
+many weight arrays as names, and the zip's checksums hold (a truncated or damaged file
+fails them). A file that fails is refused with one line, never half used. Only NumPy
+and JSON: the ServerApp starts without PyTorch, and nothing is unpickled
+(``allow_pickle=False``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +41,12 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord
 
-ARRAYS_FILE = "checkpoint.npz"
-META_FILE = "checkpoint.json"
+CHECKPOINT_FILE = "checkpoint.npz"
 _WEIGHT = "weight/"
+_ROUND = "round"
+_META = "meta"
+# Temporary files of this module's writers (and of the earlier two-file writer): removed before a save.
+_STALE = re.compile(r"\.checkpoint\.(npz|json)\.\d+(\.[A-Za-z0-9_]+\.tmp)?")
 
 
 @dataclass
@@ -50,46 +69,116 @@ class Checkpoint:
 
 
 def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
-    names = list(checkpoint.arrays.keys())
-    stored = {f"{_WEIGHT}{i}": array.numpy() for i, array in enumerate(checkpoint.arrays.values())}
+    """Replace ``run_dir/checkpoint.npz`` with ``checkpoint``, atomically and durably.
+
+    Until the rename the previous checkpoint stays whole; the temporary file is removed
+    whatever fails, and stale temporary files of a killed writer are removed first.
+    """
+    run_dir = Path(run_dir)
     meta = {
         "round": checkpoint.round,
-        "weight_names": names,
+        "weight_names": list(checkpoint.arrays.keys()),
         "pending": checkpoint.pending,
         "node_partitions": {str(k): v for k, v in checkpoint.node_partitions.items()},
         "sampler_state": checkpoint.sampler_state,
     }
-    staging = run_dir / f".{ARRAYS_FILE}.{os.getpid()}"
-    with open(staging, "wb") as stream:  # a file object: np.savez would append ".npz" to a path
-        np.savez(stream, **stored)
-    os.replace(staging, run_dir / ARRAYS_FILE)
-    staging = run_dir / f".{META_FILE}.{os.getpid()}"
-    staging.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(staging, run_dir / META_FILE)
+    entries = {f"{_WEIGHT}{i}": array.numpy() for i, array in enumerate(checkpoint.arrays.values())}
+    entries[_ROUND] = np.array(checkpoint.round, dtype=np.int64)
+    entries[_META] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    _remove_stale(run_dir)
+    descriptor, staging = tempfile.mkstemp(dir=run_dir, prefix=f".{CHECKPOINT_FILE}.{os.getpid()}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:  # a file object: np.savez would append ".npz" to a path
+            np.savez(stream, **entries)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(staging, run_dir / CHECKPOINT_FILE)
+        _fsync_directory(run_dir)
+    finally:
+        if os.path.lexists(staging):
+            os.unlink(staging)
+
+
+def _remove_stale(run_dir: Path) -> None:
+    """Remove temporary checkpoint files left by a writer that was killed (plain files of our names only)."""
+    for path in run_dir.iterdir():
+        if _STALE.fullmatch(path.name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+
+
+def _fsync_directory(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def checkpoint_dir(path: str | Path) -> Path:
-    """The run directory of ``resume-from`` (a run directory or a file in it)."""
+    """The run directory of ``resume-from`` (a run directory or a file in it), with a valid checkpoint.
+
+    Raises FileNotFoundError (no checkpoint there) or ValueError (a damaged or
+    inconsistent one), each with one line naming the path and what to do.
+    """
     path = Path(path).expanduser().resolve()
     folder = path.parent if path.is_file() else path
-    if not (folder / META_FILE).is_file() or not (folder / ARRAYS_FILE).is_file():
-        raise FileNotFoundError(
-            f"resume-from={str(path)!r}: no {META_FILE} and {ARRAYS_FILE} there; "
-            "give the run directory of a run that finished at least one round"
-        )
+    _read(folder, path)
     return folder
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
-    folder = checkpoint_dir(path)
-    meta = json.loads((folder / META_FILE).read_text())
-    with np.load(folder / ARRAYS_FILE) as stored:
-        weights = [stored[f"{_WEIGHT}{i}"] for i in range(len(meta["weight_names"]))]
-    arrays = ArrayRecord({name: Array(w) for name, w in zip(meta["weight_names"], weights, strict=True)})
+    """The checkpoint of the run directory ``path`` (or of the run directory of the file ``path``).
+
+    Raises as :func:`checkpoint_dir` does; a checkpoint that loads is whole and consistent.
+    """
+    path = Path(path).expanduser().resolve()
+    return _read(path.parent if path.is_file() else path, path)
+
+
+def _read(folder: Path, given: Path) -> Checkpoint:
+    file = folder / CHECKPOINT_FILE
+    if not file.is_file():
+        raise FileNotFoundError(
+            f"resume-from={str(given)!r}: no {CHECKPOINT_FILE} there; "
+            "give the run directory of a run that finished at least one round"
+        )
+    try:
+        return _parse(file)
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(
+            f"resume-from={str(given)!r}: {file} is not a whole Stamen checkpoint ({reason}); "
+            "start a new run, or resume from another run directory"
+        ) from error
+
+
+def _parse(file: Path) -> Checkpoint:
+    if not zipfile.is_zipfile(file):  # np.load would take any other file for a pickle, and refuse it as one
+        raise ValueError("not a whole .npz archive: truncated, or not a checkpoint")
+    with np.load(file, allow_pickle=False) as stored:
+        names = set(stored.files)
+        if _META not in names or _ROUND not in names:
+            raise ValueError(f"no {_META!r} or {_ROUND!r} entry (written by an older Stamen?)")
+        meta = json.loads(stored[_META].tobytes().decode("utf-8"))
+        if not isinstance(meta, dict):
+            raise ValueError("its metadata is not a JSON object")
+        stored_round, meta_round = stored[_ROUND], meta["round"]
+        if not isinstance(meta_round, int) or isinstance(meta_round, bool) or meta_round < 1:
+            raise ValueError(f"its metadata's round {meta_round!r} is not a finished round")
+        if stored_round.shape != () or stored_round.dtype.kind not in "iu" or int(stored_round) != meta_round:
+            raise ValueError(f"the stored round {stored_round.tolist()} differs from the metadata's {meta_round}")
+        weight_names = meta["weight_names"]
+        count = sum(name.startswith(_WEIGHT) for name in names)
+        if not isinstance(weight_names, list) or len(weight_names) != count:
+            raise ValueError(f"{count} weight arrays for {len(weight_names)} weight names")
+        weights = [stored[f"{_WEIGHT}{i}"] for i in range(count)]  # each read checks the zip's CRC
+    pending, node_partitions, sampler_state = meta["pending"], meta["node_partitions"], meta["sampler_state"]
+    if not isinstance(pending, dict) or not isinstance(node_partitions, dict) or not isinstance(sampler_state, list):
+        raise ValueError("its metadata's pending row, node partitions or sampler state has the wrong type")
     return Checkpoint(
-        round=int(meta["round"]),
-        arrays=arrays,
-        pending=meta["pending"],
-        node_partitions={int(k): int(v) for k, v in meta["node_partitions"].items()},
-        sampler_state=meta["sampler_state"],
+        round=meta_round,
+        arrays=ArrayRecord({str(name): Array(w) for name, w in zip(weight_names, weights, strict=True)}),
+        pending=pending,
+        node_partitions={int(k): int(v) for k, v in node_partitions.items()},
+        sampler_state=sampler_state,
     )

@@ -4,7 +4,8 @@ import json
 
 import numpy as np
 import pytest
-from flwr.app import ArrayRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, Error, Message, MessageType, MetricRecord, RecordDict
+from flwr.common.constant import ErrorCode
 
 from models import protocol as p
 from models.run_config import RunConfig
@@ -12,7 +13,7 @@ from server import outputs
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
 from server.checkpoint import load_checkpoint, save_checkpoint
-from server.loop import pooled_accuracies, run_rounds
+from server.loop import FailureCategory, RunHealth, TooFewClientsError, pooled_accuracies, run_rounds
 from simulations.inprocess import InProcessGrid, task_identity
 
 
@@ -70,6 +71,7 @@ def test_failed_and_silent_clients_are_named_in_the_round_row():
         assert set(failures) == {100, 102}
         assert failures[102]["reason"] == "node lost"
         assert "no reply within round-timeout=60 s" in failures[100]["reason"]
+        assert failures[102]["category"] == failures[100]["category"] == "lost"  # a timeout is lost too
     with pytest.raises(RuntimeError, match=r"node 101 \(partition 1\)"):  # it replied once, then died
         grid = InProcessGrid(RunConfig.from_flower(RUN).to_flower(), 3, failing={2})
         _rows("fedavg", grid=grid, on_checkpoint=lambda checkpoint: grid.silent.add(101))
@@ -91,6 +93,139 @@ def test_resuming_from_a_checkpoint_continues_the_rounds_exactly(tmp_path):
     assert rest[0]["global_test_acc"] == pytest.approx(uninterrupted[2]["global_test_acc"], abs=1e-6)
     with pytest.raises(ValueError, match="nothing left to run"):
         _rows("fedavg", run={**run, "num-server-rounds": 2}, resume=resumed)
+
+
+class FaultyGrid(InProcessGrid):
+    """An in-process grid whose clients can fail in their code or send malformed replies.
+
+    Nodes of the partitions in ``raising`` get a training message without its round
+    config, so the ClientApp raises; the grid answers as Flower's runtime does (an error
+    reply from the node, code ``CLIENT_APP_RAISED_EXCEPTION``, the exception's text).
+    ``tamper[partition](content)`` edits that partition's replies before the loop sees them.
+    """
+
+    def __init__(self, num_nodes: int = 3, raising=(), tamper=None, **kwargs) -> None:
+        super().__init__(RunConfig.from_flower(RUN).to_flower(), num_nodes, **kwargs)
+        self.raising = {self.NODE_OFFSET + i for i in raising}
+        self.tamper = {self.NODE_OFFSET + i: edit for i, edit in (tamper or {}).items()}
+
+    def send_and_receive(self, messages, *, timeout=None):
+        replies = []
+        for message in messages:
+            node = message.metadata.dst_node_id
+            if node in self.raising:  # the strategy's messages share one content: replace it, do not edit it
+                message.content = RecordDict({k: v for k, v in message.content.items() if k != p.CONFIG})
+            try:
+                replies += super().send_and_receive([message], timeout=timeout)
+            except Exception as error:  # what Flower's runtime makes of a ClientApp that raised
+                error = Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=f"{type(error)}:<'{error}'>")
+                replies.append(Message(error, reply_to=message))
+            if node in self.tamper and replies and not replies[-1].has_error():
+                self.tamper[node](replies[-1].content)
+        return replies
+
+
+def _drop_metrics(content: RecordDict) -> None:
+    del content[p.METRICS]
+
+
+def _drop_num_examples(content: RecordDict) -> None:
+    if p.NUM_EXAMPLES in content[p.METRICS]:  # training replies only (evaluation replies have it too)
+        del content[p.METRICS][p.NUM_EXAMPLES]
+
+
+def _extra_metric(content: RecordDict) -> None:
+    content[p.METRICS]["surprise"] = 1.0
+
+
+def _wrong_shape(content: RecordDict) -> None:
+    arrays = content[p.ARRAYS]
+    if len(arrays) > 0:
+        arrays[next(iter(arrays))] = Array(np.zeros(3, dtype=np.float32))
+
+
+def _wrong_name(content: RecordDict) -> None:
+    arrays = content[p.ARRAYS]
+    if len(arrays) > 0:
+        first = next(iter(arrays))
+        arrays["renamed"] = arrays.pop(first)
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (_drop_metrics, "no 'metrics' metric record"),
+        (_drop_num_examples, "no 'num-examples'"),
+        (_extra_metric, "metric keys differ from most replies' in ['surprise']"),
+        (_wrong_shape, "differ from"),
+        (_wrong_name, "differ from"),
+    ],
+)
+def test_a_malformed_reply_fails_that_client_only_and_the_round_aggregates_the_rest(edit, reason):
+    health = RunHealth()
+    rows = _rows("fedavg", grid=FaultyGrid(tamper={2: edit}), health=health)
+    without = _rows("fedavg", silent={2})  # the same run with client 2 never answering
+    assert [row["round"] for row in rows] == [0, 1, 2, 3, 4]
+    for row in rows[1:]:
+        assert row["clients"] == 2
+        [failure] = row["failed_clients"]
+        assert failure["node_id"] == 102 and failure["category"] == "malformed", failure
+        assert reason in failure["reason"], failure["reason"]
+        assert failure["partition_id"] in (None, 2)  # 2 when the reply still said so
+    # The malformed replies took no part: every round's figures are those of the run without client 2
+    # (the final evaluation aside, where client 2's evaluation reply may be whole).
+    for row, expected in zip(rows, without, strict=True):
+        for key in ("global_test_acc", "test_acc", "train_loss"):
+            if key in expected and not (row is rows[-1] and key.startswith("global_")):
+                assert row[key] == pytest.approx(expected[key], abs=1e-6), (row["round"], key)
+    assert health.degraded and health.count(FailureCategory.MALFORMED) >= 4
+    assert health.count(FailureCategory.LOST) == health.count(FailureCategory.ERROR) == 0
+
+
+def test_a_malformed_evaluation_reply_is_named_in_the_last_row():
+    rows = _rows("fedavg", grid=FaultyGrid(tamper={1: _drop_metrics}))
+    [failure] = rows[-1]["final_eval_failed_clients"]
+    assert failure["node_id"] == 101 and failure["category"] == "malformed"
+    assert rows[-1]["global_test_acc"] > rows[0]["global_test_acc"]
+
+
+def test_a_client_whose_code_raised_is_an_error_with_its_message():
+    health = RunHealth()
+    rows = _rows("fedavg", grid=FaultyGrid(raising={0}), health=health)
+    for row in rows[1:]:
+        assert row["clients"] == 2
+        [failure] = row["failed_clients"]
+        assert failure["node_id"] == 100 and failure["category"] == FailureCategory.ERROR.value
+        assert failure["error_code"] == ErrorCode.CLIENT_APP_RAISED_EXCEPTION
+        assert "KeyError" in failure["reason"] and "'config'" in failure["reason"], failure["reason"]
+    assert health.degraded and health.count(FailureCategory.ERROR) == 4
+    assert {failure.stage for failure in health.failures} == {"round 1", "round 2", "round 3", "round 4"}
+
+
+def test_lost_clients_alone_do_not_degrade_the_run():
+    health = RunHealth()
+    _rows("fedavg", silent={0}, failing={2}, run={"min-clients": 1}, health=health)
+    assert not health.degraded and health.count(FailureCategory.LOST) == 2 * 5  # 4 rounds, the final evaluation
+
+
+def test_too_few_valid_replies_still_end_the_run():
+    health = RunHealth()
+    grid = FaultyGrid(raising={0}, tamper={1: _drop_metrics})
+    with pytest.raises(TooFewClientsError, match=r"round 1: 1 of 3 clients .*fewer than min-clients=2") as raised:
+        _rows("fedavg", grid=grid, health=health)
+    assert "node 100 error" in str(raised.value) and "node 101 malformed" in str(raised.value)
+    assert {(f.node_id, f.category) for f in health.failures} == {
+        (100, FailureCategory.ERROR),
+        (101, FailureCategory.MALFORMED),
+    }
+
+
+def test_every_malformed_version_is_refused_when_none_is_shared_by_most():
+    # Round 1 sends no weights: the shape the replies should have is the one most share. With
+    # one good and one malformed reply neither is the majority: both are refused, none guessed.
+    grid = FaultyGrid(num_nodes=2, tamper={1: _wrong_shape})
+    with pytest.raises(TooFewClientsError, match="0 of 2 clients replied validly"):
+        _rows("fedavg", grid=grid, run={"min-clients": 1})
 
 
 def _reply(weights: np.ndarray, num_examples: int) -> Message:

@@ -28,7 +28,7 @@ def test_a_resumed_run_must_train_the_same_thing(tmp_path):
     with pytest.raises(ValueError, match=r"differs .* in \['lr'\]"):
         run_dir.reopen(RunConfig.from_flower({**RUN, "lr": 0.5}), 2)
     assert [row["round"] for row in run_dir.rows()] == [0, 1]  # a refused resume changes nothing
-    with pytest.raises(FileNotFoundError, match="no checkpoint.json"):
+    with pytest.raises(FileNotFoundError, match="no checkpoint.npz"):
         load_checkpoint(run_dir.path)
 
 
