@@ -137,7 +137,8 @@ def _numeric_dtype(record: object, what: str) -> np.dtype:
     if not isinstance(record, _DtypeRecord) or not isinstance(record.code, str) or record.code not in _TYPE_CODES:
         raise ValueError(f"its {what} is not of a plain numeric type")
     state = record.state
-    if not isinstance(state, tuple) or len(state) < 5 or state[1] not in ("<", ">", "|", "=") or state[2:5] != (None,) * 3:
+    plain = isinstance(state, tuple) and len(state) >= 5 and state[2:5] == (None,) * 3
+    if not plain or state[1] not in ("<", ">", "|", "="):
         raise ValueError(f"its {what} has a structured or unknown type")
     dtype = np.dtype(str(record.code))
     return dtype.newbyteorder(state[1]) if state[1] in "<>" else dtype

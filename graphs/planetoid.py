@@ -131,7 +131,8 @@ def _check_layout(name: str, m: dict[str, np.ndarray], test_index: np.ndarray, g
             raise ValueError(f"{file['test.index']} lists node {int(unique[counts > 1][0])} more than once")
         if int(unique[0]) != known:
             raise ValueError(
-                f"{file['test.index']} starts at node {int(unique[0])}, but test nodes follow the {known} of {file['allx']}"
+                f"{file['test.index']} starts at node {int(unique[0])}, "
+                f"but test nodes follow the {known} of {file['allx']}"
             )
         if name not in GAPPED_TEST_IDS and int(unique[-1]) != known + tests - 1:
             raise ValueError(f"{file['test.index']} skips node ids between {known} and {int(unique[-1])}")

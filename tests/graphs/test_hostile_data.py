@@ -89,6 +89,39 @@ def test_planetoid_reader_equals_pyg(tmp_path, shared_datasets):
     assert ours.num_classes == 7
 
 
+def test_loading_writes_nothing(tmp_path, shared_datasets, monkeypatch):
+    """The raw files are read in place: no copy, no processed folder, in the cache or the root."""
+    monkeypatch.setenv("STAMEN_CACHE", str(tmp_path / "cache"))
+    before = sorted(p.name for p in (shared_datasets / "Cora").rglob("*"))
+    assert load_dataset("cora", shared_datasets).num_nodes == 2708
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    assert sorted(p.name for p in (shared_datasets / "Cora").rglob("*")) == before
+
+
+def test_gapped_test_ids_equal_pyg(tmp_path, shared_datasets):
+    """CiteSeer's isolated test nodes (ids missing from test.index): built from Cora with 15 test rows dropped."""
+    from torch_geometric.datasets import Planetoid
+
+    source = shared_datasets / "Cora" / "raw"
+    index = np.loadtxt(source / "ind.cora.test.index", dtype=np.int64)
+    drop = np.flatnonzero((index > index.min()) & (index < index.max()))[::60][:15]
+    keep = np.setdiff1d(np.arange(index.size), drop)
+    for root in (tmp_path / "pyg", tmp_path / "ours"):
+        raw = root / "CiteSeer" / "raw"
+        raw.mkdir(parents=True)
+        for part in PICKLED_PARTS:
+            value = _original(source, part)
+            _rewrite(raw / f"ind.citeseer.{part}", value[keep] if part in ("tx", "ty") else value)
+        (raw / "ind.citeseer.test.index").write_text("".join(f"{i}\n" for i in index[keep]))
+    reference = Planetoid(str(tmp_path / "pyg"), "CiteSeer")[0]
+    ours = read_planetoid(tmp_path / "ours" / "CiteSeer" / "raw", "citeseer")
+    assert ours.num_nodes == reference.num_nodes == 2708
+    assert not ours.x[index[drop]].any()  # the gap nodes: zero features, as in PyG
+    assert torch.equal(ours.x, reference.x)
+    assert torch.equal(ours.y, reference.y)
+    assert torch.equal(ours.edge_index, reference.edge_index)
+
+
 def test_the_payload_runs_under_plain_pickle(tmp_path):
     """The crafted file below really executes under ``pickle.load``, so its refusal is tested."""
     marker = tmp_path / "ran"
@@ -226,7 +259,7 @@ def test_an_npz_without_labels_is_one_line(npz_root):
         (lambda a: a.__setitem__("adj_matrix.indptr", a["adj_matrix.indptr"][:-1]), "indptr has 2995 entries"),
         (lambda a: a["attr_matrix.indptr"].__setitem__(-1, 10), "CSR indptr does not start at 0 and rise"),
         (lambda a: a.__setitem__("adj_matrix.data", a["adj_matrix.data"][:-1]), "indices has 8416 entries"),
-        (lambda a: a["adj_matrix.indices"].__setitem__(0, 2995), "adj_matrix: CSR indices reach outside the 2995 columns"),
+        (lambda a: a["adj_matrix.indices"].__setitem__(0, 2995), "adj_matrix: CSR indices reach outside the 2995"),
         (lambda a: a.__setitem__("labels", a["labels"][:-1]), "labels has 2994 entries but the graph has 2995"),
         (lambda a: a.__setitem__("adj_matrix.shape", np.array([2995, 3000])), "adj_matrix is 2995 x 3000"),
     ],
@@ -269,3 +302,79 @@ def test_stamen_partition_refuses_a_truncated_npz(npz_root, tmp_path):
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "cora_ml.npz" in result.stderr and "Traceback" not in result.stderr
+
+
+# ---- Stamen's own files: the partition cache and a node's exported partition -------------------
+
+
+def test_a_damaged_or_crafted_partition_cache_is_recomputed(tmp_path, monkeypatch):
+    from graphs import make_csbm
+    from graphs.federation import cached_partition
+
+    monkeypatch.setenv("STAMEN_CACHE", str(tmp_path / "cache"))
+    graph = make_csbm(num_nodes=300, seed=0)
+    parts = cached_partition(graph, 3, "louvain", 0, 0.5)
+    [path] = (tmp_path / "cache" / "partitions").iterdir()
+    intact = path.read_bytes()
+    marker = tmp_path / "pwned"
+    damages = {
+        "truncated": lambda: path.write_bytes(intact[: len(intact) // 2]),
+        "crafted": lambda: np.savez(path, nodes=np.array([_Payload(marker)], dtype=object), bounds=np.array([1])),
+        "not covering": lambda: np.savez(path, nodes=np.arange(10), bounds=np.array([3, 6])),
+    }
+    for name, damage in damages.items():
+        damage()
+        again = cached_partition(graph, 3, "louvain", 0, 0.5)
+        assert all(np.array_equal(a, b) for a, b in zip(parts, again, strict=True)), name
+        with np.load(path, allow_pickle=False) as stored:  # replaced by the recomputed parts
+            assert np.array_equal(stored["nodes"], np.concatenate(parts)), name
+    assert not marker.exists()
+
+
+@pytest.fixture
+def exported(tmp_path):
+    from graphs import FederationSpec
+    from graphs.node_data import export_partitions
+
+    spec = FederationSpec(dataset="csbm", num_clients=2, seed=1, dataset_options=(("num_nodes", 200),))
+    [path, _] = export_partitions(spec, tmp_path / "export")
+    return FederationSpec(**{**spec.__dict__, "data_root": str(path.parent)}), path
+
+
+def _load_partition_error(spec) -> str:
+    from graphs.node_data import load_partition
+
+    with pytest.raises(ValueError) as caught:
+        load_partition(spec, 0)
+    message = str(caught.value)
+    assert "\n" not in message and "stamen-partition.pt" in message, message
+    return message
+
+
+def test_an_exported_partition_loads(exported):
+    from graphs.node_data import load_partition
+
+    spec, _ = exported
+    assert load_partition(spec, 0).num_nodes > 0
+
+
+def test_a_crafted_partition_export_is_refused_without_running(exported, tmp_path):
+    spec, path = exported
+    marker = tmp_path / "pwned"
+    torch.save({"x": _Payload(marker)}, path)
+    assert "not a readable Stamen partition" in _load_partition_error(spec)
+    assert not marker.exists()
+
+
+def test_a_truncated_partition_export_is_one_line(exported):
+    spec, path = exported
+    path.write_bytes(path.read_bytes()[:500])
+    assert "export it again" in _load_partition_error(spec)
+
+
+def test_an_inconsistent_partition_export_is_one_line(exported):
+    spec, path = exported
+    stored = torch.load(path, weights_only=True)
+    stored["y"] = stored["y"][:-1]
+    torch.save(stored, path)
+    assert "disagree in node count" in _load_partition_error(spec)
