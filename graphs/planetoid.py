@@ -111,7 +111,8 @@ def _check_layout(name: str, m: dict[str, np.ndarray], test_index: np.ndarray, g
     for group in (("x", "tx", "allx"), ("y", "ty", "ally")):
         widths = {part: m[part].shape[1] for part in group}
         if len(set(widths.values())) > 1:
-            raise ValueError(f"{', '.join(file[p] for p in group)} differ in width ({widths})")
+            columns = ", ".join(f"{file[part]} {width}" for part, width in widths.items())
+            raise ValueError(f"these files must have equal column counts: {columns}")
     for part in ("x", "tx", "allx"):
         if m[part].dtype.kind == "f" and not np.all(np.isfinite(m[part])):
             raise ValueError(f"{file[part]} holds NaN or infinite features")
@@ -137,7 +138,7 @@ def _check_layout(name: str, m: dict[str, np.ndarray], test_index: np.ndarray, g
         if name not in GAPPED_TEST_IDS and int(unique[-1]) != known + tests - 1:
             raise ValueError(f"{file['test.index']} skips node ids between {known} and {int(unique[-1])}")
     num_nodes = int(test_index.max()) + 1 if tests else known
-    check_dense_size(num_nodes, m["allx"].shape[1])
+    check_dense_size(num_nodes, max(m["allx"].shape[1], m["ally"].shape[1]))
     for node, neighbours in graph.items():
         outside = [v for v in (node, *neighbours) if not 0 <= v < num_nodes]
         if outside:
