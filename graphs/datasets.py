@@ -5,31 +5,27 @@ directions present, no self-loops, no duplicates), ``y`` (long, n), ``num_classe
 and ``name``.
 
 Files are read from a *data root* (argument ``root``, else the environment variable
-``STAMEN_DATA``). A root may be read-only (a shared folder, CI): whatever a loader
-must write (PyG's processed files) goes to a writable cache under ``STAMEN_CACHE``
-(default ``~/.cache/stamen``). Nothing is downloaded when the raw files are present;
-when they are absent and there is no network, the error names the files to provide.
+``STAMEN_DATA``) and never written: a root may be read-only (a shared folder, CI).
+Nothing is ever downloaded; missing files are named in the error. Files are read as
+data, never unpickled with code: Planetoid's raw pickles by :mod:`graphs.planetoid`,
+graph archives by :mod:`graphs.npz_graph`; a damaged, foreign or inconsistent file is a
+one-line ``ValueError`` naming it. Stamen's own derived files (partitions) go to a
+writable cache under ``STAMEN_CACHE`` (default ``~/.cache/stamen``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
 
 from graphs.csbm import make_csbm
 from graphs.names import DATASETS, PLANETOID
-
-PLANETOID_RAW_FILES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+from graphs.npz_graph import read_npz_graph
+from graphs.planetoid import read_planetoid
 
 
 def data_root(root: str | os.PathLike | None) -> Path | None:
@@ -39,7 +35,7 @@ def data_root(root: str | os.PathLike | None) -> Path | None:
 
 
 def cache_dir() -> Path:
-    """A writable folder for processed data (``$STAMEN_CACHE`` or ``~/.cache/stamen``)."""
+    """A writable folder for Stamen's derived files (``$STAMEN_CACHE`` or ``~/.cache/stamen``)."""
     path = Path(os.environ.get("STAMEN_CACHE", Path.home() / ".cache" / "stamen"))
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -60,13 +56,14 @@ def load_dataset(
         **options: generator options of ``csbm`` (see :func:`graphs.csbm.make_csbm`).
 
     Raises:
-        ValueError: unknown dataset name or bad generator option.
+        ValueError: unknown dataset name, bad generator option, or a file that is damaged,
+            foreign or inconsistent (one line naming it).
         FileNotFoundError: the raw files are not under the data root.
     """
     loaders: dict[str, Callable[[], Data]] = {
         "csbm": lambda: make_csbm(seed=seed, **options),
-        "cora_ml": lambda: _load_npz(_require_root(root, name) / "npz" / "cora_ml.npz", "cora_ml"),
-        **{key: (lambda key=key: _load_planetoid(key, root)) for key in PLANETOID},
+        "cora_ml": lambda: read_npz_graph(_require_root(root, name) / "npz" / "cora_ml.npz", "cora_ml"),
+        **{key: (lambda key=key: _read_planetoid(key, root)) for key in PLANETOID},
     }
     if name not in loaders:
         raise ValueError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
@@ -84,70 +81,8 @@ def _require_root(root: str | os.PathLike | None, name: str) -> Path:
     return path
 
 
-def _load_planetoid(key: str, root: str | os.PathLike | None) -> Data:
-    from torch_geometric.datasets import Planetoid
-
-    folder = PLANETOID[key]
-    source = _require_root(root, key) / folder / "raw"
-    raw_names = [f"ind.{folder.lower()}.{suffix}" for suffix in PLANETOID_RAW_FILES]
-    missing = [n for n in raw_names if not (source / n).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"dataset {key!r}: raw files missing under {source} ({', '.join(missing)}); "
-            "Stamen never downloads: copy the Planetoid raw files there"
-        )
-    # PyG writes processed/ next to raw/: mirror raw/ into the writable cache, in a
-    # folder named by the files' content so that other raw files never meet stale
-    # processed ones.
-    digest = hashlib.sha256()
-    for raw_name in raw_names:
-        digest.update((source / raw_name).read_bytes())
-    cache_root = cache_dir() / "planetoid" / digest.hexdigest()[:16]
-    cached_raw = cache_root / folder / "raw"
-    if not cached_raw.is_dir():
-        staging = cache_root / folder / f"raw.{os.getpid()}"
-        shutil.copytree(source, staging, dirs_exist_ok=True)
-        try:
-            staging.rename(cached_raw)
-        except OSError:  # another process got there first with the same files
-            shutil.rmtree(staging, ignore_errors=True)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            dataset = Planetoid(str(cache_root), folder)  # silences PyG's "Processing..."
-    except Exception as error:  # a truncated or foreign file fails deep inside PyG
-        raise ValueError(f"dataset {key!r}: could not read the raw files in {source}: {error}") from error
-    data = dataset[0]
-    data.num_classes = dataset.num_classes
-    return data
-
-
-def _load_npz(path: Path, name: str) -> Data:
-    """Read the sparse-matrix ``.npz`` layout of the graph-robustness literature."""
-    if not path.is_file():
-        raise FileNotFoundError(f"dataset {name!r}: file {path} not found")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            adjacency = _csr(archive, "adj_matrix")
-            attributes = _csr(archive, "attr_matrix")
-            labels = archive["labels"]
-    except (KeyError, ValueError, OSError) as error:
-        raise ValueError(f"dataset {name!r}: {path} is not a readable graph .npz ({error})") from error
-    coo = adjacency.tocoo()
-    edge_index = torch.from_numpy(np.stack([coo.row, coo.col]).astype(np.int64))
-    y = torch.from_numpy(labels.astype(np.int64))
-    return Data(
-        x=torch.from_numpy(attributes.toarray()).float(),
-        edge_index=edge_index,
-        y=y,
-        num_classes=int(y.max()) + 1,
-    )
-
-
-def _csr(archive: np.lib.npyio.NpzFile, prefix: str):
-    import scipy.sparse as sp
-
-    parts = [archive[f"{prefix}.{part}"] for part in ("data", "indices", "indptr")]
-    return sp.csr_matrix(tuple(parts), shape=tuple(archive[f"{prefix}.shape"]))
+def _read_planetoid(key: str, root: str | os.PathLike | None) -> Data:
+    return read_planetoid(_require_root(root, key) / PLANETOID[key] / "raw", key)
 
 
 def _canonical(data: Data) -> Data:

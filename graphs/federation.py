@@ -11,8 +11,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -144,7 +147,8 @@ def cached_partition(graph: Data, num_parts: int, method: str, seed: int, alpha:
     every SuperNode of a deployment on one host) needs the same partition, and Louvain
     on a 20,000-node graph takes half a minute. The file is named by a hash of the
     graph's edges and labels and of the partitioner's arguments, so a different graph
-    or setting never reads another's parts.
+    or setting never reads another's parts. A cached file that is damaged or does not
+    hold ``num_parts`` parts covering every node once is computed again and replaced.
     """
     digest = hashlib.sha256()
     for tensor in (graph.edge_index, graph.y):
@@ -152,11 +156,32 @@ def cached_partition(graph: Data, num_parts: int, method: str, seed: int, alpha:
     digest.update(repr((int(graph.num_nodes), num_parts, method, seed, alpha)).encode())
     path = cache_dir() / "partitions" / f"{digest.hexdigest()[:24]}.npz"
     if path.is_file():
-        with np.load(path) as stored:
-            return np.split(stored["nodes"], stored["bounds"])
+        stored = _stored_partition(path, int(graph.num_nodes), num_parts)
+        if stored is not None:
+            return stored
     parts = partition_nodes(graph, num_parts, method, seed=seed, alpha=alpha)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_suffix(f".{os.getpid()}.npz")
     np.savez(staging, nodes=np.concatenate(parts), bounds=np.cumsum([part.size for part in parts])[:-1])
     os.replace(staging, path)  # atomic: a concurrent reader sees the whole file or none
     return parts
+
+
+def _stored_partition(path: Path, num_nodes: int, num_parts: int) -> list[np.ndarray] | None:
+    """The parts cached in ``path`` (read as plain arrays), or ``None`` if it is damaged or inconsistent."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            nodes, bounds = stored["nodes"], stored["bounds"]
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError, AttributeError, TypeError):
+        return None  # AttributeError/TypeError: a single array, not an archive
+    if (
+        nodes.ndim != 1
+        or bounds.ndim != 1
+        or nodes.dtype.kind not in "iu"
+        or bounds.dtype.kind not in "iu"
+        or bounds.size != num_parts - 1
+        or np.any(np.diff(bounds, prepend=0, append=nodes.size) < 0)
+        or not np.array_equal(np.sort(nodes), np.arange(num_nodes))
+    ):
+        return None
+    return np.split(nodes, bounds)

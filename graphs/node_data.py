@@ -58,14 +58,15 @@ def load_partition(spec: FederationSpec, partition_id: int) -> Data | None:
     """Client ``partition_id``'s exported subgraph from ``spec.data_root``, or ``None`` if none is there.
 
     Raises:
-        ValueError: the file was exported for another partition or other data keys.
+        ValueError: the file is damaged or not an export, or was exported for another
+            partition or other data keys (one line).
     """
     if not spec.data_root:
         return None
     path = Path(spec.data_root).expanduser() / PARTITION_FILE
     if not path.is_file():
         return None
-    stored = torch.load(path, weights_only=True)
+    stored = _read_partition_file(path)
     if stored["partition_id"] != partition_id:
         raise ValueError(
             f"{path} holds partition {stored['partition_id']}, but this SuperNode has partition-id={partition_id}"
@@ -80,3 +81,44 @@ def load_partition(spec: FederationSpec, partition_id: int) -> Data | None:
     data = Data(**{name: stored[name] for name in _TENSORS})
     data.num_classes = stored["num_classes"]
     return data
+
+
+def _read_partition_file(path: Path) -> dict:
+    """The export in ``path``, read with ``weights_only=True`` (plain tensors and values, no code) and checked."""
+    redo = f"export it again (stamen deploy partition) and copy {PARTITION_FILE} here"
+    try:
+        stored = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # weights_only refuses anything but tensors and plain values; the rest is damage
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{path} is not a readable Stamen partition ({reason}); {redo}") from error
+    problem = _export_problem(stored)
+    if problem:
+        raise ValueError(f"{path} is not a Stamen partition export ({problem}); {redo}")
+    return stored
+
+
+def _export_problem(stored: object) -> str | None:
+    """What makes ``stored`` not an export of :func:`export_partitions`, or ``None``."""
+    if not isinstance(stored, dict):
+        return "it does not hold a dict"
+    if missing := [key for key in (*_TENSORS, "num_classes", "partition_id", "spec") if key not in stored]:
+        return f"missing {', '.join(missing)}"
+    if bad := [name for name in _TENSORS if not isinstance(stored[name], torch.Tensor)]:
+        return f"{', '.join(bad)} not tensors"
+    if not all(type(stored[key]) is int for key in ("num_classes", "partition_id")) or not isinstance(
+        stored["spec"], str
+    ):
+        return "num_classes, partition_id or spec of the wrong type"
+    try:
+        json.loads(stored["spec"])
+    except ValueError:
+        return "its spec is not JSON"
+    x, edge_index = stored["x"], stored["edge_index"]
+    num_nodes = x.size(0) if x.dim() == 2 else -1
+    if any(stored[name].shape != (num_nodes,) for name in _TENSORS[2:]):
+        return "x, y, global_id and the masks disagree in node count"
+    if edge_index.dim() != 2 or edge_index.size(0) != 2 or edge_index.dtype != torch.long:
+        return "edge_index is not a 2 x E integer tensor"
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
+        return "edge_index names nodes outside the subgraph"
+    return None
