@@ -60,7 +60,8 @@ class SampleWiseMILP:
                 prob._constraints.pop("flip_sign", None)
         seconds = time.perf_counter() - t0
         out = read_status(prob, spec)
-        flips = read_flips(self.labels, self.y) if out.status == SolveStatus.OPTIMAL or out.objective is not None else None
+        found = out.status == SolveStatus.OPTIMAL or out.objective is not None
+        flips = read_flips(self.labels, self.y) if found else None
         obj = self.sign * self.c * out.objective if out.objective is not None else None
         bound = self.sign * self.c * out.bound if out.bound is not None else None
         return MILPResult(out.status, obj, bound, flips, seconds, out.raw)

@@ -33,7 +33,9 @@ class CertificateModel(Protocol):
         self, blocks: KernelBlocks, task: CertificationTask, fit: CleanFit, progress: Callable[[int], None]
     ) -> list[TargetOutcome]: ...
 
-    def collective(self, blocks: KernelBlocks, task: CertificationTask, fit: CleanFit) -> dict[int, CollectiveOutcome]: ...
+    def collective(
+        self, blocks: KernelBlocks, task: CertificationTask, fit: CleanFit
+    ) -> dict[int, CollectiveOutcome]: ...
 
 
 @dataclass(frozen=True)
