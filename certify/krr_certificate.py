@@ -70,22 +70,23 @@ def collective(blocks: KernelBlocks, task: CertificationTask, fit: CleanFit) -> 
     num_targets = len(blocks.y_t)
     out = {}
     for k in task.budgets:
-        r = krr.collective_binary(weights, blocks.y_l, k, spec=task.solver)
-        proven = r["status"] == SolveStatus.OPTIMAL
+        res = krr.collective_binary(weights, blocks.y_l, k, spec=task.solver)
+        count = None if res.objective is None else int(res.objective)
+        proven = res.status == SolveStatus.OPTIMAL
         if proven:
-            upper = r["count"]
+            upper = count
         else:
-            upper = int(np.floor(r["bound"] + 1e-6)) if r["bound"] is not None else num_targets
+            upper = int(np.floor(res.bound + 1e-6)) if res.bound is not None else num_targets
         out[k] = CollectiveOutcome(
             SolveStatus.OPTIMAL if proven else SolveStatus.UNKNOWN,
             Method.MILP,
-            r["count"] if proven else None,
+            count if proven else None,
             int(upper),
             int(num_targets - upper),
-            r["flips"],
-            r["seconds"],
-            best_found=r["count"],
+            res.flips,
+            res.seconds,
+            best_found=count,
             milp_targets=num_targets,
-            solver_status=str(r["status"]),
+            solver_status=res.raw_status,
         )
     return out

@@ -1,5 +1,9 @@
 """``stamen certify``: exact label-flip certificates of (graph) neural networks via their NTK.
 
+This module parses the options, builds one :class:`certify.task.CertificationTask` per
+architecture, runs :func:`certify.pipeline.run` and prints and writes the reports
+(:mod:`certify.report`); the certificates themselves live in :mod:`certify`.
+
 A wide GNN trained with hinge loss behaves like a kernel SVM with the network's NTK
 (Sabanayagam, Gosch et al., ICLR 2025). This command computes the NTK of each
 architecture, trains the bias-free SVM (or kernel ridge regression) on the labelled
@@ -21,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from certify.ntk import ARCHITECTURES
 from certify.registry import ENUMERATE_LIMIT, METHODS, MODELS, MODES
 from graphs.names import DATASETS, PARTITIONERS
 
@@ -65,7 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="; ".join(f"{name}: {entry.help}" for name, entry in MODELS.items()) + " (default svm)",
     )
     m.add_argument(
-        "--arch", default="gcn", help="comma list of gcn, sgc, appnp, graphsage, gin, mlp, gcn_skippc, gcn_skipalpha"
+        "--arch", default="gcn", help=f"comma list of {', '.join(ARCHITECTURES)} (default gcn)"
     )
     m.add_argument("--depth", type=int, default=1)
     m.add_argument("--normalization", default=None, help="row or sym (default: row; appnp: sym)")
