@@ -5,47 +5,46 @@ Implements the QPCert approach of Sabanayagam, Gosch et al., "Exact Certificatio
 hinge loss behaves like a bias-free kernel SVM with the network's NTK; the SVM dual's
 KKT conditions turn the label-flip attack into a MILP.
 
-Modules: :mod:`certify.ntk` (closed-form NTKs, kernel validation), :mod:`certify.svm`
-(high-precision bias-free SVM), :mod:`certify.milp` (sample-wise, collective and
-multi-class certificates), :mod:`certify.screening` (sound bound and greedy attack),
-:mod:`certify.exhaustive` (exact sweep over all flip sets, shared by all targets),
-:mod:`certify.solvers` (HiGHS/CBC through PuLP), :mod:`certify.krr` (kernel ridge
-regression certificates), :mod:`certify.federated` (client-restricted attackers),
+The pipeline: a :class:`certify.task.CertificationTask` (graph or kernel, labelled
+nodes, targets, budgets, model x mode from :mod:`certify.registry`) goes through
+:func:`certify.pipeline.run` into one :class:`certify.report.CertificateReport`
+(statuses of :mod:`certify.outcome`). Underneath: :mod:`certify.ntk` (closed-form NTKs),
+:mod:`certify.svm` (high-precision bias-free SVM), :mod:`certify.cascade` (screening
+cascade: sweep, bound, attack, MILP), :mod:`certify.milp` (shared KKT formulation),
+:mod:`certify.milp_sample` and :mod:`certify.milp_collective` (the MILPs),
+:mod:`certify.screening`, :mod:`certify.exhaustive`, :mod:`certify.solvers`,
+:mod:`certify.krr`, :mod:`certify.federated` (client-restricted attackers),
 :mod:`certify.partition`, :mod:`certify.data`, :mod:`certify.bruteforce` (exhaustive
-oracle), :mod:`certify.report`.
+oracle for tests), :mod:`certify.report`.
+
+Attributes load on first use (PEP 562), so ``import certify.registry`` stays light.
 """
 
-from certify.krr import KernelRidge
-from certify.milp import (
-    CERTIFIED,
-    NOT_CERTIFIED,
-    UNKNOWN,
-    CollectiveMILP,
-    PairwiseMILP,
-    SampleWiseMILP,
-    certify_collective,
-    certify_multiclass,
-    certify_samplewise,
-)
-from certify.ntk import ntk, validate_kernel
-from certify.solvers import SolverSpec
-from certify.svm import KernelSVM, OneVsAllSVM, select_C
+import importlib
 
-__all__ = [
-    "CERTIFIED",
-    "NOT_CERTIFIED",
-    "UNKNOWN",
-    "CollectiveMILP",
-    "KernelRidge",
-    "KernelSVM",
-    "OneVsAllSVM",
-    "PairwiseMILP",
-    "SampleWiseMILP",
-    "SolverSpec",
-    "certify_collective",
-    "certify_multiclass",
-    "certify_samplewise",
-    "ntk",
-    "select_C",
-    "validate_kernel",
-]
+_SOURCES = {
+    "CertificateReport": "certify.report",
+    "CertificationTask": "certify.task",
+    "CollectiveMILP": "certify.milp_collective",
+    "KernelRidge": "certify.krr",
+    "KernelSVM": "certify.svm",
+    "MODELS": "certify.registry",
+    "MODES": "certify.registry",
+    "OneVsAllSVM": "certify.svm",
+    "PairwiseMILP": "certify.milp_sample",
+    "SampleWiseMILP": "certify.milp_sample",
+    "SolverSpec": "certify.solvers",
+    "Status": "certify.outcome",
+    "ntk": "certify.ntk",
+    "run": "certify.pipeline",
+    "select_C": "certify.svm",
+    "validate_kernel": "certify.ntk",
+}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'certify' has no attribute {name!r}")
+    return getattr(importlib.import_module(_SOURCES[name]), name)

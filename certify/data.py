@@ -173,3 +173,44 @@ def instance_from_arrays(arrays: dict[str, np.ndarray], classes=None, binary=Tru
         list(classes),
         np.arange(len(y)),
     )
+
+
+def client_instance(
+    x: np.ndarray,
+    edge_index: np.ndarray,
+    y: np.ndarray,
+    train_mask: np.ndarray,
+    test_mask: np.ndarray,
+    per_class: int,
+    num_targets: int,
+    seed: int,
+) -> Instance | None:
+    """A federated client's binary task on its own subgraph (``None``: nothing to certify).
+
+    The two classes with the most training nodes (ties: the smaller class id; the first
+    is ``+1``), the subgraph they induce without its isolated nodes (as
+    :func:`build_instance`), up to ``per_class`` labelled training nodes per class and up
+    to ``num_targets`` test nodes as targets, drawn with ``seed``. ``node_ids`` are the
+    client's own node ids. ``None`` when fewer than two classes have training nodes or
+    no test node is left.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    train_mask = np.asarray(train_mask, dtype=bool)
+    test_mask = np.asarray(test_mask, dtype=bool)
+    counts = np.bincount(y[train_mask], minlength=int(y.max()) + 1 if y.size else 0)
+    classes = [int(c) for c in np.argsort(-counts, kind="stable")[:2]]
+    if len(classes) < 2 or counts[classes[1]] == 0:
+        return None
+    x, ei, local_y, names, nodes = select_classes(
+        np.asarray(x, dtype=np.float64), np.asarray(edge_index, dtype=np.int64), y, classes, binary=True
+    )
+    local_train, local_test = train_mask[nodes], test_mask[nodes]
+    rng = np.random.default_rng(seed)
+    # the second class draws first: the order of earlier versions, so a seed keeps its nodes
+    labeled = np.concatenate(
+        [rng.permutation(np.flatnonzero(local_train & (local_y == c)))[:per_class] for c in (1, 0)]
+    )
+    targets = rng.permutation(np.flatnonzero(local_test))[:num_targets]
+    if targets.size == 0:
+        return None
+    return Instance(x, ei, local_y, 2, np.sort(labeled).astype(np.int64), targets.astype(np.int64), names, nodes)

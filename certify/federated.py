@@ -1,46 +1,57 @@
-"""Label-flip certificates in federated graph learning.
+"""Label-flip certificates in federated graph learning: the attacker is one client.
 
-The attacker is one client: it may flip up to ``k`` labels of its *own* labelled
-nodes (``flippable`` = that client's mask). Against an unknown attacking client
+The attacking client may flip up to ``k`` labels of its *own* labelled nodes
+(``flippable`` = that client's mask). Against an unknown attacking client
 (``attacker any``) a prediction is certified iff it is certified against every
-client; it is not certified as soon as one client can change it.
+client; it is not certified as soon as one client can change it; otherwise unknown.
 
-:func:`client_certified_ratios` is a pure function a Flower client can call on its own
-subgraph: it computes the NTK there, trains the SVM on its labelled nodes and
-returns aggregate certified ratios per budget (its own labels are the flippable ones).
+A client certifying its own predictions in a federated run (:mod:`client.certification`)
+is the ordinary pipeline on its subgraph with every labelled node its own, so it needs
+nothing from this module.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from certify.milp import CERTIFIED, NOT_CERTIFIED, UNKNOWN, TargetOutcome, certify_samplewise
-from certify.ntk import ntk
+from certify.cascade import certify_samplewise
+from certify.outcome import BudgetOutcome, Method, Status, TargetOutcome
 from certify.solvers import SolverSpec
 
 
-def combine_any(per_client: list[list[TargetOutcome]]) -> list[dict[int, str]]:
+def combine_any(per_client: list[list[TargetOutcome]]) -> list[dict[int, Status]]:
     """Status per target and budget against an unknown attacking client (worst case)."""
     combined = []
     for outs in zip(*per_client):
         statuses = {}
         for k in outs[0].budgets:
             sts = [o.budgets[k].status for o in outs]
-            if NOT_CERTIFIED in sts:
-                statuses[k] = NOT_CERTIFIED
-            elif all(s == CERTIFIED for s in sts):
-                statuses[k] = CERTIFIED
+            if Status.NOT_CERTIFIED in sts:
+                statuses[k] = Status.NOT_CERTIFIED
+            elif all(s == Status.CERTIFIED for s in sts):
+                statuses[k] = Status.CERTIFIED
             else:
-                statuses[k] = UNKNOWN
+                statuses[k] = Status.UNKNOWN
         combined.append(statuses)
     return combined
 
 
-def certify_against_clients(k_ll, k_tl, y, c, budgets, owner, attacker, spec=SolverSpec(), k_tt=None, **method):
+def certify_against_clients(
+    k_ll: np.ndarray,
+    k_tl: np.ndarray,
+    y: np.ndarray,
+    c: float,
+    budgets: list[int],
+    owner: np.ndarray,
+    attacker: int | str,
+    spec: SolverSpec = SolverSpec(),
+    k_tt: np.ndarray | None = None,
+    **method,
+) -> tuple[dict[int, list[TargetOutcome]], list[dict[int, Status]]]:
     """Sample-wise statuses when client ``attacker`` (an int or ``"any"``) flips its labels.
 
     ``owner[i]`` is the client of labelled position ``i``. Returns ``(outcomes, statuses)``
-    where ``outcomes`` maps client id to :func:`certify_samplewise` results.
+    where ``outcomes`` maps client id to :func:`certify.cascade.certify_samplewise` results.
     """
     owner = np.asarray(owner)
     clients = sorted(set(owner.tolist())) if attacker == "any" else [int(attacker)]
@@ -54,55 +65,29 @@ def certify_against_clients(k_ll, k_tl, y, c, budgets, owner, attacker, spec=Sol
     return outcomes, statuses
 
 
-def client_certified_ratios(
-    x: np.ndarray,
-    edge_index: np.ndarray,
-    y: np.ndarray,
-    labeled: np.ndarray,
-    targets: np.ndarray,
-    budgets: list[int],
-    arch: str = "gcn",
-    depth: int = 1,
-    C: float = 0.1,
-    solver: str = "highs",
-    time_limit: float = 60.0,
-) -> dict[int, dict[str, float]]:
-    """Certified ratios of a client's targets against flips of its own labels.
+def merge_clients(outcomes: dict[int, list[TargetOutcome]]) -> list[TargetOutcome]:
+    """One outcome per target and budget over the attacking clients (method ``clients``).
 
-    Args:
-        x, edge_index: the client's subgraph (local node ids).
-        y: binary labels of the subgraph's nodes as ``+-1`` (or 0/1: 0 -> -1).
-        labeled, targets: local indices of labelled nodes and of nodes to certify.
-        budgets: flip budgets.
-
-    Returns:
-        ``{k: {"certified_ratio", "certified_accuracy", "unknown_ratio", "num_targets"}}``
-        (plain floats, ready for a Flower metrics dict).
+    The status is :func:`combine_any`'s; the worst-case score the worst over the clients
+    that have one; ``per_client`` keeps each client's status.
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y)
-    y_pm = np.where(y > 0, 1.0, -1.0)
-    labeled = np.asarray(labeled, dtype=np.int64)
-    targets = np.asarray(targets, dtype=np.int64)
-    kern = ntk(x, np.asarray(edge_index), arch=arch, depth=depth)
-    outs = certify_samplewise(
-        kern[np.ix_(labeled, labeled)],
-        kern[np.ix_(targets, labeled)],
-        y_pm[labeled],
-        C,
-        budgets,
-        spec=SolverSpec(solver, time_limit),
-        k_tt=np.diag(kern)[targets],
-    )
-    result = {}
-    for k in sorted({int(b) for b in budgets}):
-        cert = np.array([o.budgets[k].status == CERTIFIED for o in outs])
-        unk = np.array([o.budgets[k].status == UNKNOWN for o in outs])
-        correct = np.array([np.sign(o.clean_score) == y_pm[t] for o, t in zip(outs, targets)])
-        result[k] = {
-            "certified_ratio": float(cert.mean()),
-            "certified_accuracy": float((cert & correct).mean()),
-            "unknown_ratio": float(unk.mean()),
-            "num_targets": float(len(outs)),
-        }
-    return result
+    clients = sorted(outcomes)
+    statuses = combine_any([outcomes[cl] for cl in clients])
+    merged = []
+    for i, first in enumerate(outcomes[clients[0]]):
+        out = TargetOutcome(first.position, first.clean_score)
+        for k in first.budgets:
+            per = [outcomes[cl][i].budgets[k] for cl in clients]
+            worst = [b.worst_case_score for b in per if b.worst_case_score is not None]
+            out.budgets[k] = BudgetOutcome(
+                statuses[i][k],
+                Method.CLIENTS,
+                (min(worst) if first.clean_score >= 0 else max(worst)) if worst else None,
+                None,
+                None,
+                float(sum(b.seconds for b in per)),
+                any(b.milp for b in per),
+                per_client={cl: outcomes[cl][i].budgets[k].status for cl in clients},
+            )
+        merged.append(out)
+    return merged

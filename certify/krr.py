@@ -29,6 +29,7 @@ import time
 import numpy as np
 import pulp
 
+from certify.outcome import MILPResult
 from certify.solvers import SolverSpec, make_solver, read_status
 
 
@@ -123,8 +124,12 @@ def collective_binary(
     budget: int,
     flippable: np.ndarray | None = None,
     spec: SolverSpec = SolverSpec(),
-) -> dict:
-    """Largest number of targets whose sign one flip set of size ``<= budget`` changes (MILP)."""
+) -> MILPResult:
+    """Largest number of targets whose sign one flip set of size ``<= budget`` changes (MILP).
+
+    ``objective`` is the count (proven when ``status`` is ``OPTIMAL``), ``bound`` the
+    solver's proven bound on it.
+    """
     y = np.asarray(y, dtype=np.float64)
     clean = weights @ y
     sign = np.where(clean >= 0, 1.0, -1.0)
@@ -144,10 +149,5 @@ def collective_binary(
     prob.solve(make_solver(spec, warm_start=False))
     out = read_status(prob, spec)
     flips = sorted(int(j) for j, v in f.items() if v.varValue is not None and v.varValue > 0.5)
-    return {
-        "status": out.status,
-        "count": None if out.objective is None else int(round(out.objective)),
-        "bound": out.bound,
-        "flips": flips,
-        "seconds": time.perf_counter() - t0,
-    }
+    count = None if out.objective is None else float(round(out.objective))
+    return MILPResult(out.status, count, out.bound, flips, time.perf_counter() - t0, out.raw)

@@ -1,41 +1,127 @@
-"""Aggregates, tables, JSON, figure and Markdown report of a certification run.
+"""The certificate report: one record per target and budget, its aggregates and its outputs.
 
-Per budget and architecture: *certified accuracy* (share of targets that are
+:class:`CertificateReport` is what :func:`certify.pipeline.run` returns for every model
+and mode: sample-wise, one :class:`TargetRecord` per target holding one
+:class:`certify.outcome.BudgetOutcome` per budget; collective, one
+:class:`certify.outcome.CollectiveOutcome` per budget.
+
+Per budget (:class:`BudgetAggregate`): *certified accuracy* (share of targets that are
 correctly classified and certified), *certified ratio* (share certified, right or
-wrong), the number of ``unknown`` targets (time limit hit: never counted as
+wrong), the number of ``unknown`` targets (a solver limit: never counted as
 certified), median and max seconds per target, and how many targets needed a MILP.
+``stamen certify`` writes one report per architecture to ``certificate.json`` (atomic
+writes), a figure and ``report.md``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from certify.milp import CERTIFIED, UNKNOWN
+from certify.outcome import BudgetOutcome, CollectiveOutcome, Status
+
+if TYPE_CHECKING:
+    from certify.task import CertificationTask
 
 
-def aggregate_samplewise(targets: list[dict], budgets: list[int]) -> dict[str, dict]:
-    """Per-budget aggregates from per-target records (see :func:`target_record`)."""
-    out = {}
-    n = max(len(targets), 1)
-    for k in budgets:
-        recs = [t["budgets"][str(k)] for t in targets]
-        cert = np.array([r["status"] == CERTIFIED for r in recs], dtype=bool)
-        correct = np.array([t["correct"] for t in targets], dtype=bool)
-        secs = np.array([r["seconds"] for r in recs], dtype=float)
-        out[str(k)] = {
-            "certified_accuracy": float((cert & correct).sum() / n),
-            "certified_ratio": float(cert.sum() / n),
-            "unknown": int(sum(r["status"] == UNKNOWN for r in recs)),
-            "not_certified": int(sum(r["status"] == "not_certified" for r in recs)),
-            "median_seconds": float(np.median(secs)) if len(secs) else 0.0,
-            "max_seconds": float(np.max(secs)) if len(secs) else 0.0,
-            "needed_milp": int(sum(bool(r.get("needed_milp")) for r in recs)),
-            "num_targets": len(targets),
+@dataclass
+class TargetRecord:
+    """One target: its original node id and class, the clean prediction and every budget."""
+
+    node: int
+    label: int  # original class id
+    predicted: int  # original class id
+    correct: bool
+    clean_score: float  # binary: the score (>= 0 predicts the first class); else the smallest margin
+    budgets: dict[int, BudgetOutcome]
+
+    def as_dict(self) -> dict:
+        return {
+            "node": self.node,
+            "label": self.label,
+            "predicted": self.predicted,
+            "correct": self.correct,
+            "clean_score": self.clean_score,
+            "budgets": {str(k): b.as_dict() for k, b in self.budgets.items()},
         }
-    return out
+
+
+@dataclass
+class BudgetAggregate:
+    """The targets' certificates at one budget, summed up."""
+
+    certified_accuracy: float
+    certified_ratio: float
+    unknown: int
+    not_certified: int
+    median_seconds: float
+    max_seconds: float
+    needed_milp: int
+    num_targets: int
+
+    @property
+    def unknown_ratio(self) -> float:
+        return self.unknown / self.num_targets if self.num_targets else 0.0
+
+
+@dataclass
+class CertificateReport:
+    """The certificate of one task (one kernel): sample-wise targets or collective counts."""
+
+    task: CertificationTask = field(repr=False)
+    C: float | None
+    ridge: float | None
+    clean_accuracy: float
+    num_targets: int
+    targets: list[TargetRecord]  # sample-wise (empty for collective)
+    collective: dict[int, CollectiveOutcome]  # collective (empty for sample-wise)
+    seconds: float  # kernel and certificate
+    cv_accuracy: dict[str, float] | None = None
+
+    def aggregates(self) -> dict[int, BudgetAggregate]:
+        """Per-budget aggregates of the sample-wise records."""
+        out = {}
+        n = max(len(self.targets), 1)
+        correct = np.array([t.correct for t in self.targets], dtype=bool)
+        for k in self.task.budgets:
+            recs = [t.budgets[k] for t in self.targets]
+            cert = np.array([r.status == Status.CERTIFIED for r in recs], dtype=bool)
+            secs = np.array([r.seconds for r in recs], dtype=float)
+            out[k] = BudgetAggregate(
+                certified_accuracy=float((cert & correct).sum() / n),
+                certified_ratio=float(cert.sum() / n),
+                unknown=int(sum(r.status == Status.UNKNOWN for r in recs)),
+                not_certified=int(sum(r.status == Status.NOT_CERTIFIED for r in recs)),
+                median_seconds=float(np.median(secs)) if len(secs) else 0.0,
+                max_seconds=float(np.max(secs)) if len(secs) else 0.0,
+                needed_milp=int(sum(r.milp for r in recs)),
+                num_targets=len(self.targets),
+            )
+        return out
+
+    def as_dict(self) -> dict:
+        """The JSON record of this report (one architecture of ``certificate.json``)."""
+        out: dict = {
+            "num_targets": self.num_targets,
+            "C": self.C,
+            "ridge": self.ridge,
+            "clean_accuracy": self.clean_accuracy,
+            "kernel_seconds_total": self.seconds,
+        }
+        if self.cv_accuracy is not None:
+            out["cv_accuracy"] = self.cv_accuracy
+        if self.task.mode == "collective":
+            out["collective"] = {str(k): c.as_dict() for k, c in self.collective.items()}
+        else:
+            out["aggregates"] = {str(k): asdict(a) for k, a in self.aggregates().items()}
+            out["targets"] = [t.as_dict() for t in self.targets]
+        return out
 
 
 def print_tables(payload: dict, console) -> None:
@@ -103,6 +189,7 @@ def plot(payload: dict, path: Path) -> None:
 
 
 def markdown(payload: dict) -> str:
+    """``report.md``: the run's settings and one table per architecture."""
     inst = payload["instance"]
     lines = [
         f"# Label-flip certificate: {payload['dataset']}",
@@ -146,13 +233,36 @@ def markdown(payload: dict) -> str:
 
 
 def write_outputs(out_dir: Path, payload: dict) -> None:
+    """``certificate.json``, ``certified_accuracy.png`` and ``report.md`` in ``out_dir``.
+
+    Each file is written to a temporary name in ``out_dir`` and renamed into place, so
+    a file is either the old one or the complete new one.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "certificate.json").write_text(json.dumps(payload, indent=1, default=_json_default))
-    plot(payload, out_dir / "certified_accuracy.png")
-    (out_dir / "report.md").write_text(markdown(payload))
+    _atomic_write(out_dir / "certificate.json", json.dumps(payload, indent=1, default=_json_default).encode())
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".certified_accuracy.", suffix=".png")
+    os.close(fd)
+    try:
+        plot(payload, Path(tmp))
+        os.replace(tmp, out_dir / "certified_accuracy.png")
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    _atomic_write(out_dir / "report.md", markdown(payload).encode())
 
 
-def _json_default(o):
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _json_default(o: object) -> object:
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
@@ -162,7 +272,7 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o)}")
 
 
-def clean_floats(obj):
+def clean_floats(obj: object) -> object:
     """Replace non-finite floats by ``None`` so the JSON is standard."""
     if isinstance(obj, dict):
         return {k: clean_floats(v) for k, v in obj.items()}

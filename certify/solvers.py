@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import pulp
 
+from certify.outcome import SolveStatus
+
 SOLVERS = ("highs", "cbc")
 
 
@@ -88,9 +90,9 @@ def make_solver(spec: SolverSpec, warm_start: bool = True):
 
 @dataclass
 class SolveOutcome:
-    """What a solver proved: ``optimal``, ``infeasible`` or ``unknown`` (anything else)."""
+    """What a solver proved: ``OPTIMAL``, ``INFEASIBLE`` or ``UNKNOWN`` (anything else)."""
 
-    status: str
+    status: SolveStatus
     objective: float | None
     bound: float | None
     raw: str
@@ -113,12 +115,12 @@ def read_status(prob: pulp.LpProblem, spec: SolverSpec) -> SolveOutcome:
         except Exception:  # pragma: no cover - informational only
             pass
     if status == pulp.LpStatusInfeasible:
-        return SolveOutcome("infeasible", None, None, raw)
+        return SolveOutcome(SolveStatus.INFEASIBLE, None, None, raw)
     if status == pulp.LpStatusOptimal and sol_status == pulp.LpSolutionOptimal:
         obj = pulp.value(prob.objective)
-        return SolveOutcome("optimal", float(obj) if obj is not None else 0.0, bound, raw)
+        return SolveOutcome(SolveStatus.OPTIMAL, float(obj) if obj is not None else 0.0, bound, raw)
     obj = None
     if sol_status == pulp.LpSolutionIntegerFeasible:
         v = pulp.value(prob.objective)
         obj = float(v) if v is not None else None
-    return SolveOutcome("unknown", obj, bound, raw)
+    return SolveOutcome(SolveStatus.UNKNOWN, obj, bound, raw)

@@ -8,6 +8,8 @@ by their number of targets. Written to ``certificates.json`` in the run director
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from logging import INFO
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from server.loop import exchange
 
 
 def certify_federation(grid: Grid, config: RunConfig, run_dir: Path) -> dict[str, Any]:
+    """Ask every client for its certified ratios, pool them, write ``certificates.json``, log a table."""
     messages = [
         Message(
             content=RecordDict({p.CONFIG: ConfigRecord({p.QUERY: p.CERTIFY_QUERY})}),
@@ -47,7 +50,7 @@ def certify_federation(grid: Grid, config: RunConfig, run_dir: Path) -> dict[str
         "budgets": budgets,
         "clients": clients,
     }
-    (run_dir / "certificates.json").write_text(json.dumps(report, indent=2) + "\n")
+    _write_atomic(run_dir / "certificates.json", json.dumps(report, indent=2) + "\n")
     lines = [f"{'budget':>6}  {'certified ratio':>15}  {'certified acc':>13}  {'unknown':>8}"]
     lines += [
         f"{k:>6}  {v[p.CERTIFIED_RATIO]:>15.3f}  {v[p.CERTIFIED_ACCURACY]:>13.3f}  {v[p.UNKNOWN_RATIO]:>8.3f}"
@@ -55,3 +58,15 @@ def certify_federation(grid: Grid, config: RunConfig, run_dir: Path) -> dict[str
     ]
     log(INFO, "stamen: federated label-flip certificates (%d targets)\n%s", int(total), "\n".join(lines))
     return report
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it into place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,5 +1,9 @@
 """``stamen certify``: exact label-flip certificates of (graph) neural networks via their NTK.
 
+This module parses the options, builds one :class:`certify.task.CertificationTask` per
+architecture, runs :func:`certify.pipeline.run` and prints and writes the reports
+(:mod:`certify.report`); the certificates themselves live in :mod:`certify`.
+
 A wide GNN trained with hinge loss behaves like a kernel SVM with the network's NTK
 (Sabanayagam, Gosch et al., ICLR 2025). This command computes the NTK of each
 architecture, trains the bias-free SVM (or kernel ridge regression) on the labelled
@@ -17,17 +21,19 @@ import argparse
 import json
 import shlex
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-DATASET_NAMES = ("csbm-paper", "csbm", "cora", "citeseer", "pubmed", "cora_ml")
-MODES = ("samplewise", "collective")
-MODELS = ("svm", "krr")
+from certify.ntk import ARCHITECTURES
+from certify.registry import ENUMERATE_LIMIT, METHODS, MODELS, MODES
+from graphs.names import DATASETS, PARTITIONERS
+
+#: ``csbm-paper`` (the paper's binary CSBM) and the datasets of :mod:`graphs.names`
+DATASET_NAMES = ("csbm-paper", *DATASETS)
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``certify`` on an argparse subparsers object."""
     p = subparsers.add_parser(
         "certify",
@@ -58,9 +64,13 @@ def add_parser(subparsers) -> None:
     src.add_argument("--labeled-per-class", type=int, default=10, help="labelled nodes per class (default 10)")
     src.add_argument("--targets", type=int, default=100, help="number of target nodes (0 = all unlabelled)")
     m = p.add_argument_group("model")
-    m.add_argument("--model", default="svm", help="svm (default) or krr")
     m.add_argument(
-        "--arch", default="gcn", help="comma list of gcn, sgc, appnp, graphsage, gin, mlp, gcn_skippc, gcn_skipalpha"
+        "--model",
+        default="svm",
+        help="; ".join(f"{name}: {entry.help}" for name, entry in MODELS.items()) + " (default svm)",
+    )
+    m.add_argument(
+        "--arch", default="gcn", help=f"comma list of {', '.join(ARCHITECTURES)} (default gcn)"
     )
     m.add_argument("--depth", type=int, default=1)
     m.add_argument("--normalization", default=None, help="row or sym (default: row; appnp: sym)")
@@ -69,7 +79,11 @@ def add_parser(subparsers) -> None:
     m.add_argument("--ridge", type=float, default=1.0, help="ridge of --model krr (default 1.0)")
     c = p.add_argument_group("certificate")
     c.add_argument("--budgets", default="1,2,3", help="comma list of flip budgets")
-    c.add_argument("--mode", default="samplewise", help="samplewise or collective")
+    c.add_argument(
+        "--mode",
+        default="samplewise",
+        help="; ".join(f"{name}: {text}" for name, text in MODES.items()) + " (default samplewise)",
+    )
     c.add_argument(
         "--decide", action="store_true", help="sample-wise decision MILP (infeasible = certified; no worst-case score)"
     )
@@ -77,11 +91,13 @@ def add_parser(subparsers) -> None:
     c.add_argument(
         "--method",
         default="auto",
-        help="auto (default): exhaustive retraining sweep for budgets with at most --enumerate-limit "
-        "flip sets, MILP beyond; milp: always the MILP; enumerate: always the sweep",
+        help="; ".join(f"{name}: {text}" for name, text in METHODS.items()) + " (default auto)",
     )
     c.add_argument(
-        "--enumerate-limit", type=int, default=20000, help="flip sets up to which auto sweeps (default 20000)"
+        "--enumerate-limit",
+        type=int,
+        default=ENUMERATE_LIMIT,
+        help=f"flip sets up to which auto sweeps (default {ENUMERATE_LIMIT})",
     )
     c.add_argument("--solver", default="highs", help="highs (default) or cbc")
     c.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP (default 60)")
@@ -90,7 +106,7 @@ def add_parser(subparsers) -> None:
     f.add_argument(
         "--partition",
         default="random",
-        help="random (certify's seeded split of labelled nodes) or a graphs partitioner",
+        help=f"random (certify's seeded split of labelled nodes) or one of {', '.join(PARTITIONERS)}",
     )
     f.add_argument("--attacker-client", type=int, default=None, help="only this client flips labels")
     f.add_argument("--attacker", default=None, help="'any': worst case over clients")
@@ -104,6 +120,7 @@ def add_parser(subparsers) -> None:
 
 # ----------------------------------------------------------------------------- parsing
 def _int_list(text: str, what: str) -> list[int]:
+    """Comma list of integers of option ``--what`` (one clear error otherwise)."""
     try:
         vals = [int(v) for v in str(text).split(",") if v.strip() != ""]
     except ValueError:
@@ -113,13 +130,15 @@ def _int_list(text: str, what: str) -> list[int]:
     return vals
 
 
-def _choice(value: str, options, flag: str) -> str:
+def _choice(value: str, options: tuple[str, ...] | dict[str, object], flag: str) -> str:
+    """``value`` if it is one of ``options``; otherwise one line naming the choices."""
     if value not in options:
         raise ValueError(f"{flag} {value!r} is not accepted; choose one of: {', '.join(options)}")
     return value
 
 
-def _validate(args) -> dict:
+def _validate(args: argparse.Namespace) -> dict:
+    """Check every option before any slow work; returns the parsed values."""
     from certify.ntk import ARCHITECTURES, VARIANTS
     from certify.solvers import SOLVERS
 
@@ -135,7 +154,7 @@ def _validate(args) -> dict:
     _choice(args.mode, MODES, "--mode")
     _choice(args.model, MODELS, "--model")
     _choice(args.solver, SOLVERS, "--solver")
-    _choice(args.method, ("auto", "milp", "enumerate"), "--method")
+    _choice(args.method, METHODS, "--method")
     if args.enumerate_limit < 0:
         raise ValueError(f"--enumerate-limit must be >= 0, got {args.enumerate_limit}")
     _choice(args.ntk_variant, VARIANTS, "--ntk-variant")
@@ -199,7 +218,8 @@ def _validate(args) -> dict:
 
 
 # ----------------------------------------------------------------------------- data
-def _load_instance(args, cfg):
+def _load_instance(args: argparse.Namespace, cfg: dict):
+    """The certification instance (:class:`certify.data.Instance`) and the dataset's name."""
     from certify.data import build_instance, instance_from_arrays, load_graph_npz
 
     if args.graph is not None:
@@ -230,7 +250,8 @@ def _load_instance(args, cfg):
     return inst, args.dataset
 
 
-def _owners(args, inst) -> np.ndarray | None:
+def _owners(args: argparse.Namespace, inst) -> np.ndarray | None:
+    """Client of each labelled node when ``--clients K`` splits them (else ``None``)."""
     if args.clients is None:
         return None
     if args.partition == "random":
@@ -240,7 +261,7 @@ def _owners(args, inst) -> np.ndarray | None:
     import torch
     from torch_geometric.data import Data
 
-    from graphs.partition import PARTITIONERS, partition_nodes
+    from graphs.partition import partition_nodes
 
     _choice(args.partition, ("random", *PARTITIONERS), "--partition")
     data = Data(
@@ -258,7 +279,7 @@ class _StdoutToStderr:
     """Send file descriptor 1 to stderr (HiGHS prints its banner straight to fd 1), so
     ``--json`` output on stdout stays parseable."""
 
-    def __enter__(self):
+    def __enter__(self) -> _StdoutToStderr:
         import os
 
         sys.stdout.flush()
@@ -269,7 +290,7 @@ class _StdoutToStderr:
             self.saved = None
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         import os
 
         if self.saved is not None:
@@ -279,36 +300,25 @@ class _StdoutToStderr:
         return False
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     """Run the certificate; returns the exit code (raises ValueError on bad input)."""
     cfg = _validate(args)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from certify.ntk import ntk, validate_kernel
+    from certify.pipeline import run
     from certify.report import clean_floats, print_tables, write_outputs
-    from certify.solvers import SolverSpec
     from simulations.screen import output_console
 
     err = output_console(stderr=True)
     inst, dataset_name = _load_instance(args, cfg)
-    owner = _owners(args, inst)
-    spec = SolverSpec(args.solver, args.time_limit)
-    given_kernel = None
-    if args.kernel is not None:
-        path = Path(args.kernel)
-        if not path.is_file():
-            raise FileNotFoundError(f"kernel file not found: {path}")
-        try:
-            raw = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"cannot read --kernel {path} as a .npy array: {exc}") from None
-        given_kernel = validate_kernel(raw, inst.n)
+    tasks = _tasks(args, cfg, inst, _owners(args, inst))  # validates everything, the kernel included
+    given_kernel = args.kernel is not None
     payload = {
         "command": "stamen certify " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else "",
         "dataset": dataset_name,
         "mode": args.mode,
         "model": args.model,
-        "ntk_variant": args.ntk_variant if given_kernel is None else "user kernel",
+        "ntk_variant": args.ntk_variant if not given_kernel else "user kernel",
         "solver": {"name": args.solver, "time_limit": args.time_limit},
         "method": args.method,
         "enumerate_limit": args.enumerate_limit,
@@ -338,17 +348,11 @@ def main(args) -> int:
             transient=True,
         ) as progress,
     ):
-        for arch in cfg["archs"]:
-            t0 = time.perf_counter()
-            kern = (
-                given_kernel
-                if given_kernel is not None
-                else ntk(inst.x, inst.edge_index, arch, args.depth, args.normalization, args.ntk_variant)
-            )
-            task = progress.add_task(f"{arch}", total=len(inst.targets))
-            res = _certify_arch(args, cfg, inst, kern, spec, owner, lambda n, task=task: progress.advance(task, n))
-            res["kernel_seconds_total"] = time.perf_counter() - t0
-            payload["architectures"][arch if given_kernel is None else f"{arch} (user kernel)"] = res
+        for task in tasks:
+            bar = progress.add_task(task.arch, total=len(inst.targets))
+            report = run(task, lambda n, bar=bar: progress.advance(bar, n))
+            name = task.arch if not given_kernel else f"{task.arch} (user kernel)"
+            payload["architectures"][name] = report.as_dict()
     payload = clean_floats(payload)
     out = Path(args.out)
     write_outputs(out, payload)
@@ -362,179 +366,46 @@ def main(args) -> int:
     return 0
 
 
-def _certify_arch(args, cfg, inst, kern, spec, owner, advance) -> dict:
-    from certify.federated import certify_against_clients
-    from certify.milp import certify_collective, certify_multiclass, certify_samplewise
-    from certify.report import aggregate_samplewise
-    from certify.svm import KernelSVM, OneVsAllSVM, select_C
+def _tasks(args: argparse.Namespace, cfg: dict, inst, owner: np.ndarray | None) -> list:
+    """One :class:`certify.task.CertificationTask` per architecture."""
+    from certify.solvers import SolverSpec
+    from certify.task import CertificationTask
 
-    L, T = inst.labeled, inst.targets
-    k_ll, k_tl, k_tt = kern[np.ix_(L, L)], kern[np.ix_(T, L)], np.diag(kern)[T]
-    binary = inst.num_classes == 2
-    y_l = inst.pm_labels(L) if binary else inst.y[L]
-    y_t = inst.pm_labels(T) if binary else inst.y[T]
-    result: dict = {"num_targets": int(len(T))}
-    if args.model == "krr":
-        return _certify_krr(args, cfg, inst, k_ll, k_tl, y_l, y_t, binary, result, advance)
-    C = cfg["C"]
-    if C == "cv":
-        C, scores = select_C(k_ll, y_l, seed=args.seed)
-        result["cv_accuracy"] = {str(k): v for k, v in scores.items()}
-    result["C"] = C
-    model = KernelSVM(C).fit(k_ll, y_l) if binary else OneVsAllSVM(C).fit(k_ll, y_l, inst.num_classes)
-    pred = model.predict(k_tl)
-    result["clean_accuracy"] = float(np.mean(pred == y_t))
-    if args.mode == "collective":
-        flippable = None
-        coll = certify_collective(
-            k_ll, k_tl, y_l, C, cfg["budgets"], flippable, spec, k_tt=k_tt, **_method_kwargs(args)
-        )
-        advance(len(T))
-        result["collective"] = {str(k): v for k, v in coll.items()}
-        return result
-    if binary and owner is not None and cfg["attacker"] != "all labels":
-        outcomes, statuses = certify_against_clients(
-            k_ll, k_tl, y_l, C, cfg["budgets"], owner, cfg["attacker"], spec, k_tt, **_method_kwargs(args)
-        )
-        first = next(iter(outcomes.values()))
-        targets = []
-        for i, t in enumerate(T):
-            rec = _target_record(inst, t, first[i], y_t[i], binary)
-            for k in cfg["budgets"]:
-                per = [outcomes[cl][i].budgets[k] for cl in outcomes]
-                worst = [b.worst_case_score for b in per if b.worst_case_score is not None]
-                rec["budgets"][str(k)] = {
-                    "status": statuses[i][k],
-                    "method": "clients",
-                    "worst_case_score": (min(worst) if first[i].clean_score >= 0 else max(worst)) if worst else None,
-                    "seconds": float(sum(b.seconds for b in per)),
-                    "needed_milp": any(b.milp for b in per),
-                    "per_client": {str(cl): outcomes[cl][i].budgets[k].status for cl in outcomes},
-                }
-            targets.append(rec)
-        advance(len(T))
-    else:
-        if binary:
-            outs = certify_samplewise(
-                k_ll,
-                k_tl,
-                y_l,
-                C,
-                cfg["budgets"],
-                spec=spec,
+    kernel = None
+    if args.kernel is not None:
+        path = Path(args.kernel)
+        if not path.is_file():
+            raise FileNotFoundError(f"kernel file not found: {path}")
+        try:
+            kernel = np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise ValueError(f"cannot read --kernel {path} as a .npy array: {exc}") from None
+    attacker = None if cfg["attacker"] == "all labels" else cfg["attacker"]
+    spec = SolverSpec(args.solver, args.time_limit)
+    tasks = []
+    for arch in cfg["archs"]:
+        tasks.append(
+            CertificationTask(
+                instance=inst,
+                budgets=tuple(cfg["budgets"]),
+                C=cfg["C"],
+                model=args.model,
+                mode=args.mode,
+                arch=arch,
+                depth=args.depth,
+                normalization=args.normalization,
+                ntk_variant=args.ntk_variant,
+                kernel=kernel,
+                ridge=args.ridge,
+                solver=spec,
                 screen=not args.no_screen,
                 decide=args.decide,
-                k_tt=k_tt,
-                progress=advance,
-                **_method_kwargs(args),
+                method=args.method,
+                enumerate_limit=args.enumerate_limit,
+                owner=owner,
+                attacker=attacker,
+                seed=args.seed,
             )
-        else:
-            outs = certify_multiclass(
-                k_ll, k_tl, y_l, C, cfg["budgets"], inst.num_classes, spec=spec, k_tt=k_tt, progress=advance
-            )
-        targets = [_target_record(inst, t, o, y_t[i], binary, pred[i]) for i, (t, o) in enumerate(zip(T, outs))]
-    result["aggregates"] = aggregate_samplewise(targets, cfg["budgets"])
-    result["targets"] = targets
-    return result
-
-
-def _target_record(inst, t, outcome, truth, binary, predicted=None) -> dict:
-    if binary:
-        correct = bool(np.sign(outcome.clean_score) == truth) if outcome.clean_score != 0 else truth > 0
-        pred_label = int(inst.class_names[0] if outcome.clean_score >= 0 else inst.class_names[1])
-    else:
-        correct = bool(predicted == truth)
-        pred_label = int(inst.class_names[int(predicted)])
-    return {
-        "node": int(inst.node_ids[t]),
-        "label": int(inst.class_names[int(inst.y[t])]),
-        "predicted": pred_label,
-        "correct": correct,
-        "clean_score": float(outcome.clean_score),
-        "budgets": {str(k): b.as_dict() for k, b in outcome.budgets.items()},
-    }
-
-
-def _certify_krr(args, cfg, inst, k_ll, k_tl, y_l, y_t, binary, result, advance) -> dict:
-    from certify import krr
-    from certify.milp import CERTIFIED, NOT_CERTIFIED
-    from certify.report import aggregate_samplewise
-
-    weights = krr.krr_weights(k_ll, k_tl, args.ridge)
-    result["C"] = None
-    result["ridge"] = args.ridge
-    T = inst.targets
-    if binary:
-        clean = weights @ y_l
-        result["clean_accuracy"] = float(np.mean(np.where(clean >= 0, 1, -1) == y_t))
-    else:
-        pred0, _ = krr.worst_case_multiclass(weights, y_l, inst.num_classes, 0)
-        result["clean_accuracy"] = float(np.mean(pred0 == y_t))
-    if args.mode == "collective":
-        coll = {}
-        for k in cfg["budgets"]:
-            r = krr.collective_binary(weights, y_l, k, spec=_spec(args))
-            upper = (
-                r["count"]
-                if r["status"] == "optimal"
-                else (int(np.floor(r["bound"] + 1e-6)) if r["bound"] is not None else len(T))
-            )
-            coll[str(k)] = {
-                "status": r["status"],
-                "max_changed": r["count"] if r["status"] == "optimal" else None,
-                "changed_upper_bound": upper,
-                "certified_lower_bound": len(T) - upper,
-                "flips": r["flips"],
-                "seconds": r["seconds"],
-            }
-        result["collective"] = coll
-        advance(len(T))
-        return result
-    records = [None] * len(T)
-    for k in cfg["budgets"]:
-        t0 = time.perf_counter()
-        if binary:
-            clean, worst, flips = krr.worst_case_binary(weights, y_l, k)
-            status = [CERTIFIED if np.sign(w) == np.sign(c) and w != 0 else NOT_CERTIFIED for c, w in zip(clean, worst)]
-            pred = np.where(clean >= 0, 1, -1)
-            cs = clean
-        else:
-            pred, wm = krr.worst_case_multiclass(weights, y_l, inst.num_classes, k)
-            worst = np.nanmin(wm, axis=1)
-            status = [CERTIFIED if w > 0 else NOT_CERTIFIED for w in worst]
-            flips = [None] * len(T)
-            _, wm0 = krr.worst_case_multiclass(weights, y_l, inst.num_classes, 0)
-            cs = np.nanmin(wm0, axis=1)
-        secs = (time.perf_counter() - t0) / max(len(T), 1)
-        for i, t in enumerate(T):
-            if records[i] is None:
-                truth = y_t[i]
-                records[i] = {
-                    "node": int(inst.node_ids[t]),
-                    "label": int(inst.class_names[int(inst.y[t])]),
-                    "correct": bool(pred[i] == truth),
-                    "clean_score": float(cs[i]),
-                    "budgets": {},
-                }
-            records[i]["budgets"][str(k)] = {
-                "status": status[i],
-                "method": "exact",
-                "worst_case_score": float(worst[i]),
-                "flips": flips[i],
-                "seconds": secs,
-                "needed_milp": False,
-            }
-    advance(len(T))
-    result["aggregates"] = aggregate_samplewise(records, cfg["budgets"])
-    result["targets"] = records
-    return result
-
-
-def _method_kwargs(args) -> dict:
-    return {"method": args.method, "enumerate_limit": args.enumerate_limit}
-
-
-def _spec(args):
-    from certify.solvers import SolverSpec
-
-    return SolverSpec(args.solver, args.time_limit)
+        )
+        kernel = tasks[-1].kernel  # validated once
+    return tasks

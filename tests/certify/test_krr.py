@@ -72,8 +72,8 @@ def test_collective_krr_equals_brute_force(make_problem):
     for k in (1, 2, 3):
         rows = [i for i, s in enumerate(sets) if len(s) <= k]
         out = krr.collective_binary(w, y, k, spec=SolverSpec("highs"))
-        assert out["status"] == "optimal"
-        assert out["count"] == bf.collective_count(scores[rows], signs)
+        assert out.status == "optimal"
+        assert out.objective == bf.collective_count(scores[rows], signs)
 
 
 def test_krr_rejects_bad_ridge():

@@ -4,16 +4,9 @@ import numpy as np
 import pytest
 
 from certify import bruteforce as bf
-from certify.milp import (
-    CERTIFIED,
-    NOT_CERTIFIED,
-    CollectiveMILP,
-    PairwiseMILP,
-    SampleWiseMILP,
-    certify_collective,
-    certify_multiclass,
-    certify_samplewise,
-)
+from certify.cascade import CERTIFIED, NOT_CERTIFIED, certify_collective, certify_multiclass, certify_samplewise
+from certify.milp_collective import CollectiveMILP
+from certify.milp_sample import PairwiseMILP, SampleWiseMILP
 from certify.screening import RetrainCache, stability_radius
 from certify.solvers import SolverSpec
 from certify.svm import KernelSVM
@@ -111,7 +104,7 @@ def test_collective_orchestration_with_screening_matches_oracle(method, make_pro
     out = certify_collective(k_ll, k_tl, y, c, [0, 1, 2], spec=HIGHS, k_tt=k_tt, method=method)
     for k in (1, 2):
         rows = [i for i, s in enumerate(sets) if len(s) <= k]
-        assert out[k]["max_changed"] == bf.collective_count(scores[rows], signs)
+        assert out[k].max_changed == bf.collective_count(scores[rows], signs)
 
 
 def test_client_restricted_budget_matches_oracle(make_problem):

@@ -7,7 +7,9 @@ import pytest
 
 from certify import bruteforce as bf
 from certify import exhaustive
-from certify.milp import SampleWiseMILP, certify_collective, certify_samplewise, h_bounds
+from certify.cascade import certify_collective, certify_samplewise
+from certify.milp import h_bounds
+from certify.milp_sample import SampleWiseMILP
 from certify.solvers import SolverSpec
 from certify.svm import KernelSVM
 
@@ -81,8 +83,8 @@ def test_auto_and_milp_agree_and_collective_enumeration(make_problem):
     ce = certify_collective(k_ll, k_tl, y, c, [1, 2], spec=HIGHS, k_tt=k_tt, method="enumerate")
     cm = certify_collective(k_ll, k_tl, y, c, [1, 2], spec=HIGHS, k_tt=k_tt, method="milp")
     for k in (1, 2):
-        assert ce[k]["method"] == "enumerate"
-        assert ce[k]["max_changed"] == cm[k]["max_changed"]
+        assert ce[k].method == "enumerate"
+        assert ce[k].max_changed == cm[k].max_changed
 
 
 def test_unknown_method_rejected(make_problem):

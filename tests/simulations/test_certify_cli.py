@@ -1,4 +1,5 @@
-"""``stamen certify`` end to end (in-process, through add_parser/main like simulations/cli.py)."""
+"""``stamen certify`` end to end (in-process, through add_parser/main like simulations/cli.py),
+and the per-client certificates of a federated run against it."""
 
 import argparse
 import json
@@ -172,3 +173,96 @@ def test_method_flag_milp_and_auto_agree(tmp_path):
         assert a["budgets"]["1"]["method"] == "enumerate"
     code, msg = run([*TINY, "--method", "fast", "--out", str(tmp_path / "bad")])
     assert code == 2 and "--method" in msg
+
+
+def test_help_choices_come_from_the_registries(capsys):
+    from certify.registry import METHODS, MODELS, MODES
+    from graphs.names import DATASETS
+
+    parser = argparse.ArgumentParser(prog="stamen")
+    command.add_parser(parser.add_subparsers())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["certify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in (*MODELS, *MODES, *METHODS, *DATASETS, "csbm-paper"):
+        assert name in text, name
+    assert command.DATASET_NAMES == ("csbm-paper", *DATASETS)
+
+
+# ----------------------------------------------------------------------------- issue 20 item 3
+FEDERATION = {
+    "csbm-nodes": 300,
+    "certify-budgets": "0,1,2",
+    "certify-targets": 8,
+    "certify-labels-per-class": 5,
+    "certify-c": 0.5,
+    "seed": 3,
+}
+NUM_CLIENTS = 3
+
+
+def _client_graph_file(task, path):
+    """The client's certification subgraph as a ``--graph`` file (original class ids)."""
+    inst = task.instance
+    names = np.asarray(inst.class_names)
+    np.savez(
+        path, x=inst.x, edge_index=inst.edge_index, y=names[inst.y], labeled=inst.labeled, targets=inst.targets
+    )
+    return ["--graph", str(path), "--classes", ",".join(str(c) for c in inst.class_names)]
+
+
+def test_in_run_client_certificates_equal_stamen_certify_node_by_node(tmp_path):
+    """Each client's in-run certificate = ``stamen certify`` on its subgraph with the same
+    labelled nodes, targets and C: statuses and per-budget results, target by target; and
+    the ratios the client's query handler sends the server are those of the CLI."""
+    import torch
+
+    from client.certification import client_certificate
+    from client.job import client_data
+    from graphs import FederationSpec
+    from models import protocol as p
+    from models.run_config import RunConfig
+    from server.certification import certify_federation
+    from simulations.inprocess import InProcessGrid, task_identity
+
+    config = RunConfig.from_flower(FEDERATION)
+    spec = FederationSpec.from_run_config(config.to_flower(), NUM_CLIENTS)
+    cli_aggregates = {}
+    for pid in range(NUM_CLIENTS):
+        data = client_data(spec, pid, torch.device("cpu"))
+        in_run = client_certificate(data, config, pid)
+        assert in_run is not None and in_run.num_targets > 0, f"client {pid} has nothing to certify"
+        out = tmp_path / f"client{pid}"
+        graph = _client_graph_file(in_run.task, tmp_path / f"client{pid}.npz")
+        code, msg = run([*graph, "--C", str(config.certify_c), "--budgets", "0,1,2", "--out", str(out)])
+        assert code == 0, msg
+        res = json.loads((out / "certificate.json").read_text())["architectures"][config.certify_arch]
+        assert res["C"] == config.certify_c
+        assert len(res["targets"]) == len(in_run.targets)
+        node_ids = in_run.task.instance.node_ids
+        for cli, mine in zip(res["targets"], in_run.targets):
+            assert int(node_ids[cli["node"]]) == mine.node  # the same target, in the same order
+            assert (cli["label"], cli["predicted"], cli["correct"]) == (mine.label, mine.predicted, mine.correct)
+            assert cli["clean_score"] == pytest.approx(mine.clean_score, abs=1e-12)
+            for k, outcome in mine.budgets.items():
+                got = cli["budgets"][str(k)]
+                assert got["status"] == outcome.status.value, (pid, mine.node, k)
+                assert got["method"] == outcome.method.value
+                assert got["flips"] == outcome.flips
+                if outcome.worst_case_score is None:
+                    assert got["worst_case_score"] is None
+                else:
+                    assert got["worst_case_score"] == pytest.approx(outcome.worst_case_score, abs=1e-12)
+        cli_aggregates[pid] = res["aggregates"]
+    # the client's query handler (in-process, no Flower start) replies the same figures
+    with task_identity():
+        report = certify_federation(InProcessGrid(config.to_flower(), NUM_CLIENTS), config, tmp_path)
+    assert [c[p.PARTITION_ID] for c in report["clients"]] == list(range(NUM_CLIENTS))
+    for reply in report["clients"]:
+        aggregates = cli_aggregates[int(reply[p.PARTITION_ID])]
+        assert reply[p.NUM_TARGETS] == aggregates["0"]["num_targets"]
+        for k in ("0", "1", "2"):
+            assert reply[f"{p.CERTIFIED_RATIO}-{k}"] == pytest.approx(aggregates[k]["certified_ratio"])
+            assert reply[f"{p.CERTIFIED_ACCURACY}-{k}"] == pytest.approx(aggregates[k]["certified_accuracy"])
+            unknown = aggregates[k]["unknown"] / aggregates[k]["num_targets"]
+            assert reply[f"{p.UNKNOWN_RATIO}-{k}"] == pytest.approx(unknown)

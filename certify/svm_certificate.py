@@ -1,0 +1,100 @@
+"""Certificate model ``svm``: the bias-free kernel SVM (hinge loss) and its exact certificates.
+
+A wide GNN trained with hinge loss behaves like this SVM with the network's NTK
+(Sabanayagam, Gosch et al., ICLR 2025). Binary sample-wise certificates run the
+screening cascade (:func:`certify.cascade.certify_samplewise`); several classes use
+one-vs-all SVMs (:func:`certify.cascade.certify_multiclass`); a client-restricted
+attacker uses :func:`certify.federated.certify_against_clients`; the collective mode
+:func:`certify.cascade.certify_collective`. ``C = "cv"`` picks C by stratified 4-fold
+cross-validation on the labelled nodes (:func:`certify.svm.select_C`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from certify.cascade import certify_collective, certify_multiclass, certify_samplewise
+from certify.federated import certify_against_clients, merge_clients
+from certify.outcome import CollectiveOutcome, TargetOutcome
+from certify.svm import KernelSVM, OneVsAllSVM, select_C
+from certify.task import CertificationTask, CleanFit, KernelBlocks
+
+
+def fit(blocks: KernelBlocks, task: CertificationTask) -> CleanFit:
+    """Train the clean SVM (choosing C first when ``task.C == "cv"``)."""
+    cv_accuracy = None
+    c = task.C
+    if c == "cv":
+        c, scores = select_C(blocks.k_ll, blocks.y_l, seed=task.seed)
+        cv_accuracy = {str(k): v for k, v in scores.items()}
+    c = float(c)
+    if task.binary:
+        scores = KernelSVM(c).fit(blocks.k_ll, blocks.y_l).decision_function(blocks.k_tl)
+        predicted = np.where(scores >= 0, 0, 1)
+    else:
+        predicted = OneVsAllSVM(c).fit(blocks.k_ll, blocks.y_l, task.instance.num_classes).predict(blocks.k_tl)
+    return CleanFit(c, None, predicted, cv_accuracy)
+
+
+def samplewise(
+    blocks: KernelBlocks, task: CertificationTask, fit: CleanFit, progress: Callable[[int], None]
+) -> list[TargetOutcome]:
+    """Per target and budget: certified, not certified or unknown (see :mod:`certify.cascade`)."""
+    sweep = {"method": task.method, "enumerate_limit": task.enumerate_limit}
+    if not task.binary:
+        return certify_multiclass(
+            blocks.k_ll,
+            blocks.k_tl,
+            blocks.y_l,
+            fit.C,
+            list(task.budgets),
+            task.instance.num_classes,
+            spec=task.solver,
+            k_tt=blocks.k_tt,
+            progress=progress,
+        )
+    if task.attacker is not None:
+        outcomes, _ = certify_against_clients(
+            blocks.k_ll,
+            blocks.k_tl,
+            blocks.y_l,
+            fit.C,
+            list(task.budgets),
+            task.owner,
+            task.attacker,
+            task.solver,
+            blocks.k_tt,
+            **sweep,
+        )
+        return merge_clients(outcomes)
+    return certify_samplewise(
+        blocks.k_ll,
+        blocks.k_tl,
+        blocks.y_l,
+        fit.C,
+        list(task.budgets),
+        spec=task.solver,
+        screen=task.screen,
+        decide=task.decide,
+        k_tt=blocks.k_tt,
+        progress=progress,
+        **sweep,
+    )
+
+
+def collective(blocks: KernelBlocks, task: CertificationTask, fit: CleanFit) -> dict[int, CollectiveOutcome]:
+    """Per budget, how many targets one flip set can change (see :mod:`certify.cascade`)."""
+    return certify_collective(
+        blocks.k_ll,
+        blocks.k_tl,
+        blocks.y_l,
+        fit.C,
+        list(task.budgets),
+        None,
+        task.solver,
+        k_tt=blocks.k_tt,
+        method=task.method,
+        enumerate_limit=task.enumerate_limit,
+    )
