@@ -14,10 +14,10 @@ new one, whole, never the weights of one round with the metadata of another. It 
   its state is saved, so a resumed run samples the clients the uninterrupted run would
   have.
 
-Writing: a temporary ``.checkpoint.npz.<pid>.<random>.tmp`` in the same directory,
-flushed and fsynced, renamed over ``checkpoint.npz`` (``os.replace``, atomic on one
-file system), then the directory is fsynced so the rename itself survives a power
-loss. The temporary file is removed on any failure; one left by a writer that was
+Writing (:func:`server.rundir.atomic_write`): a temporary ``.checkpoint.npz.<random>.tmp``
+in the same directory, flushed and fsynced, renamed over ``checkpoint.npz``
+(``os.replace``, atomic on one file system), then the directory is fsynced so the
+rename itself survives a power loss. The temporary file is removed on any failure; one left by a writer that was
 killed is removed by the next save and never read.
 
 Loading cross-checks the file: the stored round equals the metadata's, there are as
@@ -29,10 +29,10 @@ and JSON: the ServerApp starts without PyTorch, and nothing is unpickled
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,12 +41,14 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord
 
+from server.rundir import atomic_write
+
 CHECKPOINT_FILE = "checkpoint.npz"
 _WEIGHT = "weight/"
 _ROUND = "round"
 _META = "meta"
 # Temporary files of this module's writers (and of the earlier two-file writer): removed before a save.
-_STALE = re.compile(r"\.checkpoint\.(npz|json)\.\d+(\.[A-Za-z0-9_]+\.tmp)?")
+_STALE = re.compile(r"\.checkpoint\.npz\.[0-9a-f]{12}\.tmp|\.checkpoint\.(npz|json)\.\d+")
 
 
 @dataclass
@@ -86,17 +88,9 @@ def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
     entries[_ROUND] = np.array(checkpoint.round, dtype=np.int64)
     entries[_META] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     _remove_stale(run_dir)
-    descriptor, staging = tempfile.mkstemp(dir=run_dir, prefix=f".{CHECKPOINT_FILE}.{os.getpid()}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as stream:  # a file object: np.savez would append ".npz" to a path
-            np.savez(stream, **entries)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(staging, run_dir / CHECKPOINT_FILE)
-        _fsync_directory(run_dir)
-    finally:
-        if os.path.lexists(staging):
-            os.unlink(staging)
+    buffer = io.BytesIO()
+    np.savez(buffer, **entries)
+    atomic_write(run_dir / CHECKPOINT_FILE, buffer.getvalue())
 
 
 def _remove_stale(run_dir: Path) -> None:
@@ -104,14 +98,6 @@ def _remove_stale(run_dir: Path) -> None:
     for path in run_dir.iterdir():
         if _STALE.fullmatch(path.name) and path.is_file() and not path.is_symlink():
             path.unlink(missing_ok=True)
-
-
-def _fsync_directory(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def checkpoint_dir(path: str | Path) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 from flwr.app import ArrayRecord
 
 from models.run_config import RunConfig
-from server.loop import Row
+from server.loop import FailureCategory, Row
 from server.rundir import atomic_write
 
 SUMMARY_FIGURES = (
@@ -36,6 +36,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     best = max(candidates, key=lambda r: r[selector]) if candidates else {}
     final = rows[-1] if rows else {}
     trained = [r for r in rows if "seconds" in r]
+    failures = failure_counts(rows)
     seconds = [r["seconds"] for r in trained]
     train_max = [r["client_train_seconds_max"] for r in trained]
     summary = {
@@ -53,12 +54,22 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
         "client_train_seconds_per_round": sum(train_max) / len(train_max) if train_max else None,
         # a round that went on without some clients: the figures are not those of the full federation
-        "degraded": any(r.get("failed_clients") for r in rows),
-        "failed_clients": sum(len(r.get("failed_clients", [])) for r in rows),
+        "failed_clients": failures,
+        "degraded": sum(failures.values()) > 0,
     }
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
     return summary
+
+
+def failure_counts(rows: list[Row]) -> dict[str, int]:
+    """How many client replies failed over the run, by category (``lost``, ``error``, ``malformed``)."""
+    counts = {category.value: 0 for category in FailureCategory}
+    for row in rows:
+        for failure in [*row.get("failed_clients", []), *row.get("final_eval_failed_clients", [])]:
+            category = failure.get("category", FailureCategory.LOST.value)
+            counts[category] = counts.get(category, 0) + 1
+    return counts
 
 
 def privacy_summary(final_row: Row, final: dict[str, Any], config: RunConfig) -> dict[str, Any]:

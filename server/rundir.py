@@ -115,7 +115,10 @@ def check_output_dir(output_dir: str) -> Path:
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a fsync-ed temporary file in the same folder, then rename."""
+    """Write ``data`` to ``path`` through a fsync-ed temporary file in the same folder, rename, fsync the folder.
+
+    Until the rename the old file stays whole; the temporary file is removed whatever fails.
+    """
     raw = data.encode() if isinstance(data, str) else data
     staging = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     handle = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)  # the umask applies
@@ -125,6 +128,11 @@ def atomic_write(path: Path, data: str | bytes) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(staging, path)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:  # the rename itself survives a power loss
+            os.fsync(folder)
+        finally:
+            os.close(folder)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staging)

@@ -130,8 +130,9 @@ def print_summary(summary: dict) -> None:
         f"{summary['client_train_seconds_per_round']:.3f} s); devices: {', '.join(summary['devices'])}"
     )
     if summary.get("degraded"):
+        failed = ", ".join(f"{n} {category}" for category, n in summary["failed_clients"].items() if n)
         console.print(
-            f"DEGRADED: {summary['failed_clients']} client replies failed during the run "
-            "(see failed_clients in metrics.jsonl); the figures are not those of the full federation"
+            f"DEGRADED: client replies failed during the run ({failed}; see failed_clients in metrics.jsonl): "
+            "the figures are not those of the full federation"
         )
     console.print(f"outputs: {summary['run_dir']}")
