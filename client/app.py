@@ -29,8 +29,8 @@ from client.device import choose_device
 from client.job import LocalJob, client_data, new_client_data
 from client.privacy import client_dp_mod, train_round
 from graphs import FederationSpec
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 from models.training import Evaluation, evaluate
 
 app = ClientApp()

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from torch_geometric.data import Data
 
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 
 if TYPE_CHECKING:
     from certify.report import CertificateReport

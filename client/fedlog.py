@@ -20,7 +20,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.job import LocalJob
-from models import protocol as p
+from contract import protocol as p
 from models.fedlog import SYNTHETIC_KEYS, FedLoGNet
 from models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
 from models.neighbour_generator import NeighbourGenerator, train_generator

@@ -44,9 +44,9 @@ from torch_geometric.data import Data
 
 from client.job import LocalJob
 from models import NodeClassifier
-from models import protocol as p
+from contract import protocol as p
 from models.names import check_decoupled
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 
 ACCOUNTANT_STATE = "dp-sgd-accountant"  # ConfigRecord in context.state: the RDP history
 

@@ -2,7 +2,7 @@
 
 The client works out its own share of the request from the request alone
 (:func:`unlearn.requests.client_forget_mask`, :func:`~unlearn.requests.remaining_view`)
-and answers three queries (names in :mod:`models.protocol`):
+and answers three queries (names in :mod:`contract.protocol`):
 
 - ``wash-statistics``: :math:`\\mathbf{C}_i` (``d x d``) over its remaining training nodes and,
   where it holds data to forget, :math:`\\mathbf{K}_f^\\top\\mathbf{K}_f` (``d x d``) and
@@ -25,7 +25,7 @@ from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
 
 from client.job import OPTIMIZER_STATE, LocalJob
 from models import NodeClassifier
-from models import protocol as p
+from contract import protocol as p
 from unlearn.evaluate import client_counts
 from unlearn.requests import Request, client_forget_mask, parse_request, remaining_view
 from unlearn.wash import WashConfig, client_wash_statistics, head_matrix, keys, prediction_changes

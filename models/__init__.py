@@ -1,6 +1,6 @@
 """GNN node classifiers with an explicit encoder -> head split.
 
-Attributes load on first use (PEP 562), so ``import models.run_config`` stays light.
+Attributes load on first use (PEP 562), so ``import models.names`` stays light.
 """
 
 import importlib

@@ -12,7 +12,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from graphs.names import DATASETS, PARTITIONERS
 from models.names import MODELS
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server import outputs, privacy
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation

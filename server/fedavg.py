@@ -6,15 +6,15 @@ from typing import Any
 
 from flwr.serverapp.strategy import FedAvg, Strategy
 
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 
 AGGREGATES = True
 
 
 def strategy_options(config: RunConfig) -> dict[str, Any]:
     """What every weight-averaging strategy of Stamen shares: sampling, minimum clients, and the
-    record keys and FedAvg weight (training nodes) of :mod:`models.protocol`."""
+    record keys and FedAvg weight (training nodes) of :mod:`contract.protocol`."""
     return {
         "fraction_train": config.fraction_train,
         "min_train_nodes": config.min_clients,

@@ -23,8 +23,8 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg, Strategy
 from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
 
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 from server.condensation import class_weights, condense, per_class_average
 from server.fedavg import strategy_options
 

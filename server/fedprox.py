@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flwr.serverapp.strategy import FedProx, Strategy
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server.fedavg import strategy_options
 
 AGGREGATES = True

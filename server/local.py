@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flwr.serverapp.strategy import Strategy
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server import fedavg
 
 AGGREGATES = False

@@ -36,7 +36,7 @@ from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from models import protocol as p
+from contract import protocol as p
 from server.checkpoint import Checkpoint
 from server.privacy import epsilon_figures
 
@@ -47,7 +47,7 @@ def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
     """Client-size-weighted accuracies of the global (received) and local (trained) models.
 
     Besides validation and test (the seen graph), every evaluation setting the clients
-    report (:data:`models.protocol.SETTINGS`) is pooled the same way.
+    report (:data:`contract.protocol.SETTINGS`) is pooled the same way.
     """
     row: Row = {}
     total_val = sum(int(m[p.NUM_VAL]) for m in metrics)
@@ -242,7 +242,7 @@ def _reported_partition(reply: Message, known: int | None) -> int | None:
     return value if isinstance(value, int) else known
 
 
-# What the loop reads from a reply (models.protocol): a training reply needs all of TRAIN_METRICS,
+# What the loop reads from a reply (contract.protocol): a training reply needs all of TRAIN_METRICS,
 # an evaluation reply EVALUATE_METRICS; these and OPTIONAL_METRICS, where present, must be single
 # numbers, and _COUNTS non-negative integers.
 TRAIN_SECONDS_KEYS = (p.SETUP_SECONDS, p.TRAIN_SECONDS, p.EVAL_SECONDS, p.PACK_SECONDS)

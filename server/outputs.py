@@ -12,7 +12,7 @@ from typing import Any
 
 from flwr.app import ArrayRecord
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server.loop import FailureCategory, Row
 from server.rundir import atomic_write
 

@@ -35,8 +35,8 @@ from flwr.serverapp.strategy import (
     Strategy,
 )
 
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 
 WRAPPERS = {
     "server-fixed": DifferentialPrivacyServerSideFixedClipping,

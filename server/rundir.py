@@ -45,7 +45,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 
 Row = dict[str, Any]
 

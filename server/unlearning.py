@@ -45,8 +45,8 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, Rec
 from flwr.common import log
 from flwr.serverapp import Grid
 
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 from server.loop import exchange, run_rounds
 from server.rundir import atomic_write
 

@@ -17,7 +17,7 @@ import torch
 from graphs import FederationSpec, build_federation
 from models import build_model
 from models.fedavg_loop import fedavg_rounds
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from models.training import evaluate
 
 

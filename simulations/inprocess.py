@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from flwr.app import Context, Error, Message, RecordDict
 
 from client.app import app as client_app
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server.algorithms import server_algorithm
 from server.loop import Row, run_rounds
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graphs import FederationSpec, build_federation
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server.app import check_run_config, resume_target
 from server.rundir import RunDirectory, RunStatus
 from simulations.overrides import parse_overrides

@@ -26,7 +26,7 @@ from torch_geometric.data import Data
 
 from models import NodeClassifier, build_model
 from models.fedavg_loop import fedavg_rounds as run_fedavg
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 
 
 def new_model(config: RunConfig, in_dim: int, num_classes: int, seed: int) -> NodeClassifier:

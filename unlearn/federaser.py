@@ -46,7 +46,7 @@ import torch
 
 from models import NodeClassifier
 from models.fedavg_loop import LocalClients, State, fedavg_rounds, weighted_average
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from unlearn.baselines import new_model
 from unlearn.requests import ForgetSplit
 

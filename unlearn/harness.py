@@ -29,7 +29,7 @@ import torch
 
 from graphs import FederationSpec, build_federation
 from models import NodeClassifier
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from unlearn.baselines import fedavg_train, finetune, gradient_ascent, new_model
 from unlearn.evaluate import METRICS, evaluate_unlearning
 from unlearn.federaser import UpdateHistory, federaser, train_with_history

@@ -22,7 +22,7 @@ from typing import Any
 
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from simulations.benches.records import markdown_table, print_tables
 from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import simulate

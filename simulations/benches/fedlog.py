@@ -27,7 +27,7 @@ from typing import Any
 
 from flwr.common.config import parse_config_args
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.inprocess import run_in_process
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.inprocess import run_in_process
 

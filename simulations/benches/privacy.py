@@ -29,7 +29,7 @@ from client.job import client_data
 from client.privacy import RowClassifier, load_accountant, noise_multiplier, propagated_rows, train_private
 from graphs import FederationSpec
 from models import build_model
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from models.training import fit
 from server.algorithms import server_algorithm
 from server.loop import run_rounds

@@ -73,7 +73,7 @@ def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
     """The in-process loop in a fresh process, so its time and peak memory are its own."""
     code = (
         "import json, sys, torch; torch.set_num_threads(1);"
-        "from models.run_config import RunConfig; from simulations.baseline import in_process_fedavg;"
+        "from contract.run_config import RunConfig; from simulations.baseline import in_process_fedavg;"
         f"print(json.dumps(in_process_fedavg(RunConfig.from_flower(json.loads(sys.argv[1])), {num_clients})))"
     )
     result = subprocess.run(

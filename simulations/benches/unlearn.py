@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One :func:`~unlearn.harness.run_request` per request; original models (and their recorded
     updates) shared across requests."""
-    from models.run_config import RunConfig
+    from contract.run_config import RunConfig
     from unlearn.harness import parse_methods, parse_seeds, run_request
 
     config = RunConfig.from_flower(

@@ -54,7 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
     """``(RunConfig, number of clients, saved state dict)`` of a run directory."""
-    from models.run_config import RunConfig
+    from contract.run_config import RunConfig
 
     from server.rundir import RunDirectory, RunStatus
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from client.device import choose_device
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from simulations.inprocess import run_in_process
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; CI machines have none")

@@ -7,8 +7,8 @@ from flwr.app import ArrayRecord, Message
 
 from client.job import client_data
 from graphs import FederationSpec
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from simulations.inprocess import InProcessGrid, task_identity

@@ -16,7 +16,7 @@ from client.privacy import (
     train_private,
 )
 from models import build_model
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 
 DP = {"privacy": "dp-sgd", "model": "sgc", "dropout": 0.0, "dp-batch-size": 10, "local-epochs": 2}
 

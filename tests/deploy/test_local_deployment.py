@@ -16,7 +16,7 @@ import pytest
 
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from simulations.deploy.certs import make_node_key
 from simulations.deploy.local import LocalDeployment
 from simulations.deploy.processes import supernode_statuses

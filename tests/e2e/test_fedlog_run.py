@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from simulations.inprocess import run_in_process
 
 SETTING = (

@@ -2,7 +2,7 @@
 
 from flwr.app import MetricRecord
 
-from models import protocol as p
+from contract import protocol as p
 from server.loop import pooled_accuracies
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from opacus.accountants import RDPAccountant
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server import outputs
 from server.algorithms import server_algorithm
 from server.loop import run_rounds

@@ -7,8 +7,8 @@ import pytest
 from flwr.app import Array, ArrayRecord, Error, Message, MessageType, MetricRecord, RecordDict
 from flwr.common.constant import ErrorCode
 
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 from server import outputs
 from server.algorithms import server_algorithm
 from server.certification import certify_federation

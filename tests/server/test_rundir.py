@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from server.checkpoint import load_checkpoint
 from server.rundir import RunDirectory, RunStatus, atomic_write, check_output_dir, check_run_name, run_token
 

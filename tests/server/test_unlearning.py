@@ -6,8 +6,8 @@ import torch
 from flwr.app import Array, ArrayRecord, MessageType
 
 from graphs import FederationSpec, build_federation
-from models import protocol as p
-from models.run_config import RunConfig
+from contract import protocol as p
+from contract.run_config import RunConfig
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from server.privacy import initial_arrays

@@ -220,8 +220,8 @@ def test_in_run_client_certificates_equal_stamen_certify_node_by_node(tmp_path):
     from client.certification import client_certificate
     from client.job import client_data
     from graphs import FederationSpec
-    from models import protocol as p
-    from models.run_config import RunConfig
+    from contract import protocol as p
+    from contract.run_config import RunConfig
     from server.certification import certify_federation
     from simulations.inprocess import InProcessGrid, task_identity
 

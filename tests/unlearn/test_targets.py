@@ -2,7 +2,7 @@
 
 import pytest
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 from unlearn.harness import check_targets, missed_by
 
 

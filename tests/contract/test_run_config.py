@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from models.run_config import RunConfig
+from contract.run_config import RunConfig
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
