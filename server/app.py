@@ -58,8 +58,15 @@ def _sampler_state(saved: list) -> tuple:
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
+    """The ServerApp under Flower (simulation or deployment): :func:`serve` on Flower's grid."""
+    serve(grid, dict(context.run_config), flower_run_id=context.run_id, engine="flower")
+
+
+def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine: str = "flower") -> None:
     """Check everything, then start (or reopen) the run directory, train, report.
 
+    Every transport runs this: Flower's grid (``flwr run``, deployments) and the
+    in-process grid (``stamen run --engine inprocess``), so both write the same outputs.
     Nothing on disk changes before the run config, the privacy settings and the run
     directory (or the checkpoint to resume) passed their checks. From then on the run's
     ``status.json`` says where it stands: ``running``, then ``finished`` (with
@@ -67,7 +74,7 @@ def main(grid: Grid, context: Context) -> None:
     """
     started = time.perf_counter()
     try:
-        config = check_run_config(dict(context.run_config))
+        config = check_run_config(values)
         algorithm = server_algorithm(config.algorithm)
         resume = None
         if config.resume_from:
@@ -82,9 +89,9 @@ def main(grid: Grid, context: Context) -> None:
         log(INFO, "stamen: %s finished all %d rounds; nothing left to run", run_dir.path, resume.round)
         return
     if resume is not None:
-        run_dir.reopen(config, resume.round, flower_run_id=context.run_id)
+        run_dir.reopen(config, resume.round, flower_run_id=flower_run_id, engine=engine)
     else:
-        run_dir.create(config, flower_run_id=context.run_id)
+        run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
     try:
         summary = train_and_report(grid, config, run_dir, algorithm, setup, resume, started)
     except KeyboardInterrupt:

@@ -195,7 +195,7 @@ class RunDirectory:
         return cls(folder)
 
     # -- writing ------------------------------------------------------------------------
-    def create(self, config: RunConfig, *, flower_run_id: int | None = None) -> None:
+    def create(self, config: RunConfig, **identity: Any) -> None:
         """Start the run here: remove an overwritten run's files, then write status, config and metrics.
 
         Call only after every check passed. Only the names in :data:`RUN_FILES` (and
@@ -209,14 +209,15 @@ class RunDirectory:
                 entry.unlink()
         else:
             self.path.mkdir(parents=True)
-        self.start(config, flower_run_id=flower_run_id)
+        self.start(config, **identity)
         atomic_write(self.path / METRICS_FILE, "")
 
-    def start(self, config: RunConfig, *, flower_run_id: int | None = None) -> None:
-        """Record this run as running (a new run, or a resumed one) and its config."""
+    def start(self, config: RunConfig, **identity: Any) -> None:
+        """Record this run as running (a new run, or a resumed one), who runs it (``identity``:
+        e.g. the Flower run id and the engine) and its config."""
         self.set_status(
             RunStatus.RUNNING,
-            flower_run_id=flower_run_id,
+            **identity,
             token=os.environ.get(TOKEN_ENV),
             pid=os.getpid(),
             started=time.time(),
@@ -240,12 +241,12 @@ class RunDirectory:
                 "resume with the original values"
             )
 
-    def reopen(self, config: RunConfig, checkpoint_round: int, *, flower_run_id: int | None = None) -> None:
+    def reopen(self, config: RunConfig, checkpoint_round: int, **identity: Any) -> None:
         """Continue this run after round ``checkpoint_round``: rows of later rounds are dropped (run again)."""
         self.check_resume(config)
         kept = [row for row in self.rows() if row["round"] < checkpoint_round]
         atomic_write(self.path / METRICS_FILE, "".join(json.dumps(row) + "\n" for row in kept))
-        self.start(config, flower_run_id=flower_run_id)
+        self.start(config, **identity)
 
     def append_row(self, row: Row) -> None:
         with open(self.path / METRICS_FILE, "a") as stream:

@@ -25,6 +25,7 @@ from simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
 from simulations.preflight import PreparedRun, prepare
 
 EXIT_DEGRADED = 3
+ENGINES = ("flower", "inprocess")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -42,16 +43,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         help='federation overrides as for flwr run, e.g. "num-supernodes=10 client-resources-num-cpus=1"',
     )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="flower",
+        help="flower: flwr run on a local simulation SuperLink (default); inprocess: the same ServerApp and "
+        "ClientApp in this process, clients in turn (fastest; same outputs)",
+    )
     parser.add_argument("--quiet", action="store_true", help="do not stream the run's logs")
     parser.set_defaults(func=main)
 
 
-def simulate(run: PreparedRun, stream: bool = True, resume_hint: str = "") -> dict:
-    """``flwr run`` one prepared run on a SuperLink of our own; return its summary.
+def simulate(run: PreparedRun, stream: bool = True, resume_hint: str = "", engine: str = "flower") -> dict:
+    """Run one prepared run on ``engine``; return its summary (as written in its run directory).
 
-    The summary gains ``total_wall_seconds`` (start of the SuperLink to the end of the
-    run) and ``peak_memory_gb`` (the largest resident memory of the SuperLink and all
-    its descendants: ServerApp, simulation engine, Ray workers).
+    ``flower``: ``flwr run`` on a simulation SuperLink of our own; ``inprocess``: the same
+    ServerApp (:func:`server.app.serve`) and ClientApp in this process, clients called in
+    turn (:class:`simulations.inprocess.InProcessGrid`). The summary gains
+    ``total_wall_seconds`` and ``peak_memory_gb`` (the largest resident memory of every
+    process of the run: for ``flower`` the SuperLink and all its descendants).
 
     Raises:
         RunFailed: the run failed, or never started; the message says why and where the logs are.
@@ -59,24 +69,52 @@ def simulate(run: PreparedRun, stream: bool = True, resume_hint: str = "") -> di
     """
     run_dir = run.run_dir
     started = time.perf_counter()
-    with run_token() as token, flower_home() as home:
+    with run_token() as token:
         try:
-            with LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
-                code = flwr_run(home, run.config.to_flower(), run.federation, stream=stream)
-        except KeyboardInterrupt:  # LocalSuperLink stopped the whole tree on the way out
+            if engine == "inprocess":
+                memory = _serve_in_process(run, stream)
+                _judge(run_dir, token, "see the log above")
+            else:
+                with flower_home() as home:  # kept, with Flower's logs, when the run failed
+                    with LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
+                        code = flwr_run(home, run.config.to_flower(), run.federation, stream=stream)
+                    _judge(run_dir, token, f"flwr exit code {code}; Flower's logs: {home}")
+        except KeyboardInterrupt:  # every process of the run was stopped on the way out
             raise RunInterrupted(_interrupted(run_dir, token, resume_hint)) from None
-        outcome = run_dir.outcome(token)
-        if outcome is None:
-            raise RunFailed(f"the run did not start (flwr exit code {code}); Flower's logs: {home}")
-        if outcome["status"] == RunStatus.RUNNING.value:
-            run_dir.set_status(RunStatus.FAILED, error=f"the ServerApp ended without finishing (flwr exit code {code})")
-            raise RunFailed(f"the ServerApp ended without finishing (flwr exit code {code}); Flower's logs: {home}")
-        if outcome["status"] != RunStatus.FINISHED.value:
-            raise RunFailed(f"the run {outcome['status']}: {outcome.get('error', 'no reason recorded')}")
     summary = run_dir.summary()
     summary.update({"total_wall_seconds": time.perf_counter() - started, "peak_memory_gb": memory.peak_gb})
     run_dir.write_json("summary.json", summary)
     return summary
+
+
+def _serve_in_process(run: PreparedRun, stream: bool) -> PeakMemory:
+    """The ServerApp over the in-process grid; its failure is judged from the run's status, as Flower's is."""
+    import logging
+    import os
+
+    from server.app import serve
+    from simulations.inprocess import InProcessGrid, task_identity
+
+    logging.getLogger("flwr").setLevel(logging.INFO if stream else logging.WARNING)
+    grid = InProcessGrid(run.config.to_flower(), int(run.federation["num-supernodes"]))
+    with PeakMemory(os.getpid()) as memory, task_identity():
+        try:
+            serve(grid, run.config.to_flower(), engine="inprocess")
+        except (SystemExit, Exception):  # recorded in status.json (or the run never started): judged next
+            pass
+    return memory
+
+
+def _judge(run_dir: RunDirectory, token: str, where: str) -> None:
+    """Raise :class:`RunFailed` unless this command's run finished (its token, status ``finished``)."""
+    outcome = run_dir.outcome(token)
+    if outcome is None:
+        raise RunFailed(f"the run did not start ({where})")
+    if outcome["status"] == RunStatus.RUNNING.value:
+        run_dir.set_status(RunStatus.FAILED, error=f"the ServerApp ended without finishing ({where})")
+        raise RunFailed(f"the ServerApp ended without finishing ({where})")
+    if outcome["status"] != RunStatus.FINISHED.value:
+        raise RunFailed(f"the run {outcome['status']}: {outcome.get('error', 'no reason recorded')}")
 
 
 def _interrupted(run_dir: RunDirectory, token: str, resume_hint: str) -> str:
@@ -101,10 +139,11 @@ def main(args: argparse.Namespace) -> int:
         flush=True,
     )
     hint = "stamen run " + " ".join(
-        [f"-c {shlex.quote(c)}" for c in args.run_config]
+        [f"--engine {args.engine}"] * (args.engine != "flower")
+        + [f"-c {shlex.quote(c)}" for c in args.run_config]
         + [f"--federation-config {shlex.quote(f)}" for f in args.federation_config]
     )
-    summary = simulate(run, stream=not args.quiet, resume_hint=hint.strip())
+    summary = simulate(run, stream=not args.quiet, resume_hint=hint.strip(), engine=args.engine)
     print_summary(summary)
     return EXIT_DEGRADED if summary.get("degraded") else 0
 

@@ -4,7 +4,7 @@ import json
 import math
 
 
-def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen_run):
+def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen_run, same_in_process):
     run_config = (
         f"output-dir='{tmp_path}' run-name='dp' num-server-rounds=3 csbm-nodes=900 local-epochs=2 seed=0 "
         "privacy='dp-sgd' model='sgc' noise-multiplier=1.0 lr=0.05 dp-batch-size=32"
@@ -21,3 +21,4 @@ def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen
     summary = json.loads((tmp_path / "dp" / "summary.json").read_text())
     assert summary["privacy"]["epsilon"] == rows[-1]["epsilon"]
     assert "dp-sgd at delta=1e-05" in result.stdout + result.stderr  # the final privacy table
+    same_in_process(tmp_path / "dp", run_config)  # the in-process engine computes the same figures, noise included
