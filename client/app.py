@@ -100,6 +100,21 @@ def _reply(message: Message, job: LocalJob, records: dict[str, ArrayRecord], met
     return Message(content=content, reply_to=message)
 
 
+TRAINING, EVALUATION, QUERY = 0, 1, 2  # what a handler's random draws are for
+
+
+def _seed(job: LocalJob, server_round: int, purpose: int) -> None:
+    """Seed this handler's random draws from the run's seed, the client, the round and the purpose.
+
+    A simulation actor serves many clients one after another and the in-process engine
+    serves all of them in one process: a draw that took the process's running random
+    state would depend on which clients it served before. Seeding every handler on entry
+    makes each client's numbers the same on every transport, every time.
+    """
+    base = job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id
+    torch.manual_seed(base if purpose == TRAINING else base * 31 + 17 * purpose)
+
+
 class Laps:
     """Wall time of a handler's phases, summed per phase key (reported to the server)."""
 
@@ -120,6 +135,7 @@ def train(message: Message, context: Context) -> Message:
     algorithm = client_algorithm(job.config.algorithm)
     round_config = message.content[p.CONFIG]
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
+    _seed(job, server_round, EVALUATION)
     if p.UNLEARN_RETRAIN in round_config:  # the server's fallback: retrain without the forgotten data
         from client.unlearning import retraining_view  # unlearning modules load only when asked
 
@@ -133,8 +149,7 @@ def train(message: Message, context: Context) -> Message:
         metrics.update(_counts(_evaluate(model, job), GLOBAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
 
-    # Dropout draws differ per client and round, and repeat with the run's seed.
-    torch.manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
+    _seed(job, server_round, TRAINING)
     if p.UNLEARN_LAF in round_config:  # a federated label-agnostic forgetting round, not training
         from client.unlearning import laf_round
 
@@ -162,6 +177,7 @@ def train(message: Message, context: Context) -> Message:
 def evaluate_received(message: Message, context: Context) -> Message:
     laps = Laps()
     job = _job(context)
+    _seed(job, int(message.content[p.CONFIG].get(p.SERVER_ROUND, 0)) if p.CONFIG in message.content else 0, EVALUATION)
     algorithm = client_algorithm(job.config.algorithm)
     model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
@@ -176,6 +192,7 @@ def query(message: Message, context: Context) -> Message:
     """Federated certificates and unlearning (the client replies ratios, counts or key statistics
     only), or the seeded initial model (client-level DP clips updates from it)."""
     job = _job(context)
+    _seed(job, 0, QUERY)
     kind = message.content[p.CONFIG].get(p.QUERY)
     if kind == p.INITIAL_MODEL_QUERY:
         return Message(content=RecordDict({p.ARRAYS: ArrayRecord(job.model().state_dict())}), reply_to=message)

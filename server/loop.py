@@ -170,6 +170,14 @@ ReplyCheck = Callable[[list[Message]], dict[int, str]]
 """Given a round's replies without error, the index of each malformed one -> what it lacks."""
 
 
+def _partition_order(reply: Message) -> tuple[int, int]:
+    """A reply's place: its client's partition id when it reports one, else its node id."""
+    metrics = reply.content.get(p.METRICS) if reply.content is not None else None
+    if metrics is not None and isinstance(metrics.get(p.PARTITION_ID), int):
+        return 0, int(metrics[p.PARTITION_ID])
+    return 1, reply.metadata.src_node_id
+
+
 def collect(
     grid: Grid,
     messages: Iterable[Message],
@@ -196,7 +204,9 @@ def collect(
         return sent.get(reply.metadata.reply_to_message_id, reply.metadata.src_node_id)
 
     failed = [_error_failure(reply, client_of(reply), partitions) for reply in replies if reply.has_error()]
-    valid = [reply for reply in replies if not reply.has_error()]
+    # Replies arrive in whatever order the engine delivers them; aggregates are sums of
+    # floats, whose value depends on their order: take them in partition order.
+    valid = sorted((reply for reply in replies if not reply.has_error()), key=_partition_order)
     answered = {client_of(reply) for reply in replies}
     failed += [
         ClientFailure(
