@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import posixpath
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
@@ -53,7 +54,13 @@ def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 def is_fleet_path(path: str) -> bool:
-    """Whether ``path`` is one a SuperNode calls (admitted on every address)."""
+    """Whether ``path`` is one a SuperNode calls (admitted on every address).
+
+    Only a path in normal form counts (no ``..``, ``.`` or empty segments), so no
+    spelling of a Control path can pass as a Fleet path.
+    """
+    if posixpath.normpath(path) != path:
+        return False
     return path.startswith(FLEET_PREFIX) or path in OPEN_PATHS
 
 
