@@ -41,7 +41,7 @@ from simulations.flower import flower_environment, free_port
 
 SUPERLINK_PORT = 9092  # Flower's customary Fleet port; each namespace has its own
 CONTROL_HOST = "127.0.0.1"  # the Control API answers only on the SuperLink host's loopback
-STOP_GRACE = 6.0  # seconds between SIGTERM and SIGKILL when the deployment stops
+STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL when the deployment stops
 
 
 class LocalDeployment:

@@ -135,9 +135,11 @@ def supernode_statuses(flwr_home: Path, prefix: Sequence[str] = ()) -> dict[int,
     """Node id -> status (``registered``, ``online``, ``offline``) as the SuperLink sees them."""
     result = _flwr(flwr_home, ["supernode", "list", FEDERATION, "--format", "json"], prefix)
     start = result.stdout.find("{")
-    if result.returncode != 0 or start < 0:
-        raise RuntimeError(f"flwr supernode list failed: {(result.stdout + result.stderr).strip()[-500:]}")
-    return {int(node["node-id"]): node["status"] for node in json.loads(result.stdout[start:])["nodes"]}
+    reply = json.loads(result.stdout[start:]) if start >= 0 else {}
+    if result.returncode != 0 or "nodes" not in reply:
+        detail = reply.get("error-message") or (result.stdout + result.stderr).strip()[-500:]
+        raise RuntimeError(f"flwr supernode list failed: {detail}")
+    return {int(node["node-id"]): node["status"] for node in reply["nodes"]}
 
 
 def flwr_run_command(flwr_home: Path, app: Path, run_config: Mapping[str, object]) -> list[str]:
@@ -227,8 +229,8 @@ class Service:
         """Ask the whole group to stop (SIGTERM); :meth:`finish` waits and kills.
 
         Flower's SuperExec and the App processes it starts live in sessions of their
-        own; they are noted here (the process tree as it stands) so that
-        :meth:`finish` can kill any that outlive the grace period.
+        own; they are noted here (the process tree as it stands), sent SIGTERM too,
+        and :meth:`finish` kills any that outlive the grace period.
         """
         if self.process is None:
             return
@@ -237,6 +239,11 @@ class Service:
         except psutil.NoSuchProcess:
             self._descendants = []
         _signal_group(self.pid, signal.SIGTERM)
+        for child in self._descendants:  # those in sessions of their own are asked directly
+            try:
+                child.terminate()
+            except psutil.NoSuchProcess:
+                pass
 
     def finish(self, deadline: float) -> None:
         """Wait for the group and its noted descendants until ``deadline`` (monotonic), then SIGKILL them."""

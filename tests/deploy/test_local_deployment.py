@@ -131,7 +131,7 @@ def test_unregistered_key_and_missing_ca_are_refused(deployment):
     assert "Failed to activate SuperNode" in rogue.log_tail(20_000)
     assert not untrusting.alive() and untrusting.process.returncode != 0
     assert "CERTIFICATE_VERIFY_FAILED" in untrusting.log_tail(20_000)
-    statuses = supernode_statuses(deployment.operator_home)
+    statuses = supernode_statuses(deployment.operator_home, deployment.operator_prefix)
     assert len(statuses) == NUM_NODES  # only the registered nodes are known to the SuperLink
 
 
