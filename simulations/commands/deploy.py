@@ -4,35 +4,42 @@ Subcommands, in the order an operator uses them:
 
 - ``certs``: a CA, the SuperLink's certificate for its host names/IPs, a key pair per SuperNode;
 - ``partition``: each client's subgraph into its own folder, to copy to that client's host;
-- ``superlink``: start the SuperLink with TLS and SuperNode authentication (foreground);
-- ``register``: register SuperNodes' public keys with the SuperLink;
+- ``superlink``: start the SuperLink with TLS and SuperNode authentication (foreground):
+  SuperNodes connect on ``--host``, runs are submitted only on ``--control-host``
+  (the SuperLink host's loopback unless told otherwise);
+- ``register``: register SuperNodes' public keys with the SuperLink (on its host);
 - ``supernode``: start one SuperNode with its key, the CA and its node config (foreground);
-- ``run``: ``flwr run`` of the app against the SuperLink, streaming the logs;
+- ``run``: ``flwr run`` of the app against the SuperLink (on its host), streaming the logs;
 - ``local``: all of the above on this machine (network namespaces as hosts when root).
+
+Output folders are validated before anything is written; key material and exported
+partitions are never overwritten, and ``local`` deletes only what it created itself
+(:mod:`simulations.deploy.workdir`).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
-import shutil
 from pathlib import Path
 
 from flwr.common.config import parse_config_args
 
 from graphs import FederationSpec
-from graphs.node_data import export_partitions
+from graphs.node_data import PARTITION_FILE, export_partitions
 from server.app import check_run_config
 from simulations.preflight import default_run_config
 from simulations.deploy.certs import DeploymentFiles, make_certificates
-from simulations.deploy.local import SUPERLINK_PORT, LocalDeployment
+from simulations.deploy.local import SUPERLINK_PORT, LocalDeployment, interrupted_by_sigterm
 from simulations.deploy.processes import (
     register_supernode,
     superlink_command,
     supernode_command,
     write_connection,
 )
+from simulations.deploy.workdir import check_output_folder, prepare_workdir
 from simulations.flower import PROJECT_ROOT, flower_environment, flwr_run
 
 OPERATOR_HOME = PROJECT_ROOT / ".flwr" / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
@@ -58,7 +65,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     superlink = commands.add_parser("superlink", help="start the SuperLink (TLS, SuperNode authentication)")
     superlink.add_argument("--certs", type=Path, required=True, help="folder made by `stamen deploy certs`")
-    superlink.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
+    superlink.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="IP address SuperNodes connect to (default 127.0.0.1; 0.0.0.0 for every interface, only if you mean it)",
+    )
+    superlink.add_argument(
+        "--control-host",
+        default="127.0.0.1",
+        help="IP address on which runs are submitted and nodes registered (default: this host's loopback only)",
+    )
     superlink.add_argument("--port", type=int, default=SUPERLINK_PORT)
     superlink.add_argument("--state", type=Path, default=Path("superlink-state.db"), help="state database file")
     superlink.set_defaults(func=superlink_main)
@@ -93,7 +109,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _connection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--superlink", required=True, help="the SuperLink's HOST:PORT")
+    parser.add_argument(
+        "--superlink",
+        default=f"127.0.0.1:{SUPERLINK_PORT}",
+        help="the SuperLink's control HOST:PORT (default: this host's loopback; run on the SuperLink host "
+        "or through an SSH tunnel to it)",
+    )
     parser.add_argument("--ca", type=Path, required=True, help="the deployment's ca.pem")
 
 
@@ -115,8 +136,19 @@ def _require(path: Path, what: str) -> Path:
     return path
 
 
+def _ip(text: str, flag: str) -> str:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        raise ValueError(f"{flag} {text!r} is not an IP address; give the address to listen on (e.g. 10.0.0.5)")
+    return text
+
+
 def certs_main(args: argparse.Namespace) -> int:
-    files = make_certificates(args.out, args.host, args.nodes)
+    check_output_folder(args.out, "--out")
+    # The ServerApp reaches its SuperLink's Runtime API on the host's loopback, over TLS.
+    hosts = list(dict.fromkeys([*args.host, "127.0.0.1", "localhost"]))
+    files = make_certificates(args.out, hosts, args.nodes)
     print(f"CA (give to every SuperNode and flwr user): {files.ca_certificate}")
     print(f"SuperLink certificate for {', '.join(args.host)}: {files.superlink_certificate} (+ .key, keep on its host)")
     print(f"SuperNode keys: {files.node_private_key(0).parent}/node-<i>.key (one per host), node-<i>.pub (register)")
@@ -124,6 +156,16 @@ def certs_main(args: argparse.Namespace) -> int:
 
 
 def partition_main(args: argparse.Namespace) -> int:
+    out = check_output_folder(args.out, "--out")
+    existing = []
+    for index in range(args.nodes):
+        folder = out / f"node-{index}"
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise ValueError(f"{folder} is a link or a file; give a new or empty --out")
+        if os.path.lexists(folder / PARTITION_FILE):
+            existing.append(str(folder / PARTITION_FILE))
+    if existing:
+        raise FileExistsError(f"{existing[0]} exists ({len(existing)} in all); give a new or empty --out")
     values = _overrides(args.run_config)
     for path in export_partitions(FederationSpec.from_run_config(values, args.nodes), args.out):
         print(path)
@@ -135,8 +177,14 @@ def superlink_main(args: argparse.Namespace) -> int:
     files = DeploymentFiles(args.certs)
     for path, what in ((files.ca_certificate, "CA"), (files.superlink_certificate, "SuperLink certificate")):
         _require(path, what)
+    _require(files.superlink_key, "SuperLink key")
+    host, control = _ip(args.host, "--host"), _ip(args.control_host, "--control-host")
+    if ipaddress.ip_address(control).is_unspecified:
+        raise ValueError("--control-host must be one address (default 127.0.0.1), not every interface")
     home = PROJECT_ROOT / ".flwr" / "superlink"
-    command = superlink_command(files, args.host, args.port, args.state.resolve(), home / "superlink.log", home)
+    command = superlink_command(
+        files, host, args.port, args.state.resolve(), home / "superlink.log", control_host=control
+    )
     return _exec(command, flower_environment(home))
 
 
@@ -172,19 +220,19 @@ def local_main(args: argparse.Namespace) -> int:
     values = _overrides(args.run_config)
     if values["min-clients"] > args.nodes:
         raise ValueError(f"min-clients={values['min-clients']} exceeds --nodes={args.nodes}")
-    shutil.rmtree(args.workdir, ignore_errors=True)
-    roots = [
-        p.parent for p in export_partitions(FederationSpec.from_run_config(values, args.nodes), args.workdir / "data")
-    ]
     overrides = parse_config_args(args.run_config) if args.run_config else {}
-    with LocalDeployment(
-        args.workdir,
-        args.nodes,
-        node_config={"device": values["device"]},
-        data_roots=roots,
-        use_namespaces=False if args.loopback else None,
-    ) as deployment:
-        code = flwr_run(deployment.operator_home, overrides, {}, stream=True)
+    with interrupted_by_sigterm():  # SIGTERM, like Ctrl-C, stops every process started here
+        workdir = prepare_workdir(args.workdir)  # refuses a folder Stamen did not make, before removing anything
+        spec = FederationSpec.from_run_config(values, args.nodes)
+        roots = [path.parent for path in export_partitions(spec, workdir / "data")]
+        with LocalDeployment(
+            workdir,
+            args.nodes,
+            node_config={"device": values["device"]},
+            data_roots=roots,
+            use_namespaces=False if args.loopback else None,
+        ) as deployment:
+            code = deployment.run(overrides, stream=True)
     if code != 0:
-        raise RuntimeError(f"the deployed run failed (flwr exit code {code}); logs in {args.workdir / 'logs'}")
+        raise RuntimeError(f"the deployed run failed (flwr exit code {code}); logs in {workdir / 'logs'}")
     return 0

@@ -9,12 +9,19 @@ client dialled against them.
 Each SuperNode signs its requests with its own EC private key (NIST P-384, OpenSSH
 format, as ``flower-supernode --auth-supernode-private-key`` reads it); its public key
 is registered with the SuperLink (``flwr supernode register``) before it connects.
+
+Key material is never overwritten: every target file is checked before anything is
+written (one error naming all that exist), each file is created exclusively and
+without following a symbolic link (``O_CREAT | O_EXCL | O_NOFOLLOW``, relative to
+folders opened with ``O_NOFOLLOW``), private keys with mode 0600 from their creation,
+and a call that fails half-way removes only the files it created itself.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +66,69 @@ class DeploymentFiles:
         return self.root / "nodes" / f"node-{index}.pub"
 
 
-def _write(path: Path, data: bytes, private: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    path.chmod(0o600 if private else 0o644)
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_NEW_FILE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW
+
+
+def _check_folder(path: Path) -> None:
+    """A folder to write into: absent or a real directory (never a link, never a file)."""
+    if path.is_symlink():
+        raise ValueError(f"{path} is a symbolic link; give a real folder for deployment keys")
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} is not a folder")
+
+
+def _check_targets(root: Path, relative: list[str]) -> None:
+    """Refuse before writing anything if any target exists (as a file, folder or link)."""
+    _check_folder(root)
+    for folder in sorted({Path(name).parent for name in relative} - {Path(".")}):
+        _check_folder(root / folder)
+    existing = [name for name in relative if os.path.lexists(root / name)]
+    if existing:
+        raise FileExistsError(
+            f"{root} already holds {', '.join(existing)}; keys and certificates are never overwritten: "
+            "choose an empty folder"
+        )
+
+
+def _open_folder(path: Path, parent_fd: int | None = None) -> int:
+    """Create (if needed) and open a folder without following a link at its last component."""
+    try:
+        os.mkdir(path if parent_fd is None else path.name, 0o755, dir_fd=parent_fd)
+    except FileExistsError:
+        pass
+    return os.open(path if parent_fd is None else path.name, _DIRECTORY_FLAGS, dir_fd=parent_fd)
+
+
+def _write_files(root: Path, contents: dict[str, tuple[bytes, bool]]) -> None:
+    """Create every ``relative name -> (bytes, private)`` under ``root`` exclusively, or none of them."""
+    _check_targets(root, list(contents))
+    root.parent.mkdir(parents=True, exist_ok=True)
+    folders: dict[Path, int] = {}
+    created: list[tuple[int, str]] = []
+    try:
+        folders[Path(".")] = _open_folder(root)
+        for name, (data, private) in contents.items():
+            relative = Path(name)
+            for depth in range(1, len(relative.parts)):
+                folder = Path(*relative.parts[:depth])
+                if folder not in folders:
+                    folders[folder] = _open_folder(folder, folders[folder.parent])
+            folder_fd = folders[relative.parent]
+            descriptor = os.open(relative.name, _NEW_FILE_FLAGS, 0o600 if private else 0o644, dir_fd=folder_fd)
+            created.append((folder_fd, relative.name))
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+    except BaseException:
+        for folder_fd, file_name in reversed(created):  # only files this call created
+            try:
+                os.unlink(file_name, dir_fd=folder_fd)
+            except FileNotFoundError:
+                pass
+        raise
+    finally:
+        for descriptor in folders.values():
+            os.close(descriptor)
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -86,15 +152,17 @@ def make_certificates(root: Path, hosts: list[str], num_nodes: int, days: int = 
 
     Raises:
         ValueError: no host given, or fewer than one node.
-        FileExistsError: ``root`` already holds a CA (never overwrite a deployment's keys).
+        ValueError: ``root`` (or ``root/nodes``) is a symbolic link or a file.
+        FileExistsError: ``root`` already holds one of the files (never overwrite a deployment's keys).
     """
     if not hosts:
         raise ValueError("give at least one host name or IP address the SuperLink is reached under")
     if num_nodes < 1:
         raise ValueError(f"the number of SuperNodes must be >= 1, got {num_nodes}")
     files = DeploymentFiles(Path(root))
-    if files.ca_certificate.exists():
-        raise FileExistsError(f"{files.ca_certificate} exists; choose an empty folder for new certificates")
+    names = ["ca.key", "ca.pem", "superlink.key", "superlink.pem"]
+    names += [f"nodes/node-{index}.{ext}" for index in range(num_nodes) for ext in ("key", "pub")]
+    _check_targets(files.root, names)  # before the slow key generation
     now = datetime.datetime.now(datetime.UTC)
     valid_from, valid_to = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=days)
 
@@ -132,21 +200,36 @@ def make_certificates(root: Path, hosts: list[str], num_nodes: int, days: int = 
         .sign(ca_key, hashes.SHA384())
     )
 
-    _write(files.ca_key, _pem_key(ca_key), private=True)
-    _write(files.ca_certificate, ca_certificate.public_bytes(serialization.Encoding.PEM), private=False)
-    _write(files.superlink_key, _pem_key(server_key), private=True)
-    _write(files.superlink_certificate, server_certificate.public_bytes(serialization.Encoding.PEM), private=False)
+    contents = {
+        "ca.key": (_pem_key(ca_key), True),
+        "ca.pem": (ca_certificate.public_bytes(serialization.Encoding.PEM), False),
+        "superlink.key": (_pem_key(server_key), True),
+        "superlink.pem": (server_certificate.public_bytes(serialization.Encoding.PEM), False),
+    }
     for index in range(num_nodes):
-        make_node_key(files.node_private_key(index), files.node_public_key(index))
+        private, public = _node_key_pair()
+        contents[f"nodes/node-{index}.key"] = (private, True)
+        contents[f"nodes/node-{index}.pub"] = (public, False)
+    _write_files(files.root, contents)
     return files
 
 
-def make_node_key(private_path: Path, public_path: Path) -> None:
-    """One SuperNode's P-384 key pair in OpenSSH format (what Flower reads and registers)."""
+def _node_key_pair() -> tuple[bytes, bytes]:
     key = ec.generate_private_key(ec.SECP384R1())
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
     )
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
-    _write(private_path, private, private=True)
-    _write(public_path, public + b"\n", private=False)
+    return private, public + b"\n"
+
+
+def make_node_key(private_path: Path, public_path: Path) -> None:
+    """One SuperNode's P-384 key pair in OpenSSH format (what Flower reads and registers).
+
+    Both files go into one folder; neither may exist yet.
+    """
+    private_path, public_path = Path(private_path), Path(public_path)
+    if private_path.parent != public_path.parent:
+        raise ValueError(f"{private_path} and {public_path} must be in one folder")
+    private, public = _node_key_pair()
+    _write_files(private_path.parent, {private_path.name: (private, True), public_path.name: (public, False)})

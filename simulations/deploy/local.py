@@ -1,17 +1,27 @@
 """A whole deployment on this machine: SuperLink and SuperNodes as separate hosts.
 
 :class:`LocalDeployment` makes the certificates, a virtual LAN of network namespaces
-(one host for the SuperLink, one per SuperNode; the operator's ``flwr`` runs in the
-root namespace), starts the SuperLink with TLS and SuperNode authentication,
-registers the SuperNodes' public keys, starts the SuperNodes, and runs ``flwr run``
-against it. Where namespaces cannot be made (no root) it runs every host on the
-loopback interface instead and says so. Every process is stopped by its PID on exit.
+(one host for the SuperLink, one per SuperNode; the root namespace is a further host
+on the LAN), starts the SuperLink with TLS and SuperNode authentication, registers the
+SuperNodes' public keys, starts the SuperNodes, and runs ``flwr run`` against it.
+
+The SuperLink's Fleet API listens on the LAN; its Control API (run submission, node
+registration) answers only on the SuperLink host's loopback, so the operator's
+``flwr`` runs inside the SuperLink's host (``ip netns exec``), as an operator on
+that machine (or at the end of an SSH tunnel to it) would.
+
+Where namespaces cannot be made (no root) it runs every host on the loopback
+interface instead and says so. Every process is stopped by its PID on exit, all at
+once: SIGTERM to every group, a few seconds' grace, then SIGKILL.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from simulations.deploy.certs import DeploymentFiles, make_certificates
@@ -19,15 +29,19 @@ from simulations.deploy.netns import VirtualNetwork, namespaces_available
 from simulations.deploy.processes import (
     Service,
     listening,
+    operator_run,
     register_supernode,
+    stop_services,
     superlink_command,
     supernode_command,
     supernode_statuses,
     write_connection,
 )
-from simulations.flower import flower_environment, flwr_run, free_port
+from simulations.flower import flower_environment, free_port
 
 SUPERLINK_PORT = 9092  # Flower's customary Fleet port; each namespace has its own
+CONTROL_HOST = "127.0.0.1"  # the Control API answers only on the SuperLink host's loopback
+STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL when the deployment stops
 
 
 class LocalDeployment:
@@ -84,6 +98,16 @@ class LocalDeployment:
         return f"{self.superlink_host}:{self.port}"
 
     @property
+    def control_address(self) -> str:
+        """Where the operator's ``flwr`` reaches the Control API: the SuperLink host's loopback."""
+        return f"{CONTROL_HOST}:{self.port}"
+
+    @property
+    def operator_prefix(self) -> list[str]:
+        """Runs a command as the operator: on the SuperLink's host."""
+        return self._prefix(None)
+
+    @property
     def files(self) -> DeploymentFiles:
         return DeploymentFiles(self.workdir / "certs")
 
@@ -110,15 +134,17 @@ class LocalDeployment:
             self.port = free_port()
         if not self.files.ca_certificate.exists():
             # The ServerApp reaches its SuperLink's runtime API on the host itself, also over TLS.
-            hosts = list(dict.fromkeys([self.superlink_host, "127.0.0.1", "localhost"]))
+            hosts = list(dict.fromkeys([self.superlink_host, CONTROL_HOST, "localhost"]))
             make_certificates(self.files.root, hosts, self.num_nodes)
         self.superlink = self.start_superlink()
         self.superlink.wait_until(
             lambda: listening(self.superlink_host, self.port), startup_timeout, "listening on " + self.superlink_address
         )
-        write_connection(self.operator_home, self.superlink_address, self.files.ca_certificate)
+        write_connection(self.operator_home, self.control_address, self.files.ca_certificate)
         self.node_ids = [
-            register_supernode(self.operator_home, self.files.node_public_key(i), self._host_name(i))
+            register_supernode(
+                self.operator_home, self.files.node_public_key(i), self._host_name(i), self.operator_prefix
+            )
             for i in range(self.num_nodes)
         ]
         self.supernodes = [self.start_supernode(i) for i in range(self.num_nodes)]
@@ -136,11 +162,11 @@ class LocalDeployment:
         home = self.workdir / "hosts" / "superlink" / "flwr-home"
         command = superlink_command(
             self.files,
-            "0.0.0.0" if self.network else "127.0.0.1",
+            self.superlink_host,
             self.port,
             database=self.workdir / "superlink-state.db",
             log_file=self.workdir / "logs" / "superlink.log",
-            flwr_home=home,
+            control_host=CONTROL_HOST,
         )
         return Service(
             "SuperLink", command, flower_environment(home), self.workdir / "logs" / "superlink.out", self._prefix(None)
@@ -178,7 +204,7 @@ class LocalDeployment:
     def wait_online(self, node_ids: list[int], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            statuses = supernode_statuses(self.operator_home)
+            statuses = supernode_statuses(self.operator_home, self.operator_prefix)
             if all(statuses.get(node) == "online" for node in node_ids):
                 return
             dead = [
@@ -193,19 +219,57 @@ class LocalDeployment:
                 )
             time.sleep(1.0)
 
-    def run(self, run_config: Mapping[str, object]) -> int:
-        """``flwr run`` against the SuperLink, from the operator's side; logs to ``operator/run.log``."""
-        return flwr_run(self.operator_home, dict(run_config), {}, stream=False)
+    def run(self, run_config: Mapping[str, object], stream: bool = False) -> int:
+        """``flwr run`` from the operator's seat; logs to ``operator/run.log`` unless ``stream``."""
+        log = None if stream else self.operator_home / "run.log"
+        return operator_run(self.operator_home, run_config, self.operator_prefix, log)
 
     def run_log(self) -> str:
         path = self.operator_home / "run.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def stop(self) -> None:
-        """Stop every SuperNode and the SuperLink by PID, then remove the virtual network."""
-        for service in [*self.supernodes, self.superlink]:
-            if service is not None:
-                service.stop()
-        if self.network is not None:
-            self.network.close()
-            self.network = None
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """Stop every SuperNode and the SuperLink by PID, all at once, then remove the virtual network.
+
+        A further Ctrl-C or SIGTERM while this runs is ignored (it takes at most
+        ``grace`` seconds and a few more), so that an impatient second signal cannot
+        leave processes or namespaces behind.
+        """
+        with signals_held():
+            try:
+                stop_services([*self.supernodes, self.superlink], grace)
+            finally:
+                if self.network is not None:
+                    self.network.close()
+                    self.network = None
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM inside the block (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def interrupted_by_sigterm() -> Iterator[None]:
+    """Inside the block SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so cleanup runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import random
 import shutil
 import subprocess
 import uuid
@@ -38,15 +39,34 @@ def namespaces_available() -> tuple[bool, str]:
     return True, ""
 
 
+def free_subnet(pool: str = "10.77.0.0/16", prefix_length: int = 24) -> str:
+    """A random ``/prefix_length`` of ``pool`` that no interface of the root namespace sits on.
+
+    Several deployments (tests of several checkouts, a benchmark) may run on one
+    machine at once; two bridges on one subnet would route one's traffic to the other.
+    """
+    result = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True)
+    # `ip -o -4 addr show` lines: "<index>: <device> inet <address>/<length> ..."
+    used = [ipaddress.ip_interface(line.split()[3]).network for line in result.stdout.splitlines() if " inet " in line]
+    free = [
+        candidate
+        for candidate in ipaddress.ip_network(pool).subnets(new_prefix=prefix_length)
+        if not any(candidate.overlaps(network) for network in used)
+    ]
+    if not free:
+        raise RuntimeError(f"no free /{prefix_length} left in {pool} for a virtual network")
+    return str(random.SystemRandom().choice(free))
+
+
 class VirtualNetwork:
-    """Hosts ``names`` on a /24 LAN ``subnet``; the root namespace is the last address.
+    """Hosts ``names`` on a /24 LAN ``subnet`` (a free one if not given); the root namespace is the last address.
 
     Use as a context manager; everything it made (namespaces, veth pairs, bridge) is
     removed on exit, also when the body fails.
     """
 
-    def __init__(self, names: list[str], subnet: str = "10.77.0.0/24") -> None:
-        network = ipaddress.ip_network(subnet)
+    def __init__(self, names: list[str], subnet: str | None = None) -> None:
+        network = ipaddress.ip_network(subnet or free_subnet())
         hosts = list(network.hosts())
         if len(names) + 1 > len(hosts):
             raise ValueError(f"subnet {subnet} is too small for {len(names)} hosts")

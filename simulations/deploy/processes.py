@@ -14,12 +14,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import psutil
+
 from simulations.deploy.certs import DeploymentFiles
-from simulations.flower import FEDERATION, flower_environment, toml_value
+from simulations.flower import FEDERATION, PROJECT_ROOT, flower_environment, toml_value
 
 
 def flower_tool(name: str, flwr_home: Path) -> str:
@@ -31,14 +34,27 @@ def flower_tool(name: str, flwr_home: Path) -> str:
 
 
 def superlink_command(
-    files: DeploymentFiles, host: str, port: int, database: Path, log_file: Path, flwr_home: Path
+    files: DeploymentFiles,
+    fleet_host: str,
+    port: int,
+    database: Path,
+    log_file: Path,
+    control_host: str = "127.0.0.1",
 ) -> list[str]:
-    """A SuperLink serving TLS on ``host:port`` that admits registered SuperNodes only.
+    """A SuperLink serving TLS on ``port`` that admits registered SuperNodes only.
 
-    ``database`` keeps its state (registered nodes, runs) across restarts.
+    SuperNodes reach its Fleet API on ``fleet_host``; its Control API (run
+    submission, node registration) and Runtime API answer only on connections to
+    ``control_host`` (loopback by default: the operator works on the SuperLink host),
+    see :mod:`simulations.deploy.gate`. ``database`` keeps its state (registered
+    nodes, runs) across restarts.
     """
     return [
-        flower_tool("flower-superlink", flwr_home),
+        sys.executable,
+        "-m",
+        "simulations.deploy.gated_superlink",
+        "--fleet-host",
+        fleet_host,
         "--ssl-ca-certfile",
         str(files.ca_certificate),
         "--ssl-certfile",
@@ -48,7 +64,7 @@ def superlink_command(
         "--enable-supernode-auth",
         "--disable-runtime-dependency-installation",
         "--host",
-        host,
+        control_host,
         "--port",
         str(port),
         "--database",
@@ -95,12 +111,18 @@ def write_connection(flwr_home: Path, address: str, ca_certificate: Path) -> Non
     )
 
 
-def register_supernode(flwr_home: Path, public_key: Path, name: str = "") -> int:
-    """Register a SuperNode's public key with the SuperLink of ``config.toml``; return its node id."""
-    command = [flower_tool("flwr", flwr_home), "supernode", "register", str(public_key), FEDERATION, "--format", "json"]
-    if name:
-        command += ["--name", name]
-    result = subprocess.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
+def _flwr(flwr_home: Path, arguments: list[str], prefix: Sequence[str]) -> subprocess.CompletedProcess:
+    command = [*prefix, flower_tool("flwr", flwr_home), *arguments]
+    return subprocess.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
+
+
+def register_supernode(flwr_home: Path, public_key: Path, name: str = "", prefix: Sequence[str] = ()) -> int:
+    """Register a SuperNode's public key with the SuperLink of ``config.toml``; return its node id.
+
+    ``prefix`` runs ``flwr`` elsewhere (``ip netns exec <the SuperLink's host>``).
+    """
+    arguments = ["supernode", "register", str(Path(public_key).resolve()), FEDERATION, "--format", "json"]
+    result = _flwr(flwr_home, arguments + (["--name", name] if name else []), prefix)
     start = result.stdout.find("{")  # --format json prints one (indented) JSON object
     reply = json.loads(result.stdout[start:]) if start >= 0 else {}
     if result.returncode != 0 or not reply.get("success"):
@@ -109,14 +131,34 @@ def register_supernode(flwr_home: Path, public_key: Path, name: str = "") -> int
     return int(reply["node-id"])
 
 
-def supernode_statuses(flwr_home: Path) -> dict[int, str]:
+def supernode_statuses(flwr_home: Path, prefix: Sequence[str] = ()) -> dict[int, str]:
     """Node id -> status (``registered``, ``online``, ``offline``) as the SuperLink sees them."""
-    command = [flower_tool("flwr", flwr_home), "supernode", "list", FEDERATION, "--format", "json"]
-    result = subprocess.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
+    result = _flwr(flwr_home, ["supernode", "list", FEDERATION, "--format", "json"], prefix)
     start = result.stdout.find("{")
-    if result.returncode != 0 or start < 0:
-        raise RuntimeError(f"flwr supernode list failed: {(result.stdout + result.stderr).strip()[-500:]}")
-    return {int(node["node-id"]): node["status"] for node in json.loads(result.stdout[start:])["nodes"]}
+    reply = json.loads(result.stdout[start:]) if start >= 0 else {}
+    if result.returncode != 0 or "nodes" not in reply:
+        detail = reply.get("error-message") or (result.stdout + result.stderr).strip()[-500:]
+        raise RuntimeError(f"flwr supernode list failed: {detail}")
+    return {int(node["node-id"]): node["status"] for node in reply["nodes"]}
+
+
+def flwr_run_command(flwr_home: Path, app: Path, run_config: Mapping[str, object]) -> list[str]:
+    """``flwr run <app> stamen --stream`` with run-config overrides (as :func:`simulations.flower.flwr_run`)."""
+    command = [flower_tool("flwr", flwr_home), "run", str(app), FEDERATION, "--stream"]
+    if run_config:
+        command += ["--run-config", " ".join(f"{key}={toml_value(value)}" for key, value in run_config.items())]
+    return command
+
+
+def operator_run(
+    flwr_home: Path, run_config: Mapping[str, object], prefix: Sequence[str] = (), log_file: Path | None = None
+) -> int:
+    """``flwr run`` of the Stamen app from the operator's seat ``prefix``; logs to ``log_file`` or the terminal."""
+    command = [*prefix, *flwr_run_command(flwr_home, PROJECT_ROOT, run_config)]
+    if log_file is None:
+        return subprocess.call(command, env=flower_environment(flwr_home))
+    with open(log_file, "w") as log:
+        return subprocess.call(command, env=flower_environment(flwr_home), stdout=log, stderr=subprocess.STDOUT)
 
 
 def listening(host: str, port: int) -> bool:
@@ -139,6 +181,7 @@ class Service:
         self.env = env
         self.log_file = log_file
         self.process: subprocess.Popen | None = None
+        self._descendants: list[psutil.Process] = []
 
     def start(self) -> Service:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -174,24 +217,73 @@ class Service:
             _signal_group(self.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
-    def stop(self) -> None:
-        """SIGTERM to the group, SIGKILL after 15 s.
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM to the group, SIGKILL after ``grace`` seconds.
 
         The group is signalled even when its leader has exited: a SuperNode that
         gave up leaves its SuperExec child behind, retrying.
         """
+        stop_services([self], grace)
+
+    def terminate(self) -> None:
+        """Ask the whole group to stop (SIGTERM); :meth:`finish` waits and kills.
+
+        Flower's SuperExec and the App processes it starts live in sessions of their
+        own; they are noted here (the process tree as it stands), sent SIGTERM too,
+        and :meth:`finish` kills any that outlive the grace period.
+        """
         if self.process is None:
             return
-        _signal_group(self.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            _signal_group(self.pid, signal.SIGKILL)
-            self.process.wait(timeout=5)
-        deadline = time.monotonic() + 5
-        while _group_alive(self.pid) and time.monotonic() < deadline:
+            self._descendants = psutil.Process(self.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            self._descendants = []
+        _signal_group(self.pid, signal.SIGTERM)
+        for child in self._descendants:  # those in sessions of their own are asked directly
+            try:
+                child.terminate()
+            except psutil.NoSuchProcess:
+                pass
+
+    def finish(self, deadline: float) -> None:
+        """Wait for the group and its noted descendants until ``deadline`` (monotonic), then SIGKILL them."""
+        if self.process is None:
+            return
+        descendants = self._descendants
+
+        def running() -> bool:
+            return (
+                self.process.poll() is None
+                or _group_alive(self.pid)
+                or any(_running(child) for child in descendants)
+            )
+
+        while running() and time.monotonic() < deadline:
             time.sleep(0.1)
         _signal_group(self.pid, signal.SIGKILL)
+        for child in descendants:
+            try:
+                child.kill()  # psutil checks the PID still names the same process
+            except psutil.NoSuchProcess:
+                pass
+        self.process.wait(timeout=5)
+
+
+def stop_services(services: Sequence[Service | None], grace: float = 15.0) -> None:
+    """Stop several services at once: SIGTERM to every group, one shared ``grace``, then SIGKILL."""
+    started = [service for service in services if service is not None and service.process is not None]
+    for service in started:
+        service.terminate()
+    deadline = time.monotonic() + grace
+    for service in started:
+        service.finish(deadline)
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _signal_group(pgid: int, signum: int) -> None:

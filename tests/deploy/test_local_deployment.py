@@ -4,11 +4,19 @@ Hosts are network namespaces on a virtual LAN when the machine allows (root, CI)
 otherwise every host runs on the loopback interface and the test says so (a warning
 in pytest's summary). Each SuperNode reads only its own exported partition from its
 own data root. Every process is stopped by its PID, also when a test fails.
+
+An outsider on another host who holds only the public ``ca.pem`` can reach the
+SuperLink's Fleet port but can neither submit a run nor register a SuperNode key:
+the Control API answers only on the SuperLink host's loopback.
 """
 
 import json
+import ssl
+import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 import warnings
 from pathlib import Path
 
@@ -19,7 +27,14 @@ from graphs.node_data import export_partitions
 from contract.run_config import RunConfig
 from simulations.deploy.certs import make_node_key
 from simulations.deploy.local import LocalDeployment
-from simulations.deploy.processes import supernode_statuses
+from simulations.deploy.gate import REFUSAL
+from simulations.deploy.processes import (
+    flwr_run_command,
+    register_supernode,
+    supernode_statuses,
+    write_connection,
+)
+from simulations.flower import FEDERATION, flower_environment
 
 NUM_NODES = 3
 RUN = {
@@ -116,5 +131,84 @@ def test_unregistered_key_and_missing_ca_are_refused(deployment):
     assert "Failed to activate SuperNode" in rogue.log_tail(20_000)
     assert not untrusting.alive() and untrusting.process.returncode != 0
     assert "CERTIFICATE_VERIFY_FAILED" in untrusting.log_tail(20_000)
-    statuses = supernode_statuses(deployment.operator_home)
+    statuses = supernode_statuses(deployment.operator_home, deployment.operator_prefix)
     assert len(statuses) == NUM_NODES  # only the registered nodes are known to the SuperLink
+
+
+OUTSIDER_APP = """
+from pathlib import Path
+
+from flwr.app import Context
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+
+app = ServerApp()
+client = ClientApp()
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    Path(context.run_config["marker"]).write_text("this ServerApp ran on the SuperLink host")
+"""
+
+
+def _outsider_app(folder: Path, marker: Path) -> Path:
+    """A Flower app of someone else's whose ServerApp leaves ``marker`` behind if it runs."""
+    folder.mkdir()
+    (folder / "outsider_app.py").write_text(OUTSIDER_APP)
+    (folder / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        '[project]\nname = "outsider"\nversion = "1.0.0"\ndependencies = ["flwr"]\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["."]\n\n'
+        '[tool.flwr.app]\npublisher = "outsider"\n\n'
+        '[tool.flwr.app.components]\nserverapp = "outsider_app:app"\nclientapp = "outsider_app:client"\n\n'
+        f'[tool.flwr.app.config]\nmarker = "{marker}"\n'
+    )
+    return folder
+
+
+def _flwr(home: Path, command: list[str], prefix: list[str] = ()) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*prefix, *command], env=flower_environment(home), capture_output=True, text=True, timeout=180
+    )
+
+
+def _run_ids(deployment) -> set[int]:
+    command = [flwr_run_command(deployment.operator_home, Path("."), {})[0], "ls", FEDERATION, "--format", "json"]
+    result = _flwr(deployment.operator_home, command, deployment.operator_prefix)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return {run["run-id"] for run in json.loads(result.stdout[result.stdout.find("{") :])["runs"]}
+
+
+def test_an_outsider_holding_only_the_ca_can_neither_submit_a_run_nor_register_a_node(deployment, tmp_path):
+    deployment, _ = deployment
+    if not deployment.namespaces:
+        pytest.skip(f"the outsider needs a host of its own (network namespaces); this run used {deployment.mode}")
+    marker = tmp_path / "outsider-serverapp-ran"
+    app = _outsider_app(tmp_path / "outsider-app", marker)
+    outsider = tmp_path / "outsider-home"  # the root namespace: another host on the LAN, not the SuperLink's
+    write_connection(outsider, deployment.superlink_address, deployment.files.ca_certificate)
+    runs_before = _run_ids(deployment)
+
+    attempt = _flwr(outsider, flwr_run_command(outsider, app, {}))
+    assert attempt.returncode != 0, attempt.stdout
+    assert "accepts only SuperNodes" in " ".join((attempt.stdout + attempt.stderr).split())
+    make_node_key(tmp_path / "keys" / "outsider.key", tmp_path / "keys" / "outsider.pub")
+    with pytest.raises(RuntimeError, match="accepts only SuperNodes"):
+        register_supernode(outsider, tmp_path / "keys" / "outsider.pub")
+    context = ssl.create_default_context(cafile=str(deployment.files.ca_certificate))
+    for path in ("/v1/control/list-runs", "/v1/runtime/acquire-task"):
+        request = urllib.request.Request(f"https://{deployment.superlink_address}{path}", data=b"", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, context=context, timeout=30)
+        assert refused.value.code == 403 and json.loads(refused.value.read())["detail"] == REFUSAL
+    time.sleep(5)  # a ServerApp, had one been started, would have written by now
+    assert _run_ids(deployment) == runs_before and not marker.exists()
+    assert len(supernode_statuses(deployment.operator_home, deployment.operator_prefix)) == NUM_NODES
+
+    # The same app from the operator's seat (the SuperLink host) runs: the refusal above was the gate's.
+    operator = deployment.operator_home
+    accepted = _flwr(operator, flwr_run_command(operator, app, {}), deployment.operator_prefix)
+    assert accepted.returncode == 0, accepted.stdout[-3000:] + accepted.stderr[-3000:]
+    assert marker.read_text() == "this ServerApp ran on the SuperLink host"
+    assert len(_run_ids(deployment)) == len(runs_before) + 1

@@ -1,0 +1,87 @@
+"""Flower's SuperLink behind :class:`~simulations.deploy.gate.OperatorGate`, on a control and a fleet address.
+
+``python -m simulations.deploy.gated_superlink --fleet-host ADDR <flower-superlink flags>``
+starts the very app ``flower-superlink`` starts (same flags, same state, same
+lifespan: the SuperExec that launches ServerApps), with two differences:
+
+- it listens on the fleet address *and* on ``--host`` (the control address, loopback
+  unless told otherwise), the same port on both; ``--host`` stays what Flower thinks
+  it listens on, so the ServerApp dials its Runtime API there;
+- the gate admits Control and Runtime API requests only on connections to the
+  control address; SuperNodes' Fleet API requests are admitted on both.
+
+A fleet address of ``0.0.0.0``/``::`` is one listening socket for every interface
+(loopback included); the gate still tells the two apart by the address each
+connection was made to.
+
+It reaches into ``flwr.superlink.cli.flower_superlink`` (the function that parses the
+flags, the lifespan class) and ``flwr.superlink.main.create_app``: Flower 1.42 has no
+public way to split its APIs over addresses. The project pins ``flwr<1.43``; the
+imports fail loudly on a Flower that lacks them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import socket
+import sys
+
+from simulations.deploy.gate import OperatorGate
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ipaddress.ip_address(host.strip("[]")).version == 6 else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def listening_sockets(control_host: str, fleet_host: str, port: int) -> list[socket.socket]:
+    """One socket on a wildcard fleet address, else one per distinct address."""
+    fleet = ipaddress.ip_address(fleet_host.strip("[]"))
+    if fleet.is_unspecified:
+        return [_bind(fleet_host, port)]
+    hosts = list(dict.fromkeys([control_host, fleet_host]))
+    return [_bind(host, port) for host in hosts]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], add_help=False)
+    parser.add_argument("--fleet-host", required=True, help="address SuperNodes connect to")
+    own, flower_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+
+    # Flower's own parsing (it reads sys.argv): flags, TLS files, log file, state, isolation.
+    import uvicorn
+    from flwr.supercore.http_logging import get_uvicorn_log_config
+    from flwr.supercore.logger import console_handler
+    from flwr.superlink.cli.flower_superlink import SuperLinkLifespan, _parse_superlink_lifespan_config
+    from flwr.superlink.main import create_app
+
+    sys.argv = [sys.argv[0], *flower_args]
+    config = _parse_superlink_lifespan_config()
+    sockets = listening_sockets(config.host, own.fleet_host, config.port)
+    app = OperatorGate(create_app(config, SuperLinkLifespan), control_hosts=[config.host])
+    print(
+        f"stamen gated SuperLink: Fleet API on {own.fleet_host}:{config.port}, "
+        f"Control and Runtime APIs only on {config.host}:{config.port}",
+        flush=True,
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app=app,
+            reload=False,
+            access_log=True,
+            log_config=get_uvicorn_log_config(console_handler.level),
+            ssl_keyfile=config.ssl_keyfile,
+            ssl_certfile=config.ssl_certfile,
+            workers=1,
+        )
+    )
+    server.run(sockets=sockets)
+
+
+if __name__ == "__main__":
+    main()
