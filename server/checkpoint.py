@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import zipfile
 from dataclasses import dataclass, field

@@ -41,7 +41,7 @@ import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ RESUMABLE_KEYS = frozenset(
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=@,-]{0,199}")
 
 
-class RunStatus(str, Enum):
+class RunStatus(StrEnum):
     """Where a run stands; written by the run itself, or by the command that stopped it."""
 
     RUNNING = "running"
@@ -97,7 +97,7 @@ def check_run_name(name: str) -> None:
 
 
 def check_output_dir(output_dir: str) -> Path:
-    """The absolute ``output-dir``: an existing directory, or a path whose nearest existing parent is a writable directory."""
+    """The absolute ``output-dir``: a folder, or a path whose nearest existing parent is a writable folder."""
     if not output_dir:
         raise ValueError("output-dir is empty; give a folder, e.g. output-dir='runs'")
     path = Path(output_dir).expanduser().absolute()
@@ -289,7 +289,9 @@ class RunDirectory:
         try:
             value = json.loads(self._text(name))
         except json.JSONDecodeError as error:
-            raise ValueError(f"{self.path / name} is not valid JSON ({error.msg}); the run directory is damaged") from None
+            raise ValueError(
+                f"{self.path / name} is not valid JSON ({error.msg}); the run directory is damaged"
+            ) from None
         if not isinstance(value, dict):
             raise ValueError(f"{self.path / name} does not hold a JSON object; the run directory is damaged")
         return value

@@ -49,15 +49,18 @@ def flower_environment(flwr_home: Path) -> dict[str, str]:
     return env
 
 
+def flower_state() -> Path:
+    """Where Flower's state of Stamen's commands lives: ``$STAMEN_CACHE/flower`` (never the project)."""
+    return Path(os.environ.get("STAMEN_CACHE", Path.home() / ".cache" / "stamen")).expanduser() / "flower"
+
+
 @contextlib.contextmanager
 def flower_home() -> Iterator[Path]:
     """A fresh ``FLWR_HOME`` under ``$STAMEN_CACHE/flower/``, made here and removed afterwards.
 
     It is kept when the block fails, so that Flower's logs in it can be read.
     """
-    from graphs.datasets import cache_dir
-
-    parent = cache_dir() / "flower"
+    parent = flower_state()
     parent.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
     yield home  # an exception propagates and leaves the folder (and its logs) in place

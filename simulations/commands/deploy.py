@@ -40,9 +40,9 @@ from simulations.deploy.processes import (
     write_connection,
 )
 from simulations.deploy.workdir import check_output_folder, prepare_workdir
-from simulations.flower import PROJECT_ROOT, flower_environment, flwr_run
+from simulations.flower import flower_environment, flower_state, flwr_run
 
-OPERATOR_HOME = PROJECT_ROOT / ".flwr" / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
+OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -103,7 +103,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     local = commands.add_parser("local", help="a whole deployment on this machine (namespaces when root)")
     local.add_argument("--nodes", type=int, default=3)
     local.add_argument("--run-config", "-c", action="append", default=[], help="run-config overrides")
-    local.add_argument("--workdir", type=Path, default=PROJECT_ROOT / ".flwr" / "deploy-local")
+    local.add_argument("--workdir", type=Path, default=flower_state() / "deploy-local")
     local.add_argument("--loopback", action="store_true", help="no namespaces: every host on 127.0.0.1")
     local.set_defaults(func=local_main)
 
@@ -140,7 +140,9 @@ def _ip(text: str, flag: str) -> str:
     try:
         ipaddress.ip_address(text)
     except ValueError:
-        raise ValueError(f"{flag} {text!r} is not an IP address; give the address to listen on (e.g. 10.0.0.5)")
+        raise ValueError(
+            f"{flag} {text!r} is not an IP address; give the address to listen on (e.g. 10.0.0.5)"
+        ) from None
     return text
 
 
@@ -181,7 +183,7 @@ def superlink_main(args: argparse.Namespace) -> int:
     host, control = _ip(args.host, "--host"), _ip(args.control_host, "--control-host")
     if ipaddress.ip_address(control).is_unspecified:
         raise ValueError("--control-host must be one address (default 127.0.0.1), not every interface")
-    home = PROJECT_ROOT / ".flwr" / "superlink"
+    home = flower_state() / "superlink"
     command = superlink_command(
         files, host, args.port, args.state.resolve(), home / "superlink.log", control_host=control
     )
@@ -204,7 +206,7 @@ def supernode_main(args: argparse.Namespace) -> int:
     }
     if args.data_root:
         config["data-root"] = str(Path(args.data_root).resolve())
-    home = PROJECT_ROOT / ".flwr" / f"supernode-{args.partition_id}"
+    home = flower_state() / f"supernode-{args.partition_id}"
     ca, key = _require(args.ca, "CA certificate"), _require(args.key, "private key")
     return _exec(supernode_command(args.superlink, ca, key, config, args.port, home), flower_environment(home))
 

@@ -131,7 +131,10 @@ def main(args: argparse.Namespace) -> int:
     run = prepare(args.run_config, args.federation_config)
     config = run.config
     if run.nothing_left:
-        print(f"stamen run: {run.run_dir.path} already finished all {config.num_server_rounds} rounds; nothing left to run")
+        print(
+            f"stamen run: {run.run_dir.path} already finished all {config.num_server_rounds} rounds; "
+            "nothing left to run"
+        )
         return 0
     print(
         f"stamen run: {config.algorithm} on {config.dataset}, {run.federation['num-supernodes']} clients, "

@@ -11,6 +11,8 @@ the Control API answers only on the SuperLink host's loopback.
 """
 
 import json
+
+from server.checkpoint import load_checkpoint
 import ssl
 import subprocess
 import threading
@@ -106,7 +108,7 @@ def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deplo
     [failure] = rows[2]["failed_clients"]
     assert failure["node_id"] == deployment.node_ids[2] and failure["partition_id"] == 2
     assert rows[2]["global_test_acc"] > rows[0]["global_test_acc"] + 0.1
-    assert (run_dir / "model.pt").is_file() and (run_dir / "checkpoint.json").is_file()
+    assert (run_dir / "model.pt").is_file() and (run_dir / "checkpoint.npz").is_file()
 
     # The SuperLink restarts (its state database keeps the registrations), then the
     # run continues from round 2's checkpoint to round 3 with the two nodes left.
@@ -117,7 +119,7 @@ def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deplo
     rows = _rows(run_dir)
     assert [row["round"] for row in rows] == [0, 1, 2, 3]
     assert rows[3]["clients"] == NUM_NODES - 1
-    assert json.loads((run_dir / "checkpoint.json").read_text())["round"] == 3
+    assert load_checkpoint(run_dir).round == 3
     assert json.loads((run_dir / "summary.json").read_text())["final"]["global_test_acc"] == rows[3]["global_test_acc"]
 
 

@@ -64,7 +64,9 @@ def same_in_process() -> Callable[[Path, str], Path]:
             + ["--federation-config", "num-supernodes=3"]
         )
         assert code == 0
-        rows = [[json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()] for d in (run_dir, twin_dir)]
+        rows = [
+            [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()] for d in (run_dir, twin_dir)
+        ]
         _same(rows[0], rows[1], "metrics")
         for name in ("certificates.json", "unlearn.json"):
             if (run_dir / name).is_file():
