@@ -1,0 +1,247 @@
+"""``stamen sweep``: run-config values x seeds, on either engine, resumable, summarised.
+
+    stamen sweep --name lr-model --set lr=0.01,0.005 --set model='gcn','sage' --seeds 0,1,2 \\
+                 -c "dataset='cora' data-root='/data' num-server-rounds=50" --engine inprocess --jobs 2
+
+Every run is a ``stamen run`` with its own run directory under ``<out>/<name>/``; runs
+whose directory says ``finished`` are skipped, so the same command resumes a sweep.
+Every config is checked before the first run starts. The sweep ends with a table of
+mean +- std over seeds per config, and writes ``sweep.json`` (with provenance),
+``sweep.csv`` and ``sweep.png`` into the sweep folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from simulations.sweep import FIGURES, Group, SweepRun, grid, groups, parse_seeds, parse_set, run_figures
+
+DEFAULT_OUT = "sweeps"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="run-config values x seeds, resumable, with mean +- std per config",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=V1,V2", help="values to sweep")
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
+    parser.add_argument("--run-config", "-c", action="append", default=[], help="fixed run-config overrides")
+    parser.add_argument("--federation-config", action="append", default=[], help="as for stamen run")
+    parser.add_argument("--engine", choices=("flower", "inprocess"), default="inprocess", help="default: inprocess")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (default: 1)")
+    parser.add_argument("--name", default="", help="the sweep's folder name; give it again to resume (default: a new one)")
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"where sweep folders go (default: {DEFAULT_OUT})")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from server.rundir import RunDirectory, RunStatus, check_output_dir, check_run_name
+    from simulations.preflight import prepare
+
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    name = args.name or time.strftime("sweep-%Y%m%d-%H%M%S")
+    check_run_name(name)
+    folder = check_output_dir(args.out) / name
+    runs = grid([parse_set(text) for text in args.sets], parse_seeds(args.seeds))
+    todo: list[SweepRun] = []
+    for run in runs:  # every config is checked before the first run starts
+        run_dir = folder / run.name
+        finished = (run_dir / "status.json").is_file() and RunDirectory(run_dir).status().get("status") == "finished"
+        if finished:
+            continue
+        prepare(_config_args(args, run, folder), args.federation_config)
+        todo.append(run)
+    print(f"stamen sweep: {len(runs)} runs in {folder} ({len(runs) - len(todo)} finished already), engine {args.engine}")
+    failed = _execute(todo, args, folder)
+    figures = {}
+    for run in runs:
+        run_dir = RunDirectory(folder / run.name)
+        if (run_dir.path / "status.json").is_file() and run_dir.status().get("status") == RunStatus.FINISHED.value:
+            figures[run.name] = run_figures(run_dir.summary())
+    found = groups(runs, figures)
+    _write(folder, args, runs, found, failed)
+    _print(found, folder)
+    if failed:
+        print(f"stamen sweep: {len(failed)} run(s) failed: {', '.join(failed)}; logs in {folder / 'logs'}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _config_args(args: argparse.Namespace, run: SweepRun, folder: Path) -> list[str]:
+    own = f"output-dir={json.dumps(str(folder))} run-name={json.dumps(run.name)} overwrite=true {run.overrides()}"
+    return [*args.run_config, own]
+
+
+def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> list[str]:
+    """Run ``todo`` (``--jobs`` at a time); return the names of the runs that failed."""
+    from rich.progress import Progress
+
+    from simulations.flower import kill_tree
+
+    failed: list[str] = []
+    if not todo:
+        return failed
+    if args.engine == "inprocess" and args.jobs == 1:  # one process: imports and data loaded once
+        return _execute_here(todo, args, folder)
+    logs = folder / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    running: dict[str, subprocess.Popen] = {}
+    queue = list(todo)
+    with Progress(transient=False) as progress:
+        task = progress.add_task("sweep", total=len(todo))
+        try:
+            while queue or running:
+                while queue and len(running) < args.jobs:
+                    run = queue.pop(0)
+                    command = [sys.executable, "-m", "simulations.cli", "run", "--quiet", "--engine", args.engine]
+                    for text in _config_args(args, run, folder):
+                        command += ["-c", text]
+                    for text in args.federation_config:
+                        command += ["--federation-config", text]
+                    with open(logs / f"{run.name}.log", "w") as log:
+                        log.write("$ " + shlex.join(command) + "\n")
+                        log.flush()
+                        running[run.name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+                for name, process in list(running.items()):
+                    if process.poll() is not None:
+                        del running[name]
+                        progress.advance(task)
+                        if process.returncode not in (0, 3):
+                            failed.append(name)
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            for process in running.values():  # each run stops its own processes and marks itself interrupted
+                process.terminate()
+            for process in running.values():
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    kill_tree(process.pid)
+            raise
+    return failed
+
+
+def _execute_here(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> list[str]:
+    """Run ``todo`` one after another in this process on the in-process engine."""
+    from rich.progress import Progress
+
+    from simulations.commands.run import simulate
+    from simulations.errors import RunFailed
+    from simulations.preflight import prepare
+
+    failed = []
+    with Progress(transient=False) as progress:
+        task = progress.add_task("sweep", total=len(todo))
+        for run in todo:
+            try:
+                simulate(prepare(_config_args(args, run, folder), args.federation_config), stream=False, engine="inprocess")
+            except RunFailed:
+                failed.append(run.name)
+            progress.advance(task)
+    return failed
+
+
+def _write(folder: Path, args: argparse.Namespace, runs: list[SweepRun], found: list[Group], failed: list[str]) -> None:
+    from contract.provenance import provenance
+    from server.rundir import atomic_write
+
+    seeds = sorted({run.seed for run in runs})
+    record = {
+        "provenance": provenance(seeds=seeds),
+        "setting": {
+            "sets": args.sets,
+            "run_config": args.run_config,
+            "federation_config": args.federation_config,
+            "engine": args.engine,
+            "jobs": args.jobs,
+        },
+        "groups": [{"config": g.name, "values": g.values, "runs": g.runs, "stats": g.stats()} for g in found],
+        "failed": failed,
+    }
+    atomic_write(folder / "sweep.json", json.dumps(record, indent=2) + "\n")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["config", "runs", *[f"{key}_{s}" for key, _ in FIGURES for s in ("mean", "std")]])
+    for group in found:
+        stats = group.stats()
+        writer.writerow(
+            [group.name, len(group.runs), *[stats[key][s] for key, _ in FIGURES for s in ("mean", "std")]]
+        )
+    atomic_write(folder / "sweep.csv", buffer.getvalue())
+    _plot(folder, found)
+
+
+def _plot(folder: Path, found: list[Group]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from server.rundir import RunDirectory, atomic_write
+
+    figure, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for group in found:
+        series = []
+        for run in group.runs:
+            rows = RunDirectory(folder / run["run"]).rows()
+            series.append([r.get("global_test_acc", r.get("test_acc")) for r in rows if r.get("round", 0) >= 1])
+        length = min((len(s) for s in series), default=0)
+        if length:
+            import numpy as np
+
+            values = np.array([[v if v is not None else np.nan for v in s[:length]] for s in series], dtype=float)
+            mean, std = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
+            rounds = np.arange(1, length + 1)
+            (line,) = curves.plot(rounds, mean, label=group.name)
+            curves.fill_between(rounds, mean - std, mean + std, alpha=0.2, color=line.get_color())
+    curves.set(xlabel="round", ylabel="test accuracy", title="test accuracy per round (mean ± std over seeds)")
+    curves.xaxis.get_major_locator().set_params(integer=True)
+    if found:
+        curves.legend(fontsize=7)
+    stats = [group.stats()["best_val_test_acc"] for group in found]
+    positions = range(len(found))
+    bars.bar(
+        positions, [s["mean"] or 0.0 for s in stats], yerr=[s["std"] or 0.0 for s in stats], capsize=4, color="tab:blue"
+    )
+    bars.set_xticks(list(positions), [group.name for group in found], rotation=30, ha="right", fontsize=7)
+    bars.set(ylabel="test accuracy at best validation round", title="per config (mean ± std over seeds)")
+    figure.suptitle(f"sweep {folder.name}")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    plt.close(figure)
+    atomic_write(folder / "sweep.png", buffer.getvalue())
+
+
+def _print(found: list[Group], folder: Path) -> None:
+    from rich.table import Table
+
+    from simulations.screen import output_console
+
+    table = Table(title=f"sweep {folder.name}: mean ± std over seeds")
+    table.add_column("config", overflow="fold")
+    table.add_column("runs", justify="right")
+    for _, label in FIGURES:
+        table.add_column(label, justify="right")
+    for group in found:
+        stats = group.stats()
+        cells = []
+        for key, _ in FIGURES:
+            mean, std = stats[key]["mean"], stats[key]["std"]
+            cells.append("-" if mean is None else f"{mean:.4f} ± {std:.4f}" if key != "total_wall_seconds" else f"{mean:.1f}")
+        table.add_row(group.name, str(len(group.runs)), *cells)
+    console = output_console()
+    console.print(table)
+    console.print(f"outputs: {folder / 'sweep.json'}, {folder / 'sweep.csv'}, {folder / 'sweep.png'}")
