@@ -13,6 +13,7 @@ from flwr.serverapp import Grid, ServerApp
 from graphs.names import DATASETS, PARTITIONERS
 from models.names import MODELS
 from contract.run_config import RunConfig
+from contract.provenance import provenance
 from server import outputs, privacy
 from server.algorithms import SERVER_ALGORITHMS, server_algorithm
 from server.certification import certify_federation
@@ -170,6 +171,7 @@ def train_and_report(
     rows = run_dir.rows()
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
     summary["run_dir"] = str(run_dir.path)
+    summary["provenance"] = provenance(seeds=[config.seed])
     run_dir.write_json(SUMMARY_FILE, summary)
     if len(arrays) > 0:
         outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)

@@ -45,6 +45,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from contract.provenance import provenance
 from contract.run_config import RunConfig
 
 Row = dict[str, Any]
@@ -220,6 +221,7 @@ class RunDirectory:
             **identity,
             token=os.environ.get(TOKEN_ENV),
             pid=os.getpid(),
+            provenance=provenance(seeds=[config.seed]),
             started=time.time(),
         )
         atomic_write(self.path / CONFIG_FILE, _json(config.to_flower()))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
 from simulations.commands import bench, certify, deploy, partition, run, sweep, unlearn
+from contract.provenance import handed_down
 from simulations.errors import RunFailed, RunInterrupted
 
 COMMANDS = (run, sweep, partition, bench, certify, unlearn, deploy)
@@ -31,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     """Exit codes: 0 done, 1 a run failed, 2 bad input, 3 a run finished degraded, 130 interrupted."""
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a command as Ctrl-C does, cleanly
+    os.environ.update(handed_down())  # the processes a command starts record its commit and command line
     try:
         return int(args.func(args))
     except RunFailed as error:

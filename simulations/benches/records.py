@@ -7,11 +7,12 @@ import json
 import os
 import platform
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from contract.provenance import code_version, provenance
 
 
 def int_list(text: str, what: str) -> list[int]:
@@ -41,21 +42,6 @@ def machine_description() -> dict[str, Any]:
     }
 
 
-def code_version() -> str | None:
-    """The checkout's commit, with ``+changes`` if the working tree differs from it; ``None`` outside git."""
-    root = Path(__file__).resolve().parents[2]
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30).stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD")
-        changed = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (commit + ("+changes" if changed else "")) or None
-
-
 def new_record(bench: str, name: str, setting: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, Any]:
     """A benchmark record: what ran, from which code, where, when, and what it measured."""
     return {
@@ -63,6 +49,7 @@ def new_record(bench: str, name: str, setting: dict[str, Any], results: list[dic
         "name": name,
         "command": "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "code": code_version(),
+        "provenance": provenance(),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine_description(),
         "setting": setting,
