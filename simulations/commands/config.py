@@ -1,0 +1,103 @@
+"""``stamen config``: every run-config key by section, with its default, what it accepts and its help.
+
+``stamen config KEY`` shows one key (with each choice's help and the algorithm that
+reads it); ``--markdown`` prints the README's key table. Everything comes from the
+declaration in :mod:`contract.run_config` and the registries; nothing here imports
+PyTorch or Flower, so it answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from contract.algorithms import ALGORITHMS
+from contract.keys import Key
+from contract.run_config import KEYS, SECTIONS
+from contract.suggest import did_you_mean
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("config", help="list the run-config keys: defaults, choices, ranges, help")
+    parser.add_argument("key", nargs="?", help="show one key, e.g. lr")
+    parser.add_argument("--markdown", action="store_true", help="print the README's key table")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.key is not None and args.key not in KEYS:
+        raise ValueError(f"unknown run-config key {args.key!r}{did_you_mean(args.key, KEYS)}; `stamen config` lists every key")
+    if args.markdown:
+        print(markdown_table())
+    elif args.key is not None:
+        print(describe(KEYS[args.key]))
+    else:
+        print(listing())
+    return 0
+
+
+def default_text(key: Key) -> str:
+    """The default as one writes it in a run config (TOML)."""
+    if isinstance(key.default, bool):
+        return "true" if key.default else "false"
+    if isinstance(key.default, str):
+        return f"'{key.default}'" if key.default else "''"
+    return repr(key.default)
+
+
+def used_by(key: Key) -> list[str]:
+    return [name for name, spec in ALGORITHMS.items() if key.name in spec.options]
+
+
+def listing() -> str:
+    """Every key by section: ``name = default   accepts   help``."""
+    lines: list[str] = []
+    width = max(len(name) + len(default_text(key)) for name, key in KEYS.items()) + 3
+    for section in SECTIONS.values():
+        lines.append(f"[{section.name}] {section.help}")
+        for key in KEYS.values():
+            if key.section == section.name:
+                assignment = f"{key.name} = {default_text(key)}"
+                lines.append(f"  {assignment:<{width}}  {key.help} ({key.accepted()})")
+        lines.append("")
+    lines.append("one key in full: stamen config KEY; set keys with stamen run -c \"key=value ...\"")
+    return "\n".join(lines)
+
+
+def describe(key: Key) -> str:
+    section = SECTIONS[key.section]
+    lines = [
+        f"{key.name}: {key.help}",
+        f"  section  {section.name} ({section.help})",
+        f"  type     {key.kind}",
+        f"  default  {default_text(key)}",
+        f"  accepts  {key.accepted()}",
+    ]
+    if key.choices is not None:
+        lines += [f"    {name:<16} {text}".rstrip() for name, text in key.choices.items()]
+    readers = used_by(key)
+    if readers:
+        lines.append(f"  read by  algorithm {', '.join(readers)}")
+    return "\n".join(lines)
+
+
+def markdown_table() -> str:
+    """The README's run-config table: one row per key, sections as bold rows."""
+    rows = ["| key | default | meaning |", "|---|---|---|"]
+    for section in SECTIONS.values():
+        rows.append(f"| **{section.name}** | | {_cell(section.help)} |")
+        for key in KEYS.values():
+            if key.section == section.name:
+                rows.append(f"| `{key.name}` | `{default_text(key)}` | {_cell(_meaning(key))} |")
+    return "\n".join(rows)
+
+
+def _meaning(key: Key) -> str:
+    text = key.help
+    if key.choices is not None:
+        choices = [f"`{name}`" + (f" ({help})" if help else "") for name, help in key.choices.items()]
+        return f"{text}: {', '.join(choices)}"
+    return f"{text}; {key.accepted()}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
