@@ -14,7 +14,9 @@ from models import NodeClassifier
 
 
 class FedProxClient(FedAvgClient):
-    def train(self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
+    def train(  # type: ignore[override]
+        self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
+    ) -> float:
         mu = float(round_config.get("proximal-mu", job.config.proximal_mu))
         return super().train(model, job, round_config, proximal_mu=mu)
 

@@ -16,7 +16,9 @@ STATE_KEY = "local-model"
 
 
 class LocalClient(FedAvgClient):
-    def train(self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
+    def train(  # type: ignore[override]
+        self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
+    ) -> float:
         if STATE_KEY in job.state:
             model.load_state_dict(job.state[STATE_KEY].to_torch_state_dict())
         loss = super().train(model, job, round_config)

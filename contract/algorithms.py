@@ -55,11 +55,11 @@ _FEDLOG_OPTIONS = tuple(
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
     for spec in (
-        AlgorithmSpec("fedavg", "FedAvg: average the clients' weights, weighted by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp")),  # noqa: E501
-        AlgorithmSpec("fedprox", "FedProx: FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",)),  # noqa: E501
-        AlgorithmSpec("local", "no aggregation: each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
-        AlgorithmSpec("fedlog", "FedLoG: prototype branches and global synthetic nodes (see FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
-        AlgorithmSpec("fedavgm", "FedAvgM: FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
+        AlgorithmSpec("fedavg", "FedAvg, the clients' weights averaged by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp")),  # noqa: E501
+        AlgorithmSpec("fedprox", "FedProx, FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",)),  # noqa: E501
+        AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
+        AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
+        AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
     )
 }
 
@@ -68,7 +68,8 @@ def algorithm_spec(name: str) -> AlgorithmSpec:
     """The spec of ``name``; ValueError in one line (with a suggestion) if there is none."""
     if name not in ALGORITHMS:
         raise ValueError(
-            f"unknown algorithm {name!r}; algorithm must be one of: {', '.join(ALGORITHMS)}{did_you_mean(name, ALGORITHMS)}"
+            f"unknown algorithm {name!r}; algorithm must be one of: {', '.join(ALGORITHMS)}"
+            f"{did_you_mean(name, ALGORITHMS)}"
         )
     return ALGORITHMS[name]
 

@@ -69,7 +69,7 @@ CERTIFY = Section("certify", "federated label-flip certificates after training (
 UNLEARN = Section("unlearn", "federated unlearning after training (empty request: off)")
 FEDERATION = Section("federation", "client sampling and time-outs")
 OUTPUTS = Section("outputs", "where the run's results go")
-PRIVACY_SECTION = Section("privacy", "differential privacy (see the README's Privacy)")
+PRIVACY_SECTION = Section("privacy", "differential privacy (README: Privacy)")
 RESUME = Section("resume", "deployment: continue a run from its checkpoint")
 
 
@@ -84,7 +84,9 @@ class RunConfig:
     partitioner: str = DATA.key("louvain", "how the graph is cut into clients", choices=PARTITIONERS)
     dirichlet_alpha: float = DATA.key(0.5, "label skew of label-dirichlet (smaller: more skewed)", bound=gt(0))
     train_frac: float = DATA.key(0.6, "per-client random split: training share", bound=within(0, 1, "()"))
-    val_frac: float = DATA.key(0.2, "per-client random split: validation share (test: the rest)", bound=within(0, 1, "[)"))
+    val_frac: float = DATA.key(
+        0.2, "per-client random split: validation share (test: the rest)", bound=within(0, 1, "[)")
+    )
     new_client: bool = DATA.key(False, "hold out one more partition that never trains (the new-client setting)")
     seed: int = DATA.key(0, "graph generation, partition, splits, initial model, dropout")
     csbm_nodes: int = DATA.key(3000, "csbm: nodes", bound=ge(2))
@@ -94,7 +96,9 @@ class RunConfig:
     csbm_features: int = DATA.key(64, "csbm: feature dimension", bound=ge(1))
     csbm_signal: float = DATA.key(1.0, "csbm: distance of the class means in feature space", bound=ge(0))
     unseen_node_frac: float = SETTINGS.key(
-        0.0, "share of each client's nodes held out of training with their edges (unseen node)", bound=within(0, 1, "[)")
+        0.0,
+        "share of each client's nodes held out of training with their edges (unseen node)",
+        bound=within(0, 1, "[)"),
     )
     missing_classes: int = SETTINGS.key(
         0, "classes whose labels each client withholds: its rarest ones (missing class)", bound=ge(0)
@@ -109,7 +113,9 @@ class RunConfig:
     proximal_mu: float = FEDPROX.key(0.01, "FedProx's proximal strength", bound=ge(0))
     keep_optimizer_state: bool = LOCAL.key(True, "each client keeps its Adam moments across rounds")
     device: str = LOCAL.key("auto", "auto: a visible GPU, else the CPU", form=DEVICE)
-    server_momentum: float = FEDAVGM.key(0.9, "server momentum (Flower's default 0.0 is plain FedAvg)", bound=within(0, 1, "[)"))
+    server_momentum: float = FEDAVGM.key(
+        0.9, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
+    )
     server_learning_rate: float = FEDAVGM.key(1.0, "server learning rate on the averaged update", bound=gt(0))
     fedlog_lr: float = FEDLOG.key(0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0))
     fedlog_hidden: int = FEDLOG.key(128, "GraphSAGE hidden width", bound=ge(1))
@@ -128,13 +134,17 @@ class RunConfig:
     fedlog_warmup_patience: int = FEDLOG.key(10, "warm-up early stopping on validation: patience", bound=ge(0))
     fedlog_generator_epochs: int = FEDLOG.key(100, "neighbour generator's pretraining epochs", bound=ge(0))
     fedlog_generator_hidden: int = FEDLOG.key(256, "neighbour generator's hidden width", bound=ge(1))
-    certify_budgets: str = CERTIFY.key("", "clients certify their predictions against these label-flip budgets", form=BUDGETS)
+    certify_budgets: str = CERTIFY.key(
+        "", "after training, clients certify their own predictions against these label-flip budgets", form=BUDGETS
+    )
     certify_arch: str = CERTIFY.key("gcn", "the NTK's architecture", choices=NTK_ARCHITECTURES)
     certify_c: float = CERTIFY.key(0.01, "the SVM's C", bound=gt(0))
     certify_labels_per_class: int = CERTIFY.key(10, "labelled nodes per class", bound=ge(1))
     certify_targets: int = CERTIFY.key(20, "target nodes certified per client", bound=ge(1))
     certify_time_limit: float = CERTIFY.key(60.0, "seconds per MILP", bound=gt(0))
-    unlearn_request: str = UNLEARN.key("", "after training, forget this through Flower messages and evaluate", form=REQUEST)
+    unlearn_request: str = UNLEARN.key(
+        "", "after training, forget this through Flower messages and evaluate", form=REQUEST
+    )
     unlearn_method: str = UNLEARN.key(
         "wash",
         "how (all but federaser retrain if a client holding data to forget does not answer)",
@@ -151,18 +161,24 @@ class RunConfig:
         1.0, "Gaussian noise std over the clipping norm (per sample for dp-sgd, per update for client-dp)", bound=gt(0)
     )
     target_epsilon: float = PRIVACY_SECTION.key(
-        0.0, "> 0: solve the noise multiplier so the whole run spends this epsilon", bound=ge(0)
+        0.0,
+        "> 0: solve the noise multiplier so the whole run spends this epsilon (noise-multiplier unused)",
+        bound=ge(0),
     )
     target_delta: float = PRIVACY_SECTION.key(1e-5, "the delta of every reported epsilon", bound=within(0, 1, "()"))
     max_grad_norm: float = PRIVACY_SECTION.key(1.0, "dp-sgd: per-sample gradient clipping norm", bound=gt(0))
     dp_batch_size: int = PRIVACY_SECTION.key(
         32, "dp-sgd: expected Poisson batch size (at most a client's training nodes)", bound=ge(1)
     )
-    clipping: str = PRIVACY_SECTION.key("server-fixed", "client-dp: where and how updates are clipped", choices=CLIPPINGS)
+    clipping: str = PRIVACY_SECTION.key(
+        "server-fixed", "client-dp: where and how updates are clipped", choices=CLIPPINGS
+    )
     clipping_norm: float = PRIVACY_SECTION.key(
         1.0, "client-dp: the update clipping norm (the initial one when adaptive)", bound=gt(0)
     )
-    resume_from: str = RESUME.key("", "a run directory (or a file in it) whose checkpoint the run continues from")
+    resume_from: str = RESUME.key(
+        "", "a run directory (or a file in it) whose checkpoint the run continues (README: Run on several machines)"
+    )
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:

@@ -24,7 +24,8 @@ UNLEARN_METHOD_SPECS: dict[str, UnlearnMethodSpec] = {
         UnlearnMethodSpec("wash", "closed-form edit of the head from the clients' key statistics"),
         UnlearnMethodSpec("laf", "label-agnostic forgetting as federated rounds, at most 10% of the training rounds"),
         UnlearnMethodSpec(
-            "laf+ft", "laf, then a tenth of the training rounds of FedAvg on the clients that stay, without the forgotten nodes"
+            "laf+ft",
+            "laf, then a tenth of the training rounds of FedAvg on the clients that stay, without the forgotten nodes",
         ),
         UnlearnMethodSpec(
             "federaser",
