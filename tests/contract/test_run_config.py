@@ -1,4 +1,5 @@
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 
@@ -110,3 +111,16 @@ def test_algorithm_specs_name_declared_keys_and_loadable_parts():
         assert isinstance(client_algorithm(name)[1], ClientAlgorithm)
     with pytest.raises(ValueError, match="did you mean 'fedprox'"):
         server_algorithm("fedprx")
+
+
+def test_the_server_app_runs_the_same_validation():
+    """``server/app.py:check_run_config`` (a plain ``flwr run``) is the contract's validation plus run-name."""
+    from server.app import check_run_config
+
+    for values in ({"certify-arch": "transformer"}, {"lrr": 0.1}, {"privacy": "client-dp", "algorithm": "local"}):
+        with pytest.raises(ValueError) as expected:
+            RunConfig.from_flower(values)
+        with pytest.raises(ValueError, match="^" + re.escape(str(expected.value)) + "$"):
+            check_run_config(values)
+    with pytest.raises(ValueError, match="one plain folder name"):
+        check_run_config({"run-name": "../x"})
