@@ -88,7 +88,7 @@ from __future__ import annotations
 
 import numpy as np
 
-ARCHITECTURES = ("gcn", "sgc", "appnp", "graphsage", "gin", "mlp", "gcn_skippc", "gcn_skipalpha")
+from models.names import NTK_ARCHITECTURES as ARCHITECTURES
 NORMALIZATIONS = ("row", "sym")
 VARIANTS = ("textbook", "reference")
 MAX_DENSE_NODES = 12000

@@ -1,32 +1,55 @@
-"""The client side of every algorithm, by run-config name.
+"""The client part of every FL algorithm: its contract and the loader by run-config name.
 
-Each algorithm is one module with ``USES_GLOBAL_MODEL`` and
-``train(model, job, round_config) -> float`` (the mean training loss). An algorithm
-whose model or messages differ from a plain weight exchange adds any of these hooks
-(the ClientApp uses the default when one is absent):
+An algorithm's client module (named by its spec in :mod:`contract.algorithms`) sets
+``PART`` to an instance of a :class:`ClientAlgorithm` subclass. The subclass implements
+:meth:`ClientAlgorithm.train`; an algorithm whose model or messages differ from a plain
+weight exchange overrides the hooks, whose defaults are FedAvg's:
 
-- ``new_model(job) -> nn.Module``: the model (default: ``job.new_model()``);
-- ``receive(model, job, content: RecordDict)``: install what the server sent into the
-  model and the client's state (default: load ``content["arrays"]`` if not empty);
-- ``reply_records(model, job, server_round) -> dict[str, ArrayRecord]``: the array
-  records of the training reply (default: ``{"arrays": the model's state dict}``).
+- :meth:`~ClientAlgorithm.new_model`: the model (default: the run's seeded model);
+- :meth:`~ClientAlgorithm.receive`: install what the server sent (default: load the
+  ``arrays`` record when it is not empty; round 1 sends none, as every client builds
+  the same seeded model);
+- :meth:`~ClientAlgorithm.reply_records`: the array records of the training reply
+  (default: ``{"arrays": the model's weights}``).
+
+Whether the client evaluates the model it receives (the algorithm keeps a global
+model) is the spec's ``aggregates``.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+import importlib
 
-from client import fedavg, fedlog, fedprox, local
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
-CLIENT_ALGORITHMS: dict[str, ModuleType] = {
-    "fedavg": fedavg,
-    "fedprox": fedprox,
-    "local": local,
-    "fedlog": fedlog,
-}
+from client.job import LocalJob
+from contract import protocol as p
+from contract.algorithms import AlgorithmSpec, algorithm_spec
 
 
-def client_algorithm(name: str) -> ModuleType:
-    if name not in CLIENT_ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(CLIENT_ALGORITHMS)}")
-    return CLIENT_ALGORITHMS[name]
+class ClientAlgorithm:
+    """The client part of an FL algorithm (see the module docstring)."""
+
+    def new_model(self, job: LocalJob) -> torch.nn.Module:
+        return job.model()
+
+    def receive(self, model: torch.nn.Module, job: LocalJob, content: RecordDict) -> None:
+        if len(content[p.ARRAYS]) > 0:
+            model.load_state_dict(content[p.ARRAYS].to_torch_state_dict())
+
+    def train(self, model: torch.nn.Module, job: LocalJob, round_config: ConfigRecord) -> float:
+        """Train ``model`` locally for the round; return the mean training loss."""
+        raise NotImplementedError
+
+    def reply_records(self, model: torch.nn.Module, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
+        return {p.ARRAYS: ArrayRecord(model.state_dict())}
+
+
+def client_algorithm(name: str) -> tuple[AlgorithmSpec, ClientAlgorithm]:
+    """The spec of ``name`` and its client part (ValueError in one line if unknown)."""
+    spec = algorithm_spec(name)
+    part = getattr(importlib.import_module(spec.client), "PART", None)
+    if not isinstance(part, ClientAlgorithm):
+        raise TypeError(f"{spec.client} (the client part of {name!r}) sets no PART = a ClientAlgorithm")
+    return spec, part

@@ -10,7 +10,6 @@ the one evaluation left after the last round.
 from __future__ import annotations
 
 import time
-from types import ModuleType
 
 import torch
 from flwr.app import (
@@ -23,7 +22,7 @@ from flwr.app import (
 )
 from flwr.clientapp import ClientApp
 
-from client.algorithms import client_algorithm
+from client.algorithms import ClientAlgorithm, client_algorithm
 from client.certification import certify_local
 from client.device import choose_device
 from client.job import LocalJob, client_data, new_client_data
@@ -49,13 +48,10 @@ def _job(context: Context) -> LocalJob:
     return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device))
 
 
-def _received_model(job: LocalJob, algorithm: ModuleType, message: Message) -> torch.nn.Module:
+def _received_model(job: LocalJob, algorithm: ClientAlgorithm, message: Message) -> torch.nn.Module:
     """The model the server sent, built and loaded by the algorithm's hooks (see :mod:`client.algorithms`)."""
-    model = algorithm.new_model(job) if hasattr(algorithm, "new_model") else job.model()
-    if hasattr(algorithm, "receive"):
-        algorithm.receive(model, job, message.content)
-    elif len(message.content[p.ARRAYS]) > 0:  # round 1 sends no weights: every client built the same seeded ones
-        model.load_state_dict(message.content[p.ARRAYS].to_torch_state_dict())
+    model = algorithm.new_model(job)
+    algorithm.receive(model, job, message.content)
     return model
 
 
@@ -132,7 +128,7 @@ class Laps:
 def train(message: Message, context: Context) -> Message:
     laps = Laps()
     job = _job(context)
-    algorithm = client_algorithm(job.config.algorithm)
+    spec, algorithm = client_algorithm(job.config.algorithm)
     round_config = message.content[p.CONFIG]
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
     _seed(job, server_round, EVALUATION)
@@ -145,7 +141,7 @@ def train(message: Message, context: Context) -> Message:
     laps.lap(p.SETUP_SECONDS)
 
     metrics: dict = {}
-    if algorithm.USES_GLOBAL_MODEL:
+    if spec.aggregates:  # the received model is the global one
         metrics.update(_counts(_evaluate(model, job), GLOBAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
 
@@ -164,10 +160,7 @@ def train(message: Message, context: Context) -> Message:
     laps.lap(p.TRAIN_SECONDS)
     metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
-    if hasattr(algorithm, "reply_records"):
-        records = algorithm.reply_records(model, job, server_round)
-    else:
-        records = {p.ARRAYS: ArrayRecord(model.state_dict())}
+    records = algorithm.reply_records(model, job, server_round)
     laps.lap(p.PACK_SECONDS)
     metrics.update(laps.seconds)
     return _reply(message, job, records, metrics)
@@ -178,7 +171,7 @@ def evaluate_received(message: Message, context: Context) -> Message:
     laps = Laps()
     job = _job(context)
     _seed(job, int(message.content[p.CONFIG].get(p.SERVER_ROUND, 0)) if p.CONFIG in message.content else 0, EVALUATION)
-    algorithm = client_algorithm(job.config.algorithm)
+    _, algorithm = client_algorithm(job.config.algorithm)
     model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
     metrics = _counts(_evaluate(model, job), GLOBAL_KEYS)
@@ -202,7 +195,7 @@ def query(message: Message, context: Context) -> Message:
         return answer(
             job,
             message,
-            _received_model(job, client_algorithm(job.config.algorithm), message),
+            _received_model(job, client_algorithm(job.config.algorithm)[1], message),
             int(context.node_config["num-partitions"]),
         )
     if kind != p.CERTIFY_QUERY:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
+from client.algorithms import ClientAlgorithm
 from client.job import LocalJob
 from contract import protocol as p
 from models.fedlog import SYNTHETIC_KEYS, FedLoGNet
 from models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
 from models.neighbour_generator import NeighbourGenerator, train_generator
 
-USES_GLOBAL_MODEL = True
 PERSONAL = "fedlog-personal"  # state: synthetic_head, synthetic_tail, lambda
 GENERATOR = "fedlog-own-generator"  # state: the pretrained generator until it is uploaded
 GENERATOR_LR = 0.01
@@ -136,3 +136,24 @@ def reply_records(model: FedLoGNet, job: LocalJob, server_round: int) -> dict[st
         records[p.FEDLOG_GENERATOR] = job.state[GENERATOR]
         del job.state[GENERATOR]
     return records
+
+
+class FedLoGClient(ClientAlgorithm):
+    """FedLoG's hooks: its own model, what it receives besides weights, what it uploads."""
+
+    def new_model(self, job: LocalJob) -> FedLoGNet:
+        return new_model(job)
+
+    def receive(self, model: FedLoGNet, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
+        receive(model, job, content)
+
+    def train(self, model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
+        return train(model, job, round_config)
+
+    def reply_records(  # type: ignore[override]
+        self, model: FedLoGNet, job: LocalJob, server_round: int
+    ) -> dict[str, ArrayRecord]:
+        return reply_records(model, job, server_round)
+
+
+PART = FedLoGClient()

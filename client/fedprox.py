@@ -8,13 +8,17 @@ from __future__ import annotations
 
 from flwr.app import ConfigRecord
 
-from client import fedavg
+from client.fedavg import FedAvgClient
 from client.job import LocalJob
 from models import NodeClassifier
 
-USES_GLOBAL_MODEL = True
+
+class FedProxClient(FedAvgClient):
+    def train(  # type: ignore[override]
+        self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
+    ) -> float:
+        mu = float(round_config.get("proximal-mu", job.config.proximal_mu))
+        return super().train(model, job, round_config, proximal_mu=mu)
 
 
-def train(model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
-    mu = float(round_config.get("proximal-mu", job.config.proximal_mu))
-    return fedavg.train(model, job, round_config, proximal_mu=mu)
+PART = FedProxClient()

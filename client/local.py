@@ -8,17 +8,22 @@ from __future__ import annotations
 
 from flwr.app import ArrayRecord, ConfigRecord
 
-from client import fedavg
+from client.fedavg import FedAvgClient
 from client.job import LocalJob
 from models import NodeClassifier
 
-USES_GLOBAL_MODEL = False
 STATE_KEY = "local-model"
 
 
-def train(model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
-    if STATE_KEY in job.state:
-        model.load_state_dict(job.state[STATE_KEY].to_torch_state_dict())
-    loss = fedavg.train(model, job, round_config)
-    job.state[STATE_KEY] = ArrayRecord(model.state_dict())
-    return loss
+class LocalClient(FedAvgClient):
+    def train(  # type: ignore[override]
+        self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
+    ) -> float:
+        if STATE_KEY in job.state:
+            model.load_state_dict(job.state[STATE_KEY].to_torch_state_dict())
+        loss = super().train(model, job, round_config)
+        job.state[STATE_KEY] = ArrayRecord(model.state_dict())
+        return loss
+
+
+PART = LocalClient()

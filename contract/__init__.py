@@ -1,6 +1,10 @@
 """The app's contract: what the ServerApp, the ClientApp and the command line agree on.
 
-- :mod:`contract.run_config`: the run config, declared once (types, ranges, choices, help);
+- :mod:`contract.run_config`: the run config, declared once per feature section (types,
+  ranges, choices, help; :mod:`contract.keys`) with its one validation; the rules
+  between keys in :mod:`contract.rules`;
+- :mod:`contract.algorithms`: the registry of FL algorithms (one spec per algorithm);
+- :mod:`contract.unlearn_methods`: the registry of a federated run's unlearning methods;
 - :mod:`contract.protocol`: the names of every record and key that client and server send each other.
 
 No PyTorch and no Flower transport code: both apps, the CLI and the benches import it cheaply.

@@ -1,249 +1,40 @@
-"""The typed run configuration shared by the ServerApp, the ClientApp and the CLI.
+"""The typed run configuration shared by the ServerApp, the ClientApp and the CLI, declared once.
 
 Flower hands both apps the run config as a flat ``{key: value}`` mapping (the
 ``[tool.flwr.app.config]`` table of ``pyproject.toml`` with the user's overrides).
-:meth:`RunConfig.from_flower` checks every value's type and range once and gives a
-frozen object whose attribute names are the keys with ``-`` turned into ``_``.
-The defaults below are the ones in ``pyproject.toml`` (a test keeps them equal).
+Every key is declared below, once, in its feature's section, with its type (the
+annotation), default, constraint (range, choices from a registry, or shape) and one
+line of help (:mod:`contract.keys`). :meth:`RunConfig.from_flower` is THE validation
+of a run config: unknown keys (with a suggestion), types, each key's constraint and the
+rules between keys (:mod:`contract.rules`), each failure one line. ``stamen run``'s
+preflight, the ServerApp of a plain ``flwr run``, the ClientApp and the benches all
+call it, so a mistake fails before any training. It gives a frozen object whose
+attribute names are the keys with ``-`` turned into ``_``. The defaults equal those in
+``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the README's key
+table are printed from this declaration.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from models.names import check_decoupled
+from contract.algorithms import ALGORITHMS
+from contract.keys import Form, Key, Section, declared_keys, ge, gt, within
+from contract.suggest import did_you_mean
+from contract.unlearn_methods import UNLEARN_METHOD_SPECS
+from graphs.names import DATASETS, PARTITIONERS
+from models.names import MODELS, NTK_ARCHITECTURES
 
-
-@dataclass(frozen=True)
-class RunConfig:
-    """Every run-config key of the Stamen app (see the README's table for meanings)."""
-
-    # what to train
-    algorithm: str = "fedavg"
-    num_server_rounds: int = 100
-    # data
-    dataset: str = "csbm"
-    data_root: str = ""
-    partitioner: str = "louvain"
-    dirichlet_alpha: float = 0.5
-    train_frac: float = 0.6
-    val_frac: float = 0.2
-    new_client: bool = False
-    seed: int = 0
-    csbm_nodes: int = 3000
-    csbm_classes: int = 7
-    csbm_degree: float = 8.0
-    csbm_homophily: float = 0.8
-    csbm_features: int = 64
-    csbm_signal: float = 1.0
-    # evaluation settings of local generalization (graphs/settings.py)
-    unseen_node_frac: float = 0.0
-    missing_classes: int = 0
-    # model
-    model: str = "gcn"
-    hidden: int = 64
-    num_layers: int = 2
-    dropout: float = 0.5
-    # local training
-    local_epochs: int = 1
-    lr: float = 0.01
-    weight_decay: float = 5e-4
-    proximal_mu: float = 0.01
-    keep_optimizer_state: bool = True
-    device: str = "auto"
-    # FedLoG (client/fedlog.py, server/fedlog.py); local-epochs and weight-decay are shared
-    fedlog_lr: float = 0.001
-    fedlog_hidden: int = 128
-    fedlog_embedding: int = 64
-    fedlog_batch_size: int = 64
-    fedlog_num_proto: int = 20
-    fedlog_gamma: float = 3.0
-    fedlog_beta_metric: float = 1.0
-    fedlog_beta_norm: float = 1.0
-    fedlog_beta_cd: float = 1.0
-    fedlog_lambda_step: float = 0.001
-    fedlog_lambda_threshold: float = 0.8
-    fedlog_warmup_epochs: int = 100
-    fedlog_warmup_patience: int = 10
-    fedlog_generator_epochs: int = 100
-    fedlog_generator_hidden: int = 256
-    # federated label-flip certificates after training (empty budgets: off)
-    certify_budgets: str = ""
-    certify_arch: str = "gcn"
-    certify_c: float = 0.01
-    certify_labels_per_class: int = 10
-    certify_targets: int = 20
-    certify_time_limit: float = 60.0
-    # federated unlearning after training (empty request: off)
-    unlearn_request: str = ""
-    unlearn_method: str = "wash"
-    # federation
-    fraction_train: float = 1.0
-    min_clients: int = 2
-    round_timeout: float = 600.0
-    # outputs
-    output_dir: str = "runs"
-    run_name: str = ""
-    overwrite: bool = False
-    # privacy: none | dp-sgd (Opacus on each client) | client-dp (Flower's DP strategy wrappers)
-    privacy: str = "none"
-    noise_multiplier: float = 1.0  # Gaussian noise std over the clipping norm
-    target_epsilon: float = 0.0  # > 0: solve the noise multiplier so the whole run spends this
-    target_delta: float = 1e-5
-    max_grad_norm: float = 1.0  # dp-sgd: per-sample gradient clipping norm
-    dp_batch_size: int = 32  # dp-sgd: expected Poisson batch size
-    clipping: str = "server-fixed"  # client-dp: server-fixed | client-fixed | server-adaptive | client-adaptive
-    clipping_norm: float = 1.0  # client-dp: update clipping norm (the initial one when adaptive)
-    # deployment: continue a run from the checkpoint in its run directory ('' for a new run)
-    resume_from: str = ""
-
-    @classmethod
-    def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
-        """Build from Flower's run config; unknown keys are an error, missing keys take defaults."""
-        known = {f.name.replace("_", "-"): f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ValueError(f"unknown run-config key(s) {unknown}; accepted keys: {', '.join(sorted(known))}")
-        typed = {known[key].name: _typed(key, value, known[key].type) for key, value in values.items()}
-        config = cls(**typed)
-        config.validate()
-        return config
-
-    def to_flower(self) -> dict[str, Any]:
-        """The kebab-case mapping that :meth:`from_flower` reads."""
-        return {f.name.replace("_", "-"): getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    def validate(self) -> None:
-        """Range checks that need no registry of names (those live with the registries)."""
-        checks = [
-            (self.num_server_rounds >= 1, "num-server-rounds must be >= 1"),
-            (self.local_epochs >= 1, "local-epochs must be >= 1"),
-            (self.lr > 0, "lr must be > 0"),
-            (self.weight_decay >= 0, "weight-decay must be >= 0"),
-            (self.proximal_mu >= 0, "proximal-mu must be >= 0"),
-            (0 < self.fraction_train <= 1, "fraction-train must lie in (0, 1]"),
-            (self.min_clients >= 1, "min-clients must be >= 1"),
-            (self.round_timeout > 0, "round-timeout must be > 0"),
-            (self.hidden >= 1 and self.num_layers >= 1, "hidden and num-layers must be >= 1"),
-            (0 <= self.dropout < 1, "dropout must lie in [0, 1)"),
-            (self.dirichlet_alpha > 0, "dirichlet-alpha must be > 0"),
-            (0 <= self.unseen_node_frac < 1, "unseen-node-frac must lie in [0, 1)"),
-            (self.missing_classes >= 0, "missing-classes must be >= 0"),
-            (self.fedlog_lr > 0, "fedlog-lr must be > 0"),
-            (
-                min(self.fedlog_hidden, self.fedlog_embedding, self.fedlog_batch_size, self.fedlog_num_proto) >= 1
-                and self.fedlog_generator_hidden >= 1,
-                "fedlog-hidden, -embedding, -batch-size, -num-proto and -generator-hidden must be >= 1",
-            ),
-            (
-                min(self.fedlog_beta_metric, self.fedlog_beta_norm, self.fedlog_beta_cd, self.fedlog_lambda_step) >= 0,
-                "fedlog-beta-metric, -beta-norm, -beta-cd and -lambda-step must be >= 0",
-            ),
-            (0 <= self.fedlog_lambda_threshold <= 1, "fedlog-lambda-threshold must lie in [0, 1]"),
-            (
-                min(self.fedlog_warmup_epochs, self.fedlog_warmup_patience, self.fedlog_generator_epochs) >= 0,
-                "fedlog-warmup-epochs, -warmup-patience and -generator-epochs must be >= 0",
-            ),
-            (self.certify_c > 0, "certify-c must be > 0"),
-            (
-                self.certify_labels_per_class >= 1 and self.certify_targets >= 1,
-                "certify-labels-per-class and certify-targets must be >= 1",
-            ),
-            (
-                _is_budget_list(self.certify_budgets),
-                f"certify-budgets must be like '1,2,3', got {self.certify_budgets!r}",
-            ),
-            (
-                _is_unlearn_request(self.unlearn_request),
-                f"unlearn-request must be client:i, nodes:i:FRACTION, class:c or empty, got {self.unlearn_request!r}",
-            ),
-            (
-                self.unlearn_method in UNLEARN_METHODS,
-                f"unlearn-method must be one of {', '.join(UNLEARN_METHODS)}, got {self.unlearn_method!r}",
-            ),
-            (
-                not (self.resume_from and self.unlearn_request and self.unlearn_method == "federaser"),
-                "unlearn-method='federaser' replays every round's client updates, which a resumed run lacks "
-                "before its checkpoint; choose another unlearn-method",
-            ),
-            (_is_device(self.device), f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}"),
-            *self._privacy_checks(),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
-
-    def _privacy_checks(self) -> list[tuple[bool, str]]:
-        if self.privacy not in PRIVACY:
-            return [(False, f"privacy must be one of {', '.join(PRIVACY)}, got {self.privacy!r}")]
-        if self.privacy == "none":
-            return []
-        checks = [
-            (
-                self.noise_multiplier > 0,
-                f"noise-multiplier must be > 0 under privacy={self.privacy!r} (zero noise has no finite epsilon, "
-                f"whatever target-epsilon asks), got {self.noise_multiplier}",
-            ),
-            (
-                self.target_epsilon >= 0,
-                f"target-epsilon must be >= 0 (0: use noise-multiplier), got {self.target_epsilon}",
-            ),
-            (0 < self.target_delta < 1, f"target-delta must lie in (0, 1), got {self.target_delta}"),
-            (
-                not self.resume_from,
-                f"resume-from cannot continue a privacy={self.privacy!r} run: a resumed run is a new Flower run, "
-                "its clients' accountants start empty and the reported epsilon would undercount; start a new run",
-            ),
-        ]
-        if self.privacy == "dp-sgd":
-            check_decoupled(self.model)
-            checks += [
-                (self.max_grad_norm > 0, f"max-grad-norm must be > 0, got {self.max_grad_norm}"),
-                (self.dp_batch_size >= 1, f"dp-batch-size must be >= 1, got {self.dp_batch_size}"),
-                (
-                    self.algorithm in ("fedavg", "local"),
-                    f"privacy='dp-sgd' trains with plain DP-SGD: use algorithm fedavg or local, not {self.algorithm!r}",
-                ),
-            ]
-        else:
-            checks += [
-                (self.clipping in CLIPPINGS, f"clipping must be one of {', '.join(CLIPPINGS)}, got {self.clipping!r}"),
-                (self.clipping_norm > 0, f"clipping-norm must be > 0, got {self.clipping_norm}"),
-                (
-                    self.algorithm in ("fedavg", "fedprox"),
-                    f"privacy='client-dp' adds noise to an aggregate: use algorithm fedavg or fedprox, "
-                    f"not {self.algorithm!r}",
-                ),
-            ]
-        return checks
-
-    def budgets(self) -> list[int]:
-        """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
-        return sorted({int(part) for part in self.certify_budgets.split(",") if part.strip()})
-
-
-PRIVACY = ("none", "dp-sgd", "client-dp")
+PRIVACY = {
+    "none": "no differential privacy",
+    "dp-sgd": "DP-SGD with Opacus on each client (per-node gradients clipped and noised)",
+    "client-dp": "client-level DP: Flower's DP strategy wrappers clip and noise each client's update",
+}
 CLIPPINGS = ("server-fixed", "client-fixed", "server-adaptive", "client-adaptive")
-
-
-def _typed(key: str, value: Any, kind: str) -> Any:
-    """Check one value against its field's annotation (``"int"``, ``"float"``, ``"str"``, ``"bool"``)."""
-    if kind == "bool" and isinstance(value, bool):
-        return value
-    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if kind == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if kind == "str" and isinstance(value, str):
-        return value
-    raise ValueError(f"run-config key {key!r} must be {_ARTICLE[kind]}, got {value!r}")
-
-
-_ARTICLE = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a quoted string"}
+UNLEARN_METHODS = tuple(UNLEARN_METHOD_SPECS)  # what a federated run can do with unlearn-request
 
 
 def _is_device(spec: str) -> bool:
@@ -253,14 +44,180 @@ def _is_device(spec: str) -> bool:
     return prefix == "cuda" and index.isdigit()
 
 
-UNLEARN_METHODS = ("wash", "laf", "laf+ft", "federaser", "retrain")  # what a federated run can do with unlearn-request
-
-
 def _is_unlearn_request(text: str) -> bool:
     """The shape of a request (ranges are checked where the federation is known)."""
     return text == "" or re.fullmatch(r"client:\d+|nodes:\d+:(\d+\.?\d*|\.\d+)|class:\d+", text) is not None
 
 
 def _is_budget_list(text: str) -> bool:
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    return all(part.isdigit() for part in parts)
+    return all(part.strip().isdigit() for part in text.split(",") if part.strip())
+
+
+DEVICE = Form(_is_device, "auto, cpu, cuda or cuda:N")
+BUDGETS = Form(_is_budget_list, "like '1,2,3' (empty: off)")
+REQUEST = Form(_is_unlearn_request, "client:i, nodes:i:FRACTION, class:c or empty")
+
+TRAINING = Section("training", "what to train, for how long")
+DATA = Section("data", "the graph, its partition into clients, the splits")
+SETTINGS = Section("settings", "evaluation settings of local generalization (graphs/settings.py)")
+MODEL = Section("model", "the GNN every client trains")
+LOCAL = Section("local", "local training on each client")
+FEDPROX = Section("fedprox", "FedProx's options (algorithm='fedprox')")
+FEDAVGM = Section("fedavgm", "FedAvgM's options (algorithm='fedavgm', Flower's FedAvgM)")
+FEDLOG = Section("fedlog", "FedLoG's options (algorithm='fedlog'); local-epochs and weight-decay are shared")
+CERTIFY = Section("certify", "federated label-flip certificates after training (empty budgets: off)")
+UNLEARN = Section("unlearn", "federated unlearning after training (empty request: off)")
+FEDERATION = Section("federation", "client sampling and time-outs")
+OUTPUTS = Section("outputs", "where the run's results go")
+PRIVACY_SECTION = Section("privacy", "differential privacy (README: Privacy)")
+RESUME = Section("resume", "deployment: continue a run from its checkpoint")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every run-config key of the Stamen app (``stamen config`` lists them with their help)."""
+
+    algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices={n: s.help for n, s in ALGORITHMS.items()})
+    num_server_rounds: int = TRAINING.key(100, "federated rounds", bound=ge(1))
+    dataset: str = DATA.key("csbm", "the graph (csbm: generated from the seed, no files)", choices=DATASETS)
+    data_root: str = DATA.key("", "folder holding Cora/raw/... or npz/cora_ml.npz; empty: $STAMEN_DATA")
+    partitioner: str = DATA.key("louvain", "how the graph is cut into clients", choices=PARTITIONERS)
+    dirichlet_alpha: float = DATA.key(0.5, "label skew of label-dirichlet (smaller: more skewed)", bound=gt(0))
+    train_frac: float = DATA.key(0.6, "per-client random split: training share", bound=within(0, 1, "()"))
+    val_frac: float = DATA.key(
+        0.2, "per-client random split: validation share (test: the rest)", bound=within(0, 1, "[)")
+    )
+    new_client: bool = DATA.key(False, "hold out one more partition that never trains (the new-client setting)")
+    seed: int = DATA.key(0, "graph generation, partition, splits, initial model, dropout")
+    csbm_nodes: int = DATA.key(3000, "csbm: nodes", bound=ge(2))
+    csbm_classes: int = DATA.key(7, "csbm: classes", bound=ge(2))
+    csbm_degree: float = DATA.key(8.0, "csbm: mean degree", bound=gt(0))
+    csbm_homophily: float = DATA.key(0.8, "csbm: share of a node's edges within its class", bound=within(0, 1))
+    csbm_features: int = DATA.key(64, "csbm: feature dimension", bound=ge(1))
+    csbm_signal: float = DATA.key(1.0, "csbm: distance of the class means in feature space", bound=ge(0))
+    unseen_node_frac: float = SETTINGS.key(
+        0.0,
+        "share of each client's nodes held out of training with their edges (unseen node)",
+        bound=within(0, 1, "[)"),
+    )
+    missing_classes: int = SETTINGS.key(
+        0, "classes whose labels each client withholds: its rarest ones (missing class)", bound=ge(0)
+    )
+    model: str = MODEL.key("gcn", "the GNN (encoder -> linear head)", choices=MODELS)
+    hidden: int = MODEL.key(64, "hidden width", bound=ge(1))
+    num_layers: int = MODEL.key(2, "layers", bound=ge(1))
+    dropout: float = MODEL.key(0.5, "dropout rate", bound=within(0, 1, "[)"))
+    local_epochs: int = LOCAL.key(1, "full-batch local steps per round", bound=ge(1))
+    lr: float = LOCAL.key(0.01, "Adam's learning rate", bound=gt(0))
+    weight_decay: float = LOCAL.key(5e-4, "Adam's weight decay", bound=ge(0))
+    proximal_mu: float = FEDPROX.key(0.01, "FedProx's proximal strength", bound=ge(0))
+    keep_optimizer_state: bool = LOCAL.key(True, "each client keeps its Adam moments across rounds")
+    device: str = LOCAL.key("auto", "auto: a visible GPU, else the CPU", form=DEVICE)
+    server_momentum: float = FEDAVGM.key(
+        0.9, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
+    )
+    server_learning_rate: float = FEDAVGM.key(1.0, "server learning rate on the averaged update", bound=gt(0))
+    fedlog_lr: float = FEDLOG.key(0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0))
+    fedlog_hidden: int = FEDLOG.key(128, "GraphSAGE hidden width", bound=ge(1))
+    fedlog_embedding: int = FEDLOG.key(64, "embedding width", bound=ge(1))
+    fedlog_batch_size: int = FEDLOG.key(64, "mini-batch of training nodes", bound=ge(1))
+    fedlog_num_proto: int = FEDLOG.key(20, "synthetic nodes per class and branch", bound=ge(1))
+    fedlog_gamma: float = FEDLOG.key(3.0, "degree gate sigmoid(degree - (gamma + 1))")
+    fedlog_beta_metric: float = FEDLOG.key(1.0, "loss weight of the prototype loss", bound=ge(0))
+    fedlog_beta_norm: float = FEDLOG.key(1.0, "loss weight of the synthetic-feature norm", bound=ge(0))
+    fedlog_beta_cd: float = FEDLOG.key(1.0, "loss weight on the global synthetic data (0: the ablation)", bound=ge(0))
+    fedlog_lambda_step: float = FEDLOG.key(0.001, "adaptive feature scaling: lambda's step", bound=ge(0))
+    fedlog_lambda_threshold: float = FEDLOG.key(
+        0.8, "lambda moves up where accuracy on a class's synthetic nodes exceeds this", bound=within(0, 1)
+    )
+    fedlog_warmup_epochs: int = FEDLOG.key(100, "first participation: cross-entropy warm-up epochs", bound=ge(0))
+    fedlog_warmup_patience: int = FEDLOG.key(10, "warm-up early stopping on validation: patience", bound=ge(0))
+    fedlog_generator_epochs: int = FEDLOG.key(100, "neighbour generator's pretraining epochs", bound=ge(0))
+    fedlog_generator_hidden: int = FEDLOG.key(256, "neighbour generator's hidden width", bound=ge(1))
+    certify_budgets: str = CERTIFY.key(
+        "", "after training, clients certify their own predictions against these label-flip budgets", form=BUDGETS
+    )
+    certify_arch: str = CERTIFY.key("gcn", "the NTK's architecture", choices=NTK_ARCHITECTURES)
+    certify_c: float = CERTIFY.key(0.01, "the SVM's C", bound=gt(0))
+    certify_labels_per_class: int = CERTIFY.key(10, "labelled nodes per class", bound=ge(1))
+    certify_targets: int = CERTIFY.key(20, "target nodes certified per client", bound=ge(1))
+    certify_time_limit: float = CERTIFY.key(60.0, "seconds per MILP", bound=gt(0))
+    unlearn_request: str = UNLEARN.key(
+        "", "after training, forget this through Flower messages and evaluate", form=REQUEST
+    )
+    unlearn_method: str = UNLEARN.key(
+        "wash",
+        "how (all but federaser retrain if a client holding data to forget does not answer)",
+        choices={n: s.help for n, s in UNLEARN_METHOD_SPECS.items()},
+    )
+    fraction_train: float = FEDERATION.key(1.0, "share of clients sampled per round", bound=within(0, 1, "(]"))
+    min_clients: int = FEDERATION.key(2, "fewest clients a round may go on with", bound=ge(1))
+    round_timeout: float = FEDERATION.key(600.0, "seconds to wait for a round's replies", bound=gt(0))
+    output_dir: str = OUTPUTS.key("runs", "folder of the run directories")
+    run_name: str = OUTPUTS.key("", "the run directory's name; empty: <dataset>-<algorithm>-<time>")
+    overwrite: bool = OUTPUTS.key(False, "replace an earlier run directory of the same name")
+    privacy: str = PRIVACY_SECTION.key("none", "differential privacy", choices=PRIVACY)
+    noise_multiplier: float = PRIVACY_SECTION.key(
+        1.0, "Gaussian noise std over the clipping norm (per sample for dp-sgd, per update for client-dp)", bound=gt(0)
+    )
+    target_epsilon: float = PRIVACY_SECTION.key(
+        0.0,
+        "> 0: solve the noise multiplier so the whole run spends this epsilon (noise-multiplier unused)",
+        bound=ge(0),
+    )
+    target_delta: float = PRIVACY_SECTION.key(1e-5, "the delta of every reported epsilon", bound=within(0, 1, "()"))
+    max_grad_norm: float = PRIVACY_SECTION.key(1.0, "dp-sgd: per-sample gradient clipping norm", bound=gt(0))
+    dp_batch_size: int = PRIVACY_SECTION.key(
+        32, "dp-sgd: expected Poisson batch size (at most a client's training nodes)", bound=ge(1)
+    )
+    clipping: str = PRIVACY_SECTION.key(
+        "server-fixed", "client-dp: where and how updates are clipped", choices=CLIPPINGS
+    )
+    clipping_norm: float = PRIVACY_SECTION.key(
+        1.0, "client-dp: the update clipping norm (the initial one when adaptive)", bound=gt(0)
+    )
+    resume_from: str = RESUME.key(
+        "", "a run directory (or a file in it) whose checkpoint the run continues (README: Run on several machines)"
+    )
+
+    @classmethod
+    def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
+        """Check and build from Flower's run config; missing keys take defaults. ValueError in one line."""
+        unknown = [key for key in values if key not in KEYS]
+        if unknown:
+            named = ", ".join(f"{key!r}{did_you_mean(key, KEYS, ' (')}".replace("?", "?)") for key in unknown)
+            plural = "s" if len(unknown) > 1 else ""
+            raise ValueError(f"unknown run-config key{plural} {named}; `stamen config` lists every key")
+        typed = {KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items()}
+        config = cls(**typed)
+        config.validate()
+        return config
+
+    def to_flower(self) -> dict[str, Any]:
+        """The kebab-case mapping that :meth:`from_flower` reads."""
+        return {key.name: getattr(self, key.attribute) for key in KEYS.values()}
+
+    def validate(self) -> None:
+        """Each key's constraint, then the rules between keys (:mod:`contract.rules`)."""
+        from contract.rules import check_rules
+
+        for key in KEYS.values():
+            key.check(getattr(self, key.attribute))
+        check_rules(self)
+
+    def budgets(self) -> list[int]:
+        """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
+        return sorted({int(part) for part in self.certify_budgets.split(",") if part.strip()})
+
+
+KEYS: dict[str, Key] = declared_keys(RunConfig)
+SECTIONS: dict[str, Section] = {
+    section.name: section
+    for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, CERTIFY, UNLEARN, FEDERATION,
+                    OUTPUTS, PRIVACY_SECTION, RESUME)
+}  # fmt: skip
+
+
+def run_config_keys() -> dict[str, Key]:
+    """Every key, in declaration order (the sections' order groups them)."""
+    return dict(KEYS)

@@ -6,6 +6,9 @@ MODELS = ("gcn", "sgc", "sage", "gat", "appnp", "mlp")
 # node's logits depend on its own propagated feature row only: DP-SGD trains these.
 DECOUPLED_MODELS = ("sgc", "mlp")
 
+# The architectures whose neural tangent kernel certify/ntk.py computes (certify-arch).
+NTK_ARCHITECTURES = ("gcn", "sgc", "appnp", "graphsage", "gin", "mlp", "gcn_skippc", "gcn_skipalpha")
+
 
 def check_decoupled(model: str) -> None:
     """ValueError unless DP-SGD can train ``model`` (one of :data:`DECOUPLED_MODELS`)."""

@@ -7,9 +7,6 @@ from flwr.serverapp.strategy import FedProx, Strategy
 from contract.run_config import RunConfig
 from server.fedavg import strategy_options
 
-AGGREGATES = True
-
-
 def make_strategy(config: RunConfig) -> Strategy:
     return FedProx(
         **strategy_options(config),

@@ -11,8 +11,5 @@ from flwr.serverapp.strategy import Strategy
 from contract.run_config import RunConfig
 from server import fedavg
 
-AGGREGATES = False
-
-
 def make_strategy(config: RunConfig) -> Strategy:
     return fedavg.make_strategy(config)  # used for client sampling only

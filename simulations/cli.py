@@ -3,25 +3,46 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
+from types import ModuleType
 
-from simulations.commands import bench, certify, deploy, partition, run, sweep, unlearn
 from contract.provenance import handed_down
 from simulations.errors import RunFailed, RunInterrupted
 
-COMMANDS = (run, sweep, partition, bench, certify, unlearn, deploy)
+# Modules of simulations.commands, imported when needed: `stamen config` loads no PyTorch.
+COMMANDS: tuple[str | ModuleType, ...] = (
+    "run",
+    "sweep",
+    "partition",
+    "bench",
+    "certify",
+    "unlearn",
+    "deploy",
+    "config",
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command(entry: str | ModuleType) -> tuple[str, str | ModuleType]:
+    return (entry if isinstance(entry, str) else entry.__name__.rsplit(".", 1)[-1]), entry
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of the command ``only`` alone (its module only is imported)."""
     parser = argparse.ArgumentParser(
         prog="stamen",
         description="Stamen: federated graph learning on Flower (simulations, certificates, unlearning, privacy).",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(subparsers)
+    commands: dict[str, str | ModuleType] = {}
+    for entry in COMMANDS:  # a command listed twice (by name and as a module): its first entry
+        commands.setdefault(*_command(entry))
+    for name, entry in commands.items():
+        if only is None or name == only:
+            module = importlib.import_module(f"simulations.commands.{entry}") if isinstance(entry, str) else entry
+            module.add_parser(subparsers)
     return parser
 
 
@@ -31,7 +52,9 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Exit codes: 0 done, 1 a run failed, 2 bad input, 3 a run finished degraded, 130 interrupted."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    names = {_command(entry)[0] for entry in COMMANDS}
+    args = build_parser(argv[0] if argv and argv[0] in names else None).parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a command as Ctrl-C does, cleanly
     os.environ.update(handed_down())  # the processes a command starts record its commit and command line
     try:

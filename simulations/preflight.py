@@ -1,11 +1,14 @@
 """Every check a run can pass before Flower starts: one line and exit 2, in seconds.
 
 ``stamen run`` (and the benches and deployments that start runs) call :func:`prepare`
-before any process is started. It checks the run config, the federation settings, the
-data (loaded and partitioned once, cached for the clients), the output folder or the
-checkpoint to resume, the unlearning request against the federation's clients and
-classes, whether a DP target epsilon can be reached, and the certificate settings.
-Nothing on disk changes here except the partition cache.
+before any process is started. It checks the run config with the one validation that
+the ServerApp of a plain ``flwr run`` also runs (:meth:`contract.run_config.RunConfig.from_flower`:
+keys, types, ranges, names from the registries, rules between keys), then what only
+the data and the federation can tell: the federation settings, the data (loaded and
+partitioned once, cached for the clients), the output folder or the checkpoint to
+resume, the unlearning request against the federation's clients and classes, and
+whether a DP target epsilon can be reached. Nothing on disk changes here except the
+partition cache.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> Prepar
 
 
 def check_with_data(config: RunConfig, num_clients: int) -> None:
-    """The checks that need the clients' data: request, privacy budget, certificates."""
+    """The checks that need the clients' data: the unlearning request and the privacy budget."""
     with warnings.catch_warnings():  # Opacus's accountant warns about its alpha grid while searching
         warnings.simplefilter("ignore")
         _check_with_data(config, num_clients)
@@ -103,8 +106,3 @@ def _check_with_data(config: RunConfig, num_clients: int) -> None:
                 noise_multiplier(config, int(client.train_mask.sum()))
             except ValueError as error:
                 raise ValueError(f"client {index}: {error}") from None
-    if config.budgets():
-        from certify.ntk import ARCHITECTURES
-
-        if config.certify_arch not in ARCHITECTURES:
-            raise ValueError(f"unknown certify-arch {config.certify_arch!r}; choose one of: {', '.join(ARCHITECTURES)}")

@@ -1,9 +1,13 @@
+import dataclasses
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from contract.run_config import RunConfig
+from contract.algorithms import ALGORITHMS, admitting
+from contract.run_config import KEYS, SECTIONS, RunConfig
+from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -12,6 +16,17 @@ def test_defaults_are_the_pyproject_run_config():
     table = tomllib.loads(PYPROJECT.read_text())["tool"]["flwr"]["app"]["config"]
     assert RunConfig.from_flower(table) == RunConfig()
     assert RunConfig().to_flower() == table
+    assert {name: type(value) for name, value in table.items()} == {name: type(k.default) for name, k in KEYS.items()}
+
+
+def test_every_key_is_declared_once_with_type_section_and_help():
+    fields = dataclasses.fields(RunConfig)
+    assert [f.name.replace("_", "-") for f in fields] == list(KEYS)
+    for item, key in zip(fields, KEYS.values()):
+        assert item.type == key.kind, key.name  # the annotation is the declared type
+        assert key.section in SECTIONS and key.help.strip(), key.name
+        key.check(key.default)  # every default meets its own constraint
+        assert "\n" not in key.help and "\n" not in key.accepted()
 
 
 @pytest.mark.parametrize(
@@ -22,13 +37,90 @@ def test_defaults_are_the_pyproject_run_config():
         ({"lr": -1.0}, "lr must be > 0"),
         ({"device": "tpu"}, "device must be auto, cpu, cuda or cuda:N"),
         ({"learning-rate": 0.1}, "unknown run-config key"),
+        ({"lrr": 0.1}, "unknown run-config key 'lrr' (did you mean 'lr'?)"),
+        ({"model": "gcnn"}, "unknown model 'gcnn'; model must be one of: gcn, sgc, sage, gat, appnp, mlp; did you"),
+        ({"model": "gcnn"}, "mlp; did you mean 'gcn'?"),
+        ({"algorithm": "fedavgn"}, "did you mean 'fedavg'?"),
+        ({"dataset": "coraa"}, "unknown dataset 'coraa'"),
+        ({"partitioner": "metiss"}, "did you mean 'metis'?"),
+        ({"fraction-train": 0.0}, "fraction-train must lie in (0, 1], got 0.0"),
+        ({"train-frac": 0.7, "val-frac": 0.3}, "train-frac + val-frac must be < 1"),
     ],
 )
 def test_malformed_values_are_named(values, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match="^[^\n]*$") as error:
         RunConfig.from_flower(values)
+    assert message in str(error.value)
+
+
+def test_certify_arch_is_checked_before_training_without_budgets():
+    """A plain ``flwr run`` checks the run config before the first round: certify-arch too."""
+    with pytest.raises(ValueError, match="unknown certify-arch 'transformer'"):
+        RunConfig.from_flower({"certify-arch": "transformer"})
+
+
+def test_certify_arch_names_are_the_ntk_architectures():
+    from certify.ntk import ARCHITECTURES
+
+    assert tuple(KEYS["certify-arch"].choices) == ARCHITECTURES
 
 
 def test_a_private_run_cannot_be_resumed():
     with pytest.raises(ValueError, match="accountants start empty"):
         RunConfig.from_flower({"privacy": "dp-sgd", "model": "sgc", "resume-from": "runs/earlier"})
+
+
+@pytest.mark.parametrize("privacy", ["dp-sgd", "client-dp"])
+def test_privacy_compatibility_comes_from_the_algorithm_specs(privacy):
+    for name, spec in ALGORITHMS.items():
+        values = {"privacy": privacy, "model": "sgc", "algorithm": name}
+        if spec.admits(privacy):
+            assert RunConfig.from_flower(values).algorithm == name
+        else:
+            with pytest.raises(ValueError, match=f"not {name!r}") as error:
+                RunConfig.from_flower(values)
+            assert all(other in str(error.value) for other in admitting(privacy))
+
+
+def test_resume_rules_come_from_the_specs():
+    for name, method in UNLEARN_METHOD_SPECS.items():
+        values = {"unlearn-request": "class:1", "unlearn-method": name, "resume-from": "runs/earlier"}
+        if method.replays_history:
+            with pytest.raises(ValueError, match="choose another unlearn-method"):
+                RunConfig.from_flower(values)
+        else:
+            assert RunConfig.from_flower(values).unlearn_method == name
+    for name, spec in ALGORITHMS.items():
+        values = {"algorithm": name, "resume-from": "runs/earlier"}
+        if spec.resumable:
+            assert RunConfig.from_flower(values).algorithm == name
+        else:
+            with pytest.raises(ValueError, match="is not in the checkpoint"):
+                RunConfig.from_flower(values)
+
+
+def test_algorithm_specs_name_declared_keys_and_loadable_parts():
+    from client.algorithms import ClientAlgorithm, client_algorithm
+    from server.algorithms import server_algorithm
+
+    assert tuple(KEYS["algorithm"].choices) == tuple(ALGORITHMS)
+    for name, spec in ALGORITHMS.items():
+        assert set(spec.options) <= set(KEYS), name
+        assert set(spec.privacy) <= set(KEYS["privacy"].choices) and "none" in spec.privacy, name
+        assert server_algorithm(name).AGGREGATES == spec.aggregates
+        assert isinstance(client_algorithm(name)[1], ClientAlgorithm)
+    with pytest.raises(ValueError, match="did you mean 'fedprox'"):
+        server_algorithm("fedprx")
+
+
+def test_the_server_app_runs_the_same_validation():
+    """``server/app.py:check_run_config`` (a plain ``flwr run``) is the contract's validation plus run-name."""
+    from server.app import check_run_config
+
+    for values in ({"certify-arch": "transformer"}, {"lrr": 0.1}, {"privacy": "client-dp", "algorithm": "local"}):
+        with pytest.raises(ValueError) as expected:
+            RunConfig.from_flower(values)
+        with pytest.raises(ValueError, match="^" + re.escape(str(expected.value)) + "$"):
+            check_run_config(values)
+    with pytest.raises(ValueError, match="one plain folder name"):
+        check_run_config({"run-name": "../x"})

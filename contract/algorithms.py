@@ -1,0 +1,79 @@
+"""The FL algorithms a run may use: one registry entry per algorithm, by run-config name.
+
+An algorithm is a server part (a module with ``make_strategy(config) -> Strategy``,
+loaded by :mod:`server.algorithms`) and a client part (a module whose ``PART`` is a
+:class:`client.algorithms.ClientAlgorithm`, loaded by :mod:`client.algorithms`). This
+floor may not import either side, so a spec names them by dotted module path; both
+sides load them with :mod:`importlib` only when a run asks for the algorithm.
+
+What the run config, its validation, ``stamen config``, ``--help`` choices and the
+README know about an algorithm comes from its spec here, never from a second list:
+
+- ``aggregates``: the server keeps a global model (clients evaluate the model they
+  receive; the run reports it). ``False``: every client keeps its own model.
+- ``privacy``: the ``privacy`` modes the algorithm admits (``none`` always).
+- ``options``: the run-config keys only this algorithm reads.
+- ``resumable``: ``resume-from`` can continue its run exactly (the server's state
+  between rounds is the checkpoint: the weights and the client sampler).
+
+Adding an algorithm: its server module, its client module (or an existing one) and
+one line in :data:`ALGORITHMS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contract.suggest import did_you_mean
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One FL algorithm, as the run config and both apps know it (see the module docstring)."""
+
+    name: str
+    help: str
+    server: str
+    client: str
+    aggregates: bool = True
+    privacy: tuple[str, ...] = ("none",)
+    options: tuple[str, ...] = ()
+    resumable: bool = True
+
+    def admits(self, privacy: str) -> bool:
+        return privacy in self.privacy
+
+
+_FEDLOG_OPTIONS = tuple(
+    f"fedlog-{name}"
+    for name in (
+        "lr", "hidden", "embedding", "batch-size", "num-proto", "gamma", "beta-metric", "beta-norm", "beta-cd",
+        "lambda-step", "lambda-threshold", "warmup-epochs", "warmup-patience", "generator-epochs", "generator-hidden",
+    )
+)  # fmt: skip
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    spec.name: spec
+    for spec in (
+        AlgorithmSpec("fedavg", "FedAvg, the clients' weights averaged by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp")),  # noqa: E501
+        AlgorithmSpec("fedprox", "FedProx, FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",)),  # noqa: E501
+        AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
+        AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
+        AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
+    )
+}
+
+
+def algorithm_spec(name: str) -> AlgorithmSpec:
+    """The spec of ``name``; ValueError in one line (with a suggestion) if there is none."""
+    if name not in ALGORITHMS:
+        raise ValueError(
+            f"unknown algorithm {name!r}; algorithm must be one of: {', '.join(ALGORITHMS)}"
+            f"{did_you_mean(name, ALGORITHMS)}"
+        )
+    return ALGORITHMS[name]
+
+
+def admitting(privacy: str) -> tuple[str, ...]:
+    """The algorithms that admit a ``privacy`` mode, in registry order."""
+    return tuple(name for name, spec in ALGORITHMS.items() if spec.admits(privacy))

@@ -1,0 +1,69 @@
+"""The rules between run-config keys, read from the registries (never from a second list).
+
+- ``privacy`` x ``algorithm``: the algorithm's spec admits the privacy mode
+  (:mod:`contract.algorithms`); DP-SGD needs a decoupled model (:mod:`models.names`).
+- ``resume-from``: not with a privacy mode (the clients' accountants would start
+  empty), not with an algorithm whose spec is not ``resumable``, not with an unlearning
+  method whose spec ``replays_history`` (:mod:`contract.unlearn_methods`).
+- ``train-frac + val-frac < 1``: the test split gets the rest.
+
+Each rule fails with one line naming the keys and what to do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from contract.algorithms import ALGORITHMS, admitting
+from contract.suggest import one_of
+from contract.unlearn_methods import UNLEARN_METHOD_SPECS
+from models.names import check_decoupled
+
+if TYPE_CHECKING:
+    from contract.run_config import RunConfig
+
+# Why a privacy mode constrains the algorithm, for the error line.
+PRIVACY_NEEDS = {
+    "dp-sgd": "trains with plain DP-SGD",
+    "client-dp": "adds noise to an aggregate",
+}
+
+
+def check_rules(config: RunConfig) -> None:
+    """ValueError in one line at the first rule ``config`` breaks."""
+    if config.train_frac + config.val_frac >= 1:
+        raise ValueError(
+            f"train-frac + val-frac must be < 1 (the test split gets the rest), "
+            f"got {config.train_frac} + {config.val_frac}"
+        )
+    spec = ALGORITHMS[config.algorithm]
+    if config.privacy != "none":
+        _check_privacy(config)
+    if not config.resume_from:
+        return
+    if config.privacy != "none":
+        raise ValueError(
+            f"resume-from cannot continue a privacy={config.privacy!r} run: a resumed run is a new Flower run, "
+            "its clients' accountants start empty and the reported epsilon would undercount; start a new run"
+        )
+    if not spec.resumable:
+        raise ValueError(
+            f"resume-from cannot continue an algorithm={config.algorithm!r} run: its server state between rounds "
+            "is not in the checkpoint, so the resumed run would differ from an uninterrupted one; start a new run"
+        )
+    method = UNLEARN_METHOD_SPECS[config.unlearn_method]
+    if config.unlearn_request and method.replays_history:
+        raise ValueError(
+            f"unlearn-method={method.name!r} replays every round's client updates, which a resumed run lacks "
+            "before its checkpoint; choose another unlearn-method"
+        )
+
+
+def _check_privacy(config: RunConfig) -> None:
+    if config.privacy == "dp-sgd":
+        check_decoupled(config.model)
+    if not ALGORITHMS[config.algorithm].admits(config.privacy):
+        raise ValueError(
+            f"privacy={config.privacy!r} {PRIVACY_NEEDS[config.privacy]}: use algorithm "
+            f"{one_of(admitting(config.privacy))}, not {config.algorithm!r}"
+        )
