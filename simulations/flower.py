@@ -193,12 +193,12 @@ def flwr_run(
     flwr_home: Path,
     run_config: dict[str, object],
     federation_config: dict[str, object],
-    stream: bool = True,
+    log: Path | None = None,
 ) -> int:
     """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``.
 
     ``flwr run`` returns as soon as the run is submitted unless it streams the logs,
-    so it always streams; with ``stream=False`` the logs go to ``flwr_home/run.log``.
+    so it always streams: to the terminal, or into the file ``log``.
     """
     env = flower_environment(flwr_home)
     command = [
@@ -212,10 +212,10 @@ def flwr_run(
     ]
     if federation_config:
         command += ["--federation-config", " ".join(f"{k}={toml_value(v)}" for k, v in federation_config.items())]
-    if stream:
+    if log is None:
         return subprocess.call(command, env=env)
-    with open(flwr_home / "run.log", "w") as log:
-        return subprocess.call(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    with open(log, "w") as stream:
+        return subprocess.call(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
 
 
 class PeakMemory:

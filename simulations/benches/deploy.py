@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         [f"num-supernodes={args.nodes} client-resources-num-cpus=1"],
     )
     started = time.perf_counter()
-    summary = simulate(run, stream=False)
+    summary = simulate(run, mode="quiet")
     simulation = {
         "total_wall_seconds": time.perf_counter() - started,
         "per_round": per_round_breakdown(_rows(Path(summary["run_dir"]))),

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             run = prepare(run_overrides, federation_overrides)
             check_seconds = time.perf_counter() - checking
             print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
-            summary = simulate(run, stream=False)
+            summary = simulate(run, mode="quiet")
             rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
             actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
             breakdown = per_round_breakdown(rows, actors)

@@ -215,7 +215,7 @@ def run_main(args: argparse.Namespace) -> int:
     write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
     overrides = parse_config_args(args.run_config) if args.run_config else {}
     check_run_config({**default_run_config(), **overrides})
-    return flwr_run(OPERATOR_HOME, overrides, {}, stream=True)
+    return flwr_run(OPERATOR_HOME, overrides, {})
 
 
 def local_main(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from server.rundir import RunDirectory, RunStatus, run_token
 from simulations.errors import RunFailed, RunInterrupted
 from simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
 from simulations.preflight import PreparedRun, prepare
+from simulations.progress import RunProgress
 
 EXIT_DEGRADED = 3
 ENGINES = ("flower", "inprocess")
@@ -50,16 +51,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="flower: flwr run on a local simulation SuperLink (default); inprocess: the same ServerApp and "
         "ClientApp in this process, clients in turn (fastest; same outputs)",
     )
-    parser.add_argument("--quiet", action="store_true", help="do not stream the run's logs")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--quiet", action="store_true", help="print the result table only")
+    output.add_argument(
+        "--verbose", action="store_true", help="stream the full log instead of a progress bar (always kept in run.log)"
+    )
     parser.set_defaults(func=main)
 
 
-def simulate(run: PreparedRun, stream: bool = True, resume_hint: str = "", engine: str = "flower") -> dict:
+def simulate(run: PreparedRun, mode: str = "progress", resume_hint: str = "", engine: str = "flower") -> dict:
     """Run one prepared run on ``engine``; return its summary (as written in its run directory).
 
     ``flower``: ``flwr run`` on a simulation SuperLink of our own; ``inprocess``: the same
     ServerApp (:func:`server.app.serve`) and ClientApp in this process, clients called in
-    turn (:class:`simulations.inprocess.InProcessGrid`). The summary gains
+    turn (:class:`simulations.inprocess.InProcessGrid`). ``mode``: ``progress`` shows a
+    progress bar and keeps the log in the run directory (``run.log``), ``verbose`` streams
+    the log to the terminal, ``quiet`` shows nothing. The summary gains
     ``total_wall_seconds`` and ``peak_memory_gb`` (the largest resident memory of every
     process of the run: for ``flower`` the SuperLink and all its descendants).
 
@@ -69,16 +76,26 @@ def simulate(run: PreparedRun, stream: bool = True, resume_hint: str = "", engin
     """
     run_dir = run.run_dir
     started = time.perf_counter()
+    first_round = _resumed_round(run)
+    progress = RunProgress(run_dir.path, run.config.num_server_rounds, first_round, enabled=mode == "progress")
     with run_token() as token:
         try:
             if engine == "inprocess":
-                memory = _serve_in_process(run, stream)
-                _judge(run_dir, token, "see the log above")
+                with progress:
+                    memory, log = _serve_in_process(run, verbose=mode == "verbose")
+                _keep_log(run_dir, token, log)
+                _judge(run_dir, token, f"see {run_dir.path / 'run.log'}" if log else "see the log above")
             else:
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
-                    with LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
-                        code = flwr_run(home, run.config.to_flower(), run.federation, stream=stream)
-                    _judge(run_dir, token, f"flwr exit code {code}; Flower's logs: {home}")
+                    log_file = None if mode == "verbose" else home / "run.log"
+                    try:
+                        with progress, LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
+                            code = flwr_run(home, run.config.to_flower(), run.federation, log=log_file)
+                    finally:
+                        if log_file is not None and log_file.is_file():
+                            _keep_log(run_dir, token, log_file.read_text())
+                    where = f"see {run_dir.path / 'run.log'}" if log_file else "see the log above"
+                    _judge(run_dir, token, f"flwr exit code {code}; {where}; Flower's own logs: {home}")
         except KeyboardInterrupt:  # every process of the run was stopped on the way out
             raise RunInterrupted(_interrupted(run_dir, token, resume_hint)) from None
     summary = run_dir.summary()
@@ -87,22 +104,52 @@ def simulate(run: PreparedRun, stream: bool = True, resume_hint: str = "", engin
     return summary
 
 
-def _serve_in_process(run: PreparedRun, stream: bool) -> PeakMemory:
-    """The ServerApp over the in-process grid; its failure is judged from the run's status, as Flower's is."""
+def _resumed_round(run: PreparedRun) -> int:
+    rows = run.run_dir.rows() if run.config.resume_from and (run.run_dir.path / "metrics.jsonl").is_file() else []
+    return max((int(row.get("round", 0)) for row in rows), default=0)
+
+
+def _keep_log(run_dir: RunDirectory, token: str, text: str) -> None:
+    """The run's log into its run directory (``run.log``), if this command's run made that directory."""
+    if text and run_dir.outcome(token) is not None:
+        from server.rundir import atomic_write
+
+        atomic_write(run_dir.path / "run.log", text)
+
+
+def _serve_in_process(run: PreparedRun, verbose: bool) -> tuple[PeakMemory, str]:
+    """The ServerApp over the in-process grid; returns its memory and log (empty when it went to the terminal).
+
+    A failure is judged from the run's status, as a Flower run's is.
+    """
+    import io
     import logging
     import os
 
     from server.app import serve
     from simulations.inprocess import InProcessGrid, task_identity
 
-    logging.getLogger("flwr").setLevel(logging.INFO if stream else logging.WARNING)
+    logger = logging.getLogger("flwr")
+    handlers, buffer = list(logger.handlers), io.StringIO()
+    if not verbose:
+        for handler in handlers:
+            logger.removeHandler(handler)
+        captured = logging.StreamHandler(buffer)
+        captured.setFormatter(logging.Formatter("%(levelname)s %(asctime)s: %(message)s"))
+        logger.addHandler(captured)
     grid = InProcessGrid(run.config.to_flower(), int(run.federation["num-supernodes"]))
-    with PeakMemory(os.getpid()) as memory, task_identity():
-        try:
-            serve(grid, run.config.to_flower(), engine="inprocess")
-        except (SystemExit, Exception):  # recorded in status.json (or the run never started): judged next
-            pass
-    return memory
+    try:
+        with PeakMemory(os.getpid()) as memory, task_identity():
+            try:
+                serve(grid, run.config.to_flower(), engine="inprocess")
+            except (SystemExit, Exception):  # recorded in status.json (or the run never started): judged next
+                pass
+    finally:
+        if not verbose:
+            logger.removeHandler(captured)
+            for handler in handlers:
+                logger.addHandler(handler)
+    return memory, buffer.getvalue()
 
 
 def _judge(run_dir: RunDirectory, token: str, where: str) -> None:
@@ -136,17 +183,19 @@ def main(args: argparse.Namespace) -> int:
             "nothing left to run"
         )
         return 0
-    print(
-        f"stamen run: {config.algorithm} on {config.dataset}, {run.federation['num-supernodes']} clients, "
-        f"{config.num_server_rounds} rounds -> {run.run_dir.path}",
-        flush=True,
-    )
+    if not args.quiet:
+        print(
+            f"stamen run: {config.algorithm} on {config.dataset}, {run.federation['num-supernodes']} clients, "
+            f"{config.num_server_rounds} rounds, {args.engine} engine -> {run.run_dir.path}",
+            flush=True,
+        )
     hint = "stamen run " + " ".join(
         [f"--engine {args.engine}"] * (args.engine != "flower")
         + [f"-c {shlex.quote(c)}" for c in args.run_config]
         + [f"--federation-config {shlex.quote(f)}" for f in args.federation_config]
     )
-    summary = simulate(run, stream=not args.quiet, resume_hint=hint.strip(), engine=args.engine)
+    mode = "quiet" if args.quiet else "verbose" if args.verbose else "progress"
+    summary = simulate(run, mode=mode, resume_hint=hint.strip(), engine=args.engine)
     print_summary(summary)
     return EXIT_DEGRADED if summary.get("degraded") else 0
 

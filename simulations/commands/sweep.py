@@ -40,7 +40,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--federation-config", action="append", default=[], help="as for stamen run")
     parser.add_argument("--engine", choices=("flower", "inprocess"), default="inprocess", help="default: inprocess")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (default: 1)")
-    parser.add_argument("--name", default="", help="the sweep's folder name; give it again to resume (default: a new one)")
+    parser.add_argument(
+        "--name", default="", help="the sweep's folder name; give it again to resume (default: a new one)"
+    )
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"where sweep folders go (default: {DEFAULT_OUT})")
     parser.set_defaults(func=main)
 
@@ -63,7 +65,9 @@ def main(args: argparse.Namespace) -> int:
             continue
         prepare(_config_args(args, run, folder), args.federation_config)
         todo.append(run)
-    print(f"stamen sweep: {len(runs)} runs in {folder} ({len(runs) - len(todo)} finished already), engine {args.engine}")
+    print(
+        f"stamen sweep: {len(runs)} runs in {folder} ({len(runs) - len(todo)} finished already), engine {args.engine}"
+    )
     failed = _execute(todo, args, folder)
     figures = {}
     for run in runs:
@@ -74,7 +78,10 @@ def main(args: argparse.Namespace) -> int:
     _write(folder, args, runs, found, failed)
     _print(found, folder)
     if failed:
-        print(f"stamen sweep: {len(failed)} run(s) failed: {', '.join(failed)}; logs in {folder / 'logs'}", file=sys.stderr)
+        print(
+            f"stamen sweep: {len(failed)} run(s) failed: {', '.join(failed)}; logs in {folder / 'logs'}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -146,7 +153,9 @@ def _execute_here(todo: list[SweepRun], args: argparse.Namespace, folder: Path) 
         task = progress.add_task("sweep", total=len(todo))
         for run in todo:
             try:
-                simulate(prepare(_config_args(args, run, folder), args.federation_config), stream=False, engine="inprocess")
+                simulate(
+                    prepare(_config_args(args, run, folder), args.federation_config), mode="quiet", engine="inprocess"
+                )
             except RunFailed:
                 failed.append(run.name)
             progress.advance(task)
@@ -176,9 +185,7 @@ def _write(folder: Path, args: argparse.Namespace, runs: list[SweepRun], found: 
     writer.writerow(["config", "runs", *[f"{key}_{s}" for key, _ in FIGURES for s in ("mean", "std")]])
     for group in found:
         stats = group.stats()
-        writer.writerow(
-            [group.name, len(group.runs), *[stats[key][s] for key, _ in FIGURES for s in ("mean", "std")]]
-        )
+        writer.writerow([group.name, len(group.runs), *[stats[key][s] for key, _ in FIGURES for s in ("mean", "std")]])
     atomic_write(folder / "sweep.csv", buffer.getvalue())
     _plot(folder, found)
 
@@ -240,7 +247,9 @@ def _print(found: list[Group], folder: Path) -> None:
         cells = []
         for key, _ in FIGURES:
             mean, std = stats[key]["mean"], stats[key]["std"]
-            cells.append("-" if mean is None else f"{mean:.4f} ± {std:.4f}" if key != "total_wall_seconds" else f"{mean:.1f}")
+            cells.append(
+                "-" if mean is None else f"{mean:.4f} ± {std:.4f}" if key != "total_wall_seconds" else f"{mean:.1f}"
+            )
         table.add_row(group.name, str(len(group.runs)), *cells)
     console = output_console()
     console.print(table)

@@ -24,9 +24,7 @@ FEDERATION = ["--federation-config", "num-supernodes=3"]
 
 def _stamen(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "simulations.cli", *args], env=env, text=True, **kwargs
-    )
+    return subprocess.Popen([sys.executable, "-m", "simulations.cli", *args], env=env, text=True, **kwargs)
 
 
 def _files(folder: Path) -> dict[str, tuple[int, str]]:
@@ -70,8 +68,15 @@ def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     # the printed command resumes the run (here only up to one more round)
     checkpoint_round = json.loads((run_dir / "checkpoint.json").read_text())["round"]
     resume = _stamen(
-        "run", "--quiet", "-c", config, "-c", f"resume-from='{run_dir}' num-server-rounds={checkpoint_round + 1}",
-        *FEDERATION, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        "run",
+        "--quiet",
+        "-c",
+        config,
+        "-c",
+        f"resume-from='{run_dir}' num-server-rounds={checkpoint_round + 1}",
+        *FEDERATION,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     out, err = resume.communicate(timeout=300)
     assert resume.returncode == 0, err
@@ -82,8 +87,14 @@ def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     # resuming the finished run again: nothing left to run, nothing changes
     finished = _files(run_dir)
     again = _stamen(
-        "run", "-c", config, "-c", f"resume-from='{run_dir}' num-server-rounds={checkpoint_round + 1}",
-        *FEDERATION, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        "run",
+        "-c",
+        config,
+        "-c",
+        f"resume-from='{run_dir}' num-server-rounds={checkpoint_round + 1}",
+        *FEDERATION,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0 and "nothing left to run" in out, err
@@ -92,8 +103,15 @@ def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     # overwrite it with a run that fails once Flower runs (every client times out at once):
     # exit 1, one line, no table (neither this run's nor the old one's)
     failing = _stamen(
-        "run", "--quiet", "-c", config, "-c", "num-server-rounds=2 overwrite=true round-timeout=0.001 min-clients=3",
-        *FEDERATION, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        "run",
+        "--quiet",
+        "-c",
+        config,
+        "-c",
+        "num-server-rounds=2 overwrite=true round-timeout=0.001 min-clients=3",
+        *FEDERATION,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     out, err = failing.communicate(timeout=300)
     assert failing.returncode == 1, (out, err)
@@ -102,5 +120,3 @@ def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] == "failed" and "clients" in status["error"]
     assert not (run_dir / "summary.json").exists()  # the old run's summary went with the overwrite
-
-

@@ -36,8 +36,10 @@ def test_grid_is_every_combination_times_every_seed_with_plain_run_names():
 
 def test_groups_take_mean_and_sample_std_over_seeds():
     runs = grid([("lr", [0.1])], [0, 1, 2])
-    figures = {r.name: {"final_test_acc": a, "best_val_test_acc": a, "total_wall_seconds": 1.0} for r, a in
-               zip(runs, [0.5, 0.7, 0.9])}
+    figures = {
+        r.name: {"final_test_acc": a, "best_val_test_acc": a, "total_wall_seconds": 1.0}
+        for r, a in zip(runs, [0.5, 0.7, 0.9])
+    }
     (group,) = groups(runs, figures)
     stats = group.stats()["final_test_acc"]
     assert stats["mean"] == pytest.approx(0.7) and stats["std"] == pytest.approx(statistics.stdev([0.5, 0.7, 0.9]))
@@ -45,8 +47,21 @@ def test_groups_take_mean_and_sample_std_over_seeds():
 
 
 def test_an_in_process_sweep_summarises_and_resumes(tmp_path, capsys):
-    args = ["sweep", "--name", "s", "--out", str(tmp_path), "--set", "lr=0.01,0.05", "--seeds", "0,1",
-            "-c", "num-server-rounds=2 csbm-nodes=300", "--federation-config", "num-supernodes=3"]
+    args = [
+        "sweep",
+        "--name",
+        "s",
+        "--out",
+        str(tmp_path),
+        "--set",
+        "lr=0.01,0.05",
+        "--seeds",
+        "0,1",
+        "-c",
+        "num-server-rounds=2 csbm-nodes=300",
+        "--federation-config",
+        "num-supernodes=3",
+    ]
     assert stamen(args) == 0
     out = capsys.readouterr().out
     assert "lr=0.01" in out and "lr=0.05" in out and "±" in out
