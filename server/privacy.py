@@ -28,7 +28,7 @@ so :math:`C` grows while more updates are clipped than wanted and tracks the
 :math:`\gamma`-quantile of the update norms. Flower 1.42's wrappers use the opposite
 sign (they shrink :math:`C` when too many updates are clipped, down to zero) and
 calibrate the round's noise to the norm *after* this update instead of the norm that
-clipped the round; :class:`AdaptiveRuleFix` corrects both (tests/server/test_client_dp_noise.py).
+clipped the round; :class:`AdaptiveRuleFix` corrects both (tests/server/test_client_level_privacy.py).
 
 The ServerApp stays free of PyTorch: Opacus is imported here only for client-DP runs.
 """
