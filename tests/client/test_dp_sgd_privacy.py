@@ -97,7 +97,7 @@ def full_batch_check(repeats: int = 60) -> tuple[bool, float]:
 
 
 class Recording(torch.optim.SGD):
-    """SGD with lr = 0 that keeps every gradient it is handed: the model stays put, so every step sees the same model."""
+    """SGD with lr = 0 keeping every gradient it is handed: the model stays put, every step sees the same model."""
 
     def __init__(self, params) -> None:
         super().__init__(params, lr=0.0)

@@ -57,7 +57,13 @@ def chi_square_accepts(deviations: np.ndarray, std: np.ndarray) -> tuple[bool, f
 
 def _config(clipping: str) -> RunConfig:
     return RunConfig.from_flower(
-        {"privacy": "client-dp", "clipping": clipping, "clipping-norm": NORM, "noise-multiplier": SIGMA, "min-clients": 1}
+        {
+            "privacy": "client-dp",
+            "clipping": clipping,
+            "clipping-norm": NORM,
+            "noise-multiplier": SIGMA,
+            "min-clients": 1,
+        }
     )
 
 
