@@ -6,10 +6,10 @@ import argparse
 import signal
 import sys
 
-from simulations.commands import bench, certify, deploy, partition, run, unlearn
+from simulations.commands import audit, bench, certify, deploy, partition, run, unlearn
 from simulations.errors import RunFailed, RunInterrupted
 
-COMMANDS = (run, partition, bench, certify, unlearn, deploy)
+COMMANDS = (run, partition, bench, certify, unlearn, deploy, audit)
 
 
 def build_parser() -> argparse.ArgumentParser:
