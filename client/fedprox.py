@@ -16,5 +16,5 @@ USES_GLOBAL_MODEL = True
 
 
 def train(model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
-    mu = float(round_config.get("proximal-mu", job.config.proximal_mu))
+    mu = float(round_config["proximal-mu"])  # the server's FedProx sends it every round: no client default
     return fedavg.train(model, job, round_config, proximal_mu=mu)
