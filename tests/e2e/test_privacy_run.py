@@ -3,7 +3,10 @@
 import json
 import math
 
+import pytest
 
+
+@pytest.mark.slow
 def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen_run):
     run_config = (
         f"output-dir='{tmp_path}' run-name='dp' num-server-rounds=3 csbm-nodes=900 local-epochs=2 seed=0 "
@@ -23,6 +26,7 @@ def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen
     assert "dp-sgd at delta=1e-05" in result.stdout + result.stderr  # the final privacy table
 
 
+@pytest.mark.slow
 def test_client_level_dp_simulation_runs_with_client_side_clipping_and_reports_epsilon(tmp_path, stamen_run):
     """Client-side adaptive clipping through a real ``flwr run``: Flower's mod on every client, the
     server's wrapper (Stamen's corrected adaptive rule), the accountant's epsilon per round."""
