@@ -17,7 +17,7 @@ class FedProxClient(FedAvgClient):
     def train(  # type: ignore[override]
         self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
     ) -> float:
-        mu = float(round_config.get("proximal-mu", job.config.proximal_mu))
+        mu = float(round_config["proximal-mu"])  # the server's FedProx sends it every round: no client default
         return super().train(model, job, round_config, proximal_mu=mu)
 
 

@@ -6,6 +6,7 @@ import random
 import time
 from logging import ERROR, INFO
 
+import numpy as np
 from flwr.app import Context
 from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
@@ -119,6 +120,7 @@ def train_and_report(
     """The rounds, then the summary, model and curves, then the optional queries; returns the summary."""
     log(INFO, "stamen: writing run outputs to %s", run_dir.path)
     random.seed(config.seed)  # Flower's client sampling draws from Python's random module
+    np.random.seed(config.seed)  # Flower's client-level DP noise draws from NumPy's
     if resume is not None:
         log(INFO, "stamen: resuming from the checkpoint of round %d in %s", resume.round, run_dir.path)
         if resume.sampler_state:

@@ -15,16 +15,33 @@ amplification). Adaptive clipping spends part of the budget on the noisy clipped
 count; Flower splits :math:`\sigma` so that both together equal one Gaussian
 mechanism of multiplier :math:`\sigma` (Andrew et al., 2021), which is what is accounted.
 
+Adaptive clipping follows Andrew et al.'s geometric rule. With :math:`\tilde f` the
+noisy fraction of clipped updates and :math:`q` the target clipped fraction,
+
+.. math::
+
+    C \leftarrow C \exp\big(\eta\,(\tilde f - q)\big)
+      = C \exp\big(-\eta\,(\tilde b - \gamma)\big),\qquad
+    \tilde b = 1 - \tilde f,\ \gamma = 1 - q,
+
+so :math:`C` grows while more updates are clipped than wanted and tracks the
+:math:`\gamma`-quantile of the update norms. Flower 1.42's wrappers use the opposite
+sign (they shrink :math:`C` when too many updates are clipped, down to zero) and
+calibrate the round's noise to the norm *after* this update instead of the norm that
+clipped the round; :class:`AdaptiveRuleFix` corrects both (tests/server/test_client_level_privacy.py).
+
 The ServerApp stays free of PyTorch: Opacus is imported here only for client-DP runs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import (
     DifferentialPrivacyClientSideAdaptiveClipping,
@@ -34,15 +51,52 @@ from flwr.serverapp.strategy import (
     FedAvg,
     Strategy,
 )
+from flwr.supercore.differential_privacy import add_gaussian_noise_inplace, compute_stdv
 
 from contract import protocol as p
 from contract.run_config import RunConfig
 
+
+
+class AdaptiveRuleFix:
+    """Andrew et al.'s clipping-norm update and noise calibration for Flower's adaptive wrappers.
+
+    Mixed in before a Flower adaptive wrapper, it replaces two of its methods: the
+    geometric update (Flower's sign is reversed, see the module docstring) and the noise,
+    calibrated to :attr:`round_clipping_norm`, the norm the round's updates were clipped to.
+    """
+
+    clipping_norm: float
+    clip_norm_lr: float
+    target_clipped_quantile: float
+    noise_multiplier: float
+    num_sampled_clients: int
+    round_clipping_norm: float | None = None
+
+    def _geometric_update(self, clipped_fraction: float) -> None:
+        self.round_clipping_norm = self.clipping_norm
+        self.clipping_norm *= math.exp(self.clip_norm_lr * (clipped_fraction - self.target_clipped_quantile))
+
+    def _add_noise_to_aggregated_arrays(self, aggregated: ArrayRecord) -> ArrayRecord:
+        norm = self.clipping_norm if self.round_clipping_norm is None else self.round_clipping_norm
+        arrays = aggregated.to_numpy_ndarrays()
+        add_gaussian_noise_inplace(arrays, compute_stdv(self.noise_multiplier, norm, self.num_sampled_clients))
+        return ArrayRecord({k: Array(np.asarray(v)) for k, v in zip(aggregated.keys(), arrays, strict=True)})
+
+
+class ServerSideAdaptiveClipping(AdaptiveRuleFix, DifferentialPrivacyServerSideAdaptiveClipping):
+    """Flower's server-side adaptive clipping with :class:`AdaptiveRuleFix`."""
+
+
+class ClientSideAdaptiveClipping(AdaptiveRuleFix, DifferentialPrivacyClientSideAdaptiveClipping):
+    """Flower's client-side adaptive clipping with :class:`AdaptiveRuleFix`."""
+
+
 WRAPPERS = {
     "server-fixed": DifferentialPrivacyServerSideFixedClipping,
     "client-fixed": DifferentialPrivacyClientSideFixedClipping,
-    "server-adaptive": DifferentialPrivacyServerSideAdaptiveClipping,
-    "client-adaptive": DifferentialPrivacyClientSideAdaptiveClipping,
+    "server-adaptive": ServerSideAdaptiveClipping,
+    "client-adaptive": ClientSideAdaptiveClipping,
 }
 
 

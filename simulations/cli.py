@@ -22,6 +22,7 @@ COMMANDS: tuple[str | ModuleType, ...] = (
     "unlearn",
     "deploy",
     "config",
+    "audit",
 )
 
 

@@ -79,6 +79,7 @@ def _rows(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.slow
 def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deployment, tmp_path):
     deployment, _ = deployment
     run_dir = tmp_path / "deployed"
@@ -123,6 +124,7 @@ def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deplo
     assert json.loads((run_dir / "summary.json").read_text())["final"]["global_test_acc"] == rows[3]["global_test_acc"]
 
 
+@pytest.mark.slow
 def test_unregistered_key_and_missing_ca_are_refused(deployment):
     deployment, refused = deployment
     deadline = time.monotonic() + 120

@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 
 def _processes_mentioning(text: str) -> list[str]:
     found = []
@@ -21,6 +23,7 @@ def _processes_mentioning(text: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_stamen_run_trains_certifies_and_forgets_a_class(tmp_path, stamen_run, same_in_process):
     run_config = (
         f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 csbm-signal=2.0 local-epochs=5 "

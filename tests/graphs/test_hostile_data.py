@@ -285,6 +285,7 @@ def _cli(*argv: str, cache: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_stamen_partition_refuses_a_crafted_pickle(cora_root, tmp_path):
     marker = tmp_path / "pwned"
     (cora_root / "Cora" / "raw" / "ind.cora.ty").write_bytes(_payload(marker, 2))
@@ -295,6 +296,7 @@ def test_stamen_partition_refuses_a_crafted_pickle(cora_root, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_stamen_partition_refuses_a_truncated_npz(npz_root, tmp_path):
     path = _npz(npz_root)
     path.write_bytes(path.read_bytes()[:1000])

@@ -92,6 +92,7 @@ save_checkpoint(run_dir, checkpoint)
 """.replace("NAMES", repr(NAMES))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("point", "survivor"), [("write", 2), ("file-fsync", 2), ("replace", 2), ("directory-fsync", 3)]
 )

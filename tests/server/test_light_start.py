@@ -4,7 +4,10 @@ in the server process is taken from the clients starting beside it."""
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_server_app_imports_neither_torch_nor_pyg():
     code = "import sys, server.app; print(sorted(m for m in ('torch', 'torch_geometric') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -63,7 +63,7 @@ def test_dp_sgd_rounds_report_every_clients_growing_epsilon_and_learn():
     assert "dp-sgd at delta=1e-05" in table and all(f"{e:.4f}" in table for e in rows[-1]["epsilon"].values())
 
 
-@pytest.mark.parametrize("clipping", ["client-fixed", "server-fixed", "client-adaptive"])
+@pytest.mark.parametrize("clipping", ["client-fixed", "server-fixed", "client-adaptive", "server-adaptive"])
 def test_client_level_dp_clips_updates_and_adds_noise(clipping):
     norm = 0.05
     dp = {"privacy": "client-dp", "clipping": clipping, "clipping-norm": norm, "noise-multiplier": 0.2, "model": "sgc"}

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 
+@pytest.mark.slow
 def test_bench_sim_writes_json_and_readme(tmp_path):
     out = tmp_path / "benchmarks"
     result = subprocess.run(
@@ -61,6 +62,7 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert "Seconds per steady round, by part" in readme
 
 
+@pytest.mark.slow
 def test_bench_privacy_writes_its_tables(tmp_path):
     out = tmp_path / "benchmarks"
     tiny = "--dataset csbm --csbm-nodes 400 --clients 3 --rounds 2 --seeds 0 --epsilons 4 --timing-epochs 1"

@@ -5,7 +5,10 @@ import re
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_bench_fedlog_writes_json_and_markdown(tmp_path):
     out = tmp_path / "benchmarks"
     command = [sys.executable, "-m", "simulations.cli", "bench", "fedlog", "--dataset", "csbm", "--csbm-nodes", "300"]
@@ -31,6 +34,7 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
     assert "## fedlog" in (out / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_bench_fedlog_refuses_an_unknown_algorithm(tmp_path):
     command = [sys.executable, "-m", "simulations.cli", "bench", "fedlog", "--algorithms", "fedsage"]
     command += ["--out", str(tmp_path)]

@@ -10,6 +10,7 @@ import torch
 from simulations.benches.gpu import check_devices, rows
 
 
+@pytest.mark.slow
 def test_bench_gpu_on_the_cpu_writes_the_table(tmp_path):
     out = tmp_path / "benchmarks"
     command = [sys.executable, "-m", "simulations.cli", "bench", "gpu", "--devices", "cpu", "--csbm-nodes", "300"]

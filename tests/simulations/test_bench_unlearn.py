@@ -4,7 +4,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_bench_unlearn_writes_tables_with_targets(tmp_path):
     out = tmp_path / "benchmarks"
     command = [sys.executable, "-m", "simulations.cli", "bench", "unlearn", "--dataset", "csbm"]

@@ -38,6 +38,7 @@ def test_partition_table_on_screen(capsys):
     assert "class histogram" in out and "cut between clients" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv,message",
     [

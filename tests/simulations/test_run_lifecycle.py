@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 FEDERATION = ["--federation-config", "num-supernodes=3"]
 
@@ -40,6 +41,7 @@ def _rounds(run_dir: Path) -> int:
     return len(path.read_text().splitlines()) if path.is_file() else 0
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     run_dir = tmp_path / "runs" / "long"
     config = f"num-server-rounds=500 csbm-nodes=300 output-dir='{tmp_path / 'runs'}' run-name='long'"

@@ -107,6 +107,7 @@ def test_bad_run_directories(tmp_path, run_dir):
     assert code == 2 and "cannot be read" in message and "\n" not in message
 
 
+@pytest.mark.slow
 def test_exit_code_and_single_stderr_line_in_a_real_process(run_dir):
     code = (
         "import argparse, sys; from simulations.commands import unlearn as c;"

@@ -1,0 +1,325 @@
+"""``stamen audit privacy``: an empirical lower bound on epsilon from one training run with canaries.
+
+Each client's training nodes lend ``--canaries-per-client`` canaries: nodes whose label is
+replaced by a uniformly drawn *other* class and (with ``--canary-strength`` s != 1) whose
+features are scaled by s, which makes them easier to memorise. A fair coin per canary keeps
+it in the client's training nodes or takes it out (out of validation and test too). The
+federation then trains through the real round loop and ClientApp (the in-process grid,
+:class:`simulations.inprocess.InProcessGrid`, with the server's privacy setup and Flower's
+DP wrappers); the auditor scores each canary by minus the final global model's loss on its
+randomised label and turns membership guesses into a lower bound on epsilon
+(:mod:`simulations.audit`, Steinke et al. 2023).
+
+A canary's in/out is the add/remove of one training node, the neighbouring relation of
+DP-SGD's node-level accountant; a client-level guarantee covers it too (a node is part of
+its client's data), so both accountants' epsilons must stay above the bound. The bound is
+loose by design (one run, few canaries): a value near the accountant's epsilon is not
+expected; a value *above* it means the guarantee fails.
+
+The clients read their data through :func:`client.job.client_data`; for the length of a
+run this command hands them the planted copies instead (:func:`planted_federation`) and
+counts the reads, so a run whose clients never saw the canaries is refused, not reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+import client.app as client_app_module
+from client.job import client_data
+from contract.run_config import RunConfig
+from graphs import FederationSpec
+from models import NodeClassifier, build_model
+from server.algorithms import server_algorithm
+from server.loop import run_rounds
+from server.privacy import private_setup
+from server.rundir import atomic_write
+from simulations.audit import Guesses, epsilon_lower_bound, guess_membership
+from simulations.inprocess import InProcessGrid, task_identity
+
+CPU = torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """One client's canaries: their node indices in its subgraph and whether each was kept for training."""
+
+    nodes: torch.Tensor
+    included: np.ndarray
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """One audited run: the accountant's epsilon beside the empirical lower bound (``None``: no DP, no accountant)."""
+
+    privacy: str
+    target_epsilon: float | None
+    accountant_epsilon: float | None
+    lower_bound: float
+    canaries: int
+    guesses: int
+    correct: int
+    global_test_acc: float
+    seconds: float
+
+
+def plant_canaries(data: Data, count: int, strength: float, rng: np.random.Generator) -> tuple[Data, Canaries]:
+    """A copy of ``data`` with ``count`` of its training nodes made canaries, each kept by a fair coin."""
+    train = torch.nonzero(data.train_mask).flatten()
+    if count > len(train):
+        raise ValueError(
+            f"--canaries-per-client={count} is more than a client's {len(train)} training nodes; "
+            f"lower it to at most {len(train)}"
+        )
+    planted = data.clone()
+    nodes = train[torch.as_tensor(rng.choice(len(train), size=count, replace=False))]
+    classes = int(data.num_classes)
+    shift = torch.as_tensor(rng.integers(1, classes, size=count))
+    planted.y = planted.y.clone()
+    planted.y[nodes] = (planted.y[nodes] + shift) % classes  # another class, uniformly
+    planted.x = planted.x.clone()
+    planted.x[nodes] *= strength
+    included = rng.random(count) < 0.5
+    for mask in ("train_mask", "val_mask", "test_mask"):
+        values = getattr(planted, mask).clone()
+        values[nodes[torch.as_tensor(~included)]] = False
+        setattr(planted, mask, values)
+    return planted, Canaries(nodes, included)
+
+
+@contextlib.contextmanager
+def planted_federation(spec: FederationSpec, planted: dict[int, Data]) -> Iterator[list[int]]:
+    """While open, the ClientApp reads ``planted[i]`` as partition ``i`` of ``spec``; yields the reads made."""
+    original = client_app_module.client_data
+    reads: list[int] = []
+
+    def read(asked: FederationSpec, partition_id: int, device: torch.device) -> Data:
+        if asked != spec:
+            return original(asked, partition_id, device)
+        reads.append(partition_id)
+        return planted[partition_id].to(device)
+
+    client_app_module.client_data = read
+    try:
+        yield reads
+    finally:
+        client_app_module.client_data = original
+
+
+@torch.no_grad()
+def canary_scores(model: NodeClassifier, data: Data, canaries: Canaries) -> np.ndarray:
+    """Minus the model's cross-entropy on each canary's (randomised) label: high means "looks trained on"."""
+    model.eval()
+    logits = model(data.x, data.edge_index)[canaries.nodes]
+    return -torch.nn.functional.cross_entropy(logits, data.y[canaries.nodes], reduction="none").numpy()
+
+
+def audit_run(
+    config: RunConfig, num_clients: int, per_client: int, strength: float, confidence: float, guess_fraction: float
+) -> AuditResult:
+    """Train ``config`` over ``num_clients`` in-process clients with canaries; audit the final global model."""
+    started = time.perf_counter()
+    spec = FederationSpec.from_run_config(config.to_flower(), num_clients)
+    rng = np.random.default_rng(config.seed)
+    planted, canaries = {}, {}
+    for i in range(num_clients):
+        planted[i], canaries[i] = plant_canaries(client_data(spec, i, CPU), per_client, strength, rng)
+    random.seed(config.seed)  # Flower's client sampling
+    np.random.seed(config.seed)  # Flower's DP noise
+    torch.manual_seed(config.seed)
+    rows: list[dict] = []
+    algorithm = server_algorithm(config.algorithm)
+    with task_identity(), planted_federation(spec, planted) as reads:
+        grid = InProcessGrid(config.to_flower(), num_clients)
+        setup = private_setup(algorithm.make_strategy(config), config, grid)
+        arrays = run_rounds(
+            grid,
+            setup.strategy,
+            config.num_server_rounds,
+            algorithm.AGGREGATES,
+            min(config.min_clients, num_clients),
+            config.round_timeout,
+            rows.append,
+            initial=setup.initial,
+        )
+    if set(reads) != set(range(num_clients)):
+        raise RuntimeError(f"only partitions {sorted(set(reads))} trained on their canaries; the audit is void")
+    model = build_model(
+        config.model,
+        planted[0].num_features,
+        int(planted[0].num_classes),
+        hidden=config.hidden,
+        num_layers=config.num_layers,
+        dropout=0.0,
+    )
+    model.load_state_dict(arrays.to_torch_state_dict())
+    scores = np.concatenate([canary_scores(model, planted[i], canaries[i]) for i in range(num_clients)])
+    included = np.concatenate([canaries[i].included for i in range(num_clients)])
+    k = int(len(scores) * guess_fraction / 2)
+    guesses = guess_membership(scores, included, k, k)
+    if config.privacy == "dp-sgd":
+        accountant: float | None = float(rows[-1]["epsilon_max"])
+    elif config.privacy == "client-dp" and setup.epsilon_after is not None:
+        accountant = setup.epsilon_after(config.num_server_rounds)
+    else:
+        accountant = None
+    return AuditResult(
+        privacy=config.privacy,
+        target_epsilon=config.target_epsilon if config.privacy != "none" else None,
+        accountant_epsilon=accountant,
+        lower_bound=epsilon_lower_bound(guesses, config.target_delta, confidence),
+        canaries=guesses.canaries,
+        guesses=guesses.guesses,
+        correct=guesses.correct,
+        global_test_acc=float(rows[-1].get("global_test_acc", math.nan)),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _epsilons(text: str, flag: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{flag}={text!r} is not a comma-separated list of numbers, e.g. 1,4,16") from None
+    if any(not v > 0 or math.isinf(v) for v in values):
+        raise ValueError(f"{flag}={text!r}: every epsilon must be a finite number > 0")
+    return values
+
+
+def _output(text: str) -> Path | None:
+    if not text:
+        return None
+    path = Path(text)
+    if path.suffix != ".json":
+        raise ValueError(f"--output={text!r} must name a .json file")
+    if not path.parent.is_dir():
+        raise NotADirectoryError(f"--output={text!r}: folder {str(path.parent)!r} does not exist; create it first")
+    if path.exists() or path.is_symlink():
+        raise FileExistsError(f"--output={text!r} exists; Stamen does not overwrite it, choose another name")
+    return path
+
+
+def configs(args: argparse.Namespace) -> list[RunConfig]:
+    """The runs to audit: no DP, DP-SGD at each budget, client-level DP at each budget (all checked up front)."""
+    base = {
+        "dataset": args.dataset,
+        "data-root": args.data_root,
+        "csbm-nodes": args.csbm_nodes,
+        "num-server-rounds": args.rounds,
+        "local-epochs": args.local_epochs,
+        "lr": args.lr,
+        "model": args.model,
+        "dropout": 0.0,
+        "weight-decay": 0.0,
+        "seed": args.seed,
+        "min-clients": 1,
+        "device": "cpu",
+        "target-delta": args.delta,
+        "dp-batch-size": args.dp_batch_size,
+        "max-grad-norm": args.max_grad_norm,
+        "clipping": args.clipping,
+        "clipping-norm": args.clipping_norm,
+    }
+    runs = [RunConfig.from_flower(base)]
+    runs += [
+        RunConfig.from_flower({**base, "privacy": "dp-sgd", "target-epsilon": e})
+        for e in _epsilons(args.dp_sgd_epsilons, "--dp-sgd-epsilons")
+    ]
+    runs += [
+        RunConfig.from_flower({**base, "privacy": "client-dp", "target-epsilon": e})
+        for e in _epsilons(args.client_dp_epsilons, "--client-dp-epsilons")
+    ]
+    return runs
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("audit", help="empirical privacy audits of training runs")
+    kinds = parser.add_subparsers(dest="audit", required=True, metavar="AUDIT")
+    privacy = kinds.add_parser(
+        "privacy",
+        help="one-run canary audit: empirical lower bound on epsilon beside the accountant's (Steinke et al. 2023)",
+    )
+    privacy.add_argument("--dataset", default="csbm")
+    privacy.add_argument("--data-root", default="")
+    privacy.add_argument("--csbm-nodes", type=int, default=900)
+    privacy.add_argument("--clients", type=int, default=3)
+    privacy.add_argument("--rounds", type=int, default=5)
+    privacy.add_argument("--local-epochs", type=int, default=10)
+    privacy.add_argument("--lr", type=float, default=0.05)
+    privacy.add_argument("--model", default="sgc", help="a decoupled model DP-SGD can train: sgc or mlp")
+    privacy.add_argument("--canaries-per-client", type=int, default=60)
+    privacy.add_argument("--canary-strength", type=float, default=1.0, help="canary features are scaled by this")
+    privacy.add_argument(
+        "--guess-fraction", type=float, default=0.5, help="share of canaries guessed (half in, half out)"
+    )
+    privacy.add_argument("--dp-sgd-epsilons", default="1,4,16", help="DP-SGD budgets; '' for none")
+    privacy.add_argument("--client-dp-epsilons", default="1,4,16", help="client-level DP budgets; '' for none")
+    privacy.add_argument("--clipping", default="server-fixed")
+    privacy.add_argument("--clipping-norm", type=float, default=1.0)
+    privacy.add_argument("--max-grad-norm", type=float, default=1.0)
+    privacy.add_argument("--dp-batch-size", type=int, default=32)
+    privacy.add_argument("--delta", type=float, default=1e-5)
+    privacy.add_argument("--confidence", type=float, default=0.95)
+    privacy.add_argument("--seed", type=int, default=0)
+    privacy.add_argument("--output", default="", help="write the results here too (a new .json file)")
+    privacy.set_defaults(func=main)
+
+
+def table(results: list[AuditResult]) -> str:
+    """The results as an aligned text table."""
+    header = ("privacy", "budget", "accountant eps", "empirical eps >=", "correct/guesses", "test acc", "seconds")
+    lines = [header]
+    for r in results:
+        lines.append(
+            (
+                r.privacy,
+                "-" if r.target_epsilon is None else f"{r.target_epsilon:g}",
+                "inf (no DP)" if r.accountant_epsilon is None else f"{r.accountant_epsilon:.3f}",
+                f"{r.lower_bound:.3f}",
+                f"{r.correct}/{r.guesses} of {r.canaries}",
+                f"{r.global_test_acc:.3f}",
+                f"{r.seconds:.1f}",
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)) for line in lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    output = _output(args.output)
+    runs = configs(args)
+    if not 0 < args.guess_fraction <= 1:
+        raise ValueError(f"--guess-fraction={args.guess_fraction} must lie in (0, 1]")
+    if not 0 < args.confidence < 1:
+        raise ValueError(f"--confidence={args.confidence} must lie in (0, 1)")
+    if args.clients < 1 or args.canaries_per_client < 1:
+        raise ValueError("--clients and --canaries-per-client must be at least 1")
+    results = []
+    for config in runs:
+        strength, fraction = args.canary_strength, args.guess_fraction
+        results.append(audit_run(config, args.clients, args.canaries_per_client, strength, args.confidence, fraction))
+        print(f"audited {config.privacy} (target epsilon {config.target_epsilon:g}): {results[-1].lower_bound:.3f}")
+    print(table(results))
+    violated = [r for r in results if r.accountant_epsilon is not None and r.lower_bound > r.accountant_epsilon]
+    if violated:
+        print(f"WARNING: the empirical bound exceeds the accountant's epsilon in {len(violated)} run(s)")
+    if output is not None:
+        report = {"confidence": args.confidence, "delta": args.delta, "results": [asdict(r) for r in results]}
+        atomic_write(output, json.dumps(report, indent=2))
+        print(f"wrote {output}")
+    return 0
+
+
+__all__ = ["AuditResult", "Canaries", "Guesses", "audit_run", "plant_canaries", "planted_federation"]
