@@ -35,9 +35,6 @@ import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp.mod import adaptiveclipping_mod, fixedclipping_mod
 from flwr.clientapp.typing import ClientAppCallable
-from opacus import PrivacyEngine
-from opacus.accountants import RDPAccountant
-from opacus.accountants.utils import get_noise_multiplier
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 from torch_geometric.data import Data
@@ -47,6 +44,13 @@ from models import NodeClassifier
 from contract import protocol as p
 from models.names import check_decoupled
 from contract.run_config import RunConfig
+
+from models.opacus_quiet import opacus_quietly
+
+with opacus_quietly():
+    from opacus import PrivacyEngine
+    from opacus.accountants import RDPAccountant
+    from opacus.accountants.utils import get_noise_multiplier
 
 ACCOUNTANT_STATE = "dp-sgd-accountant"  # ConfigRecord in context.state: the RDP history
 

@@ -4,6 +4,10 @@ Attributes load on first use (PEP 562), so ``import models.names`` stays light.
 """
 
 import importlib
+import warnings
+
+# PyG scripts functions with torch.jit at import time; torch 2.13 warns about each: known noise.
+warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=DeprecationWarning)
 
 _SOURCES = {
     "MODELS": "models.names",

@@ -109,7 +109,10 @@ def client_noise_multiplier(config: RunConfig, num_nodes: int) -> float:
     """``noise-multiplier``, or the one spending ``target-epsilon`` over ``num-server-rounds`` rounds."""
     if config.target_epsilon <= 0:
         return config.noise_multiplier
-    from opacus.accountants.utils import get_noise_multiplier
+    from models.opacus_quiet import opacus_quietly
+
+    with opacus_quietly():
+        from opacus.accountants.utils import get_noise_multiplier
 
     rate = sampled_clients(config, num_nodes) / num_nodes
     try:
@@ -130,7 +133,10 @@ def client_dp_epsilon(noise_multiplier: float, rate: float, rounds: int, delta: 
     """Epsilon after ``rounds`` rounds of the subsampled Gaussian mechanism (RDP accountant)."""
     if rounds == 0:
         return 0.0
-    from opacus.accountants import RDPAccountant
+    from models.opacus_quiet import opacus_quietly
+
+    with opacus_quietly():
+        from opacus.accountants import RDPAccountant
 
     accountant = RDPAccountant()
     accountant.history = [(noise_multiplier, rate, rounds)]

@@ -18,9 +18,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphs import FederationSpec, build_federation
 from contract.run_config import RunConfig
-from server.app import check_run_config, resume_target
 from server.rundir import RunDirectory, RunStatus
 from simulations.overrides import parse_overrides
 
@@ -56,6 +54,8 @@ def default_run_config() -> dict[str, object]:
 
 def prepare(run_overrides: list[str], federation_overrides: list[str]) -> PreparedRun:
     """Check everything that can be checked before Flower starts; fix the run directory."""
+    from server.app import check_run_config, resume_target
+
     values = default_run_config()
     values.update(parse_overrides(run_overrides))
     config = check_run_config(values)
@@ -88,6 +88,8 @@ def check_with_data(config: RunConfig, num_clients: int) -> None:
 def _check_with_data(config: RunConfig, num_clients: int) -> None:
     if config.data_root and not Path(config.data_root).expanduser().is_dir():
         raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
+    from graphs import FederationSpec, build_federation
+
     federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
     if config.unlearn_request:
         from unlearn.requests import parse_request
