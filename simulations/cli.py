@@ -12,18 +12,21 @@ from types import ModuleType
 from contract.provenance import handed_down
 from simulations.errors import RunFailed, RunInterrupted
 
-# Modules of simulations.commands, imported when needed: `stamen config` loads no PyTorch.
-COMMANDS: tuple[str | ModuleType, ...] = (
-    "run",
-    "sweep",
-    "partition",
-    "bench",
-    "certify",
-    "unlearn",
-    "deploy",
-    "config",
-    "audit",
-)
+# The commands (modules of simulations.commands) and their one-line help. A command's module
+# is imported only when that command runs, so `stamen --help` and `stamen config` load no
+# PyTorch; a test keeps these lines equal to the modules' own help.
+SUMMARIES: dict[str, str] = {
+    "run": "run a federated simulation (flwr run, offline, cleaned up)",
+    "sweep": "run-config values x seeds, resumable, with mean +- std per config",
+    "partition": "preview a partition: nodes, edges and classes per client",
+    "bench": "measure the headline figures into benchmarks/",
+    "certify": "exact label-flip poisoning certificates (NTK + SVM/KRR, MILP)",
+    "unlearn": "forget a client, some nodes or a class from a finished run; compare with retraining",
+    "deploy": "run on several machines: certificates, SuperLink, SuperNodes",
+    "config": "list the run-config keys: defaults, choices, ranges, help",
+    "audit": "empirical privacy audits of training runs",
+}
+COMMANDS: tuple[str | ModuleType, ...] = tuple(SUMMARIES)
 
 
 def _command(entry: str | ModuleType) -> tuple[str, str | ModuleType]:
@@ -31,17 +34,22 @@ def _command(entry: str | ModuleType) -> tuple[str, str | ModuleType]:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or of the command ``only`` alone (its module only is imported)."""
+    """The parser of every command (``only=None``: the commands listed, none imported) or of ``only`` alone."""
+    from importlib import metadata
+
     parser = argparse.ArgumentParser(
         prog="stamen",
         description="Stamen: federated graph learning on Flower (simulations, certificates, unlearning, privacy).",
     )
+    parser.add_argument("--version", action="version", version=f"stamen {metadata.version('stamen')}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands: dict[str, str | ModuleType] = {}
     for entry in COMMANDS:  # a command listed twice (by name and as a module): its first entry
         commands.setdefault(*_command(entry))
     for name, entry in commands.items():
-        if only is None or name == only:
+        if only is None and isinstance(entry, str):
+            subparsers.add_parser(name, help=SUMMARIES[name], add_help=False)
+        elif only is None or name == only:
             module = importlib.import_module(f"simulations.commands.{entry}") if isinstance(entry, str) else entry
             module.add_parser(subparsers)
     return parser

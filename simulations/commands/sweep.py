@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from simulations.commands.run import HelpFormatter
 from simulations.sweep import FIGURES, Group, SweepRun, grid, groups, parse_seeds, parse_set, run_figures
 
 DEFAULT_OUT = "sweeps"
@@ -32,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "sweep",
         help="run-config values x seeds, resumable, with mean +- std per config",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=V1,V2", help="values to sweep")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")

@@ -57,3 +57,22 @@ def test_bad_input_is_one_clear_line_and_exit_2(argv, message):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_help_lists_every_command_as_its_module_describes_it_without_importing_torch():
+    import argparse
+    import importlib
+    import subprocess
+    import sys
+
+    from simulations.cli import SUMMARIES
+
+    for name, summary in SUMMARIES.items():
+        subparsers = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"simulations.commands.{name}").add_parser(subparsers)
+        assert subparsers._choices_actions[0].help == summary, name
+    probe = "import sys; from simulations.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("False") and "sweep" in out
+    version = subprocess.run([sys.executable, "-m", "simulations.cli", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("stamen ")
