@@ -10,11 +10,11 @@ The defaults below are the ones in ``pyproject.toml`` (a test keeps them equal).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contract.requests import is_request
 from models.names import check_decoupled
 
 
@@ -253,12 +253,13 @@ def _is_device(spec: str) -> bool:
     return prefix == "cuda" and index.isdigit()
 
 
-UNLEARN_METHODS = ("wash", "laf", "laf+ft", "federaser", "retrain")  # what a federated run can do with unlearn-request
+# the names of server.unlearning.METHODS (the registry; a test keeps them equal)
+UNLEARN_METHODS = ("wash", "laf", "laf+r", "laf+ft", "federaser", "finetune", "gradient-ascent", "retrain")
 
 
 def _is_unlearn_request(text: str) -> bool:
     """The shape of a request (ranges are checked where the federation is known)."""
-    return text == "" or re.fullmatch(r"client:\d+|nodes:\d+:(\d+\.?\d*|\.\d+)|class:\d+", text) is not None
+    return is_request(text)
 
 
 def _is_budget_list(text: str) -> bool:

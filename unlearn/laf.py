@@ -243,6 +243,8 @@ def repair_head(model: NodeClassifier, remaining: list[Data], epochs: int = 5, l
         cached = [(model.encoder(d.x, d.edge_index)[d.train_mask], d.y[d.train_mask]) for d in remaining]
     cached = [(h, y) for h, y in cached if y.numel()]
     count = sum(y.numel() for _, y in cached)
+    if count == 0:  # no labelled node left to repair on
+        return model
     optimizer = torch.optim.Adam(model.head.parameters(), lr=lr)
     for _ in range(epochs):
         optimizer.zero_grad()

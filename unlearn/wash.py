@@ -122,6 +122,16 @@ def _neighbor_targets(outputs: Tensor, edge_index: Tensor, forget: Tensor) -> Te
 
 
 # ----------------------------------------------------------------------------- the closed form
+def check_statistic(name: str, value: Tensor, shape: tuple[int, int]) -> None:
+    """Raise ``ValueError`` unless ``value`` is a float64 matrix of ``shape``: a statistic's only form
+    (a client's reply of any other shape could carry node-level rows)."""
+    if tuple(value.shape) != tuple(shape) or value.dtype != torch.float64:
+        raise ValueError(
+            f"{name!r} must be float64 {tuple(shape)}, got {str(value.dtype).replace('torch.', '')} "
+            f"{tuple(value.shape)}"
+        )
+
+
 @dataclass
 class EditStatistics:
     r"""What one client sends: :math:`d \times d` and :math:`d \times C` sums, and counts.
@@ -141,13 +151,10 @@ class EditStatistics:
     num_forget: int = 0
 
     def __post_init__(self) -> None:
-        d = self.keep.size(0)
-        assert self.keep.shape == (d, d), f"keep must be d x d, got {tuple(self.keep.shape)}"
-        assert self.forget.shape == (d, d), f"forget must be {d} x {d}, got {tuple(self.forget.shape)}"
-        assert self.cross.dim() == 2 and self.cross.size(0) == d, (
-            f"cross must be {d} x C, got {tuple(self.cross.shape)}"
-        )
-        assert self.keep.dtype == self.forget.dtype == self.cross.dtype == torch.float64, "statistics are float64"
+        d, num_outputs = self.keep.size(0), self.cross.size(-1)
+        check_statistic("keep", self.keep, (d, d))
+        check_statistic("forget", self.forget, (d, d))
+        check_statistic("cross", self.cross, (d, num_outputs))
 
     def __add__(self, other: EditStatistics) -> EditStatistics:
         return EditStatistics(
@@ -185,9 +192,12 @@ def client_statistics(
         return EditStatistics(keep_keys.T @ keep_keys, forget, cross, keep_keys.size(0), 0)
     forget_keys = forget_keys.to(torch.float64)
     residual = residual.to(torch.float64)
-    assert forget_keys.size(1) == d, f"forget keys have width {forget_keys.size(1)}, keep keys {d}"
-    assert residual.size(0) == forget_keys.size(0), "one residual row per forgotten key"
-    assert num_outputs is None or residual.size(1) == num_outputs, "residual width must equal num_outputs"
+    if forget_keys.size(1) != d:
+        raise ValueError(f"forget keys have width {forget_keys.size(1)}, keep keys {d}")
+    if residual.size(0) != forget_keys.size(0):
+        raise ValueError(f"{residual.size(0)} residual rows for {forget_keys.size(0)} forgotten keys; one each")
+    if num_outputs is not None and residual.size(1) != num_outputs:
+        raise ValueError(f"residual width {residual.size(1)} differs from num_outputs={num_outputs}")
     return EditStatistics(
         keep_keys.T @ keep_keys,
         forget_keys.T @ forget_keys,
@@ -449,12 +459,19 @@ def wash(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = 
     return model
 
 
+def edited_head(weight: Tensor, bias: Tensor, delta: Tensor) -> tuple[Tensor, Tensor]:
+    """``[W, b] + delta`` as new tensors of ``W``'s and ``b``'s dtypes (``delta``: ``C x (d_h + 1)``)."""
+    if tuple(delta.shape) != (weight.size(0), weight.size(1) + 1):
+        raise ValueError(f"the edit has shape {tuple(delta.shape)}, the head {tuple(weight.shape)} plus a bias")
+    return weight + delta[:, :-1].to(weight.dtype), bias + delta[:, -1].to(bias.dtype)
+
+
 @torch.no_grad()
 def apply_edit(head: torch.nn.Linear, delta: Tensor) -> None:
-    """``[W, b] += delta`` in place."""
-    assert delta.shape == (head.out_features, head.in_features + 1), f"edit has shape {tuple(delta.shape)}"
-    head.weight += delta[:, :-1].to(head.weight.dtype)
-    head.bias += delta[:, -1].to(head.bias.dtype)
+    """``[W, b] += delta`` in place (:func:`edited_head`; the server edits its weights with it too)."""
+    weight, bias = edited_head(head.weight, head.bias, delta)
+    head.weight.copy_(weight)
+    head.bias.copy_(bias)
 
 
 def forget_keys_of(model: NodeClassifier, data: Data) -> Tensor:

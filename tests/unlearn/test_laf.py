@@ -6,18 +6,17 @@ import pytest
 import torch
 
 from graphs import FederationSpec, build_federation
-from unlearn.baselines import fedavg_train
 from unlearn.laf import LAFConfig, alignment_loss, bounded, extractor_loss, laf
 from unlearn.requests import parse_request, split_federation
 
 
 @pytest.fixture(scope="module")
 def trained(request):
-    from tests.unlearn.conftest import small_config
+    from tests.unlearn.conftest import small_config, trained_model
 
     config = small_config(num_server_rounds=20)
     federation = build_federation(FederationSpec.from_run_config(config.to_flower(), 3))
-    model = fedavg_train(federation.clients, config, seed=0)
+    model = trained_model(config, 3, seed=0)
     split = split_federation(federation.clients, parse_request("class:1", 3, 4), seed=0)
     return model, split
 

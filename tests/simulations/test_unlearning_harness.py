@@ -1,8 +1,17 @@
-"""In-process requests on csbm: the forgotten class goes, the others stay; every method runs."""
+"""In-process requests on csbm: the forgotten class goes, the others stay; every method runs.
+
+Everything trains through the app's engine (round loop + ClientApp over an in-process grid)."""
 
 import pytest
 
-from unlearn.harness import METHODS, gap_closure, parse_methods, parse_seeds, run_request
+from simulations.unlearning.harness import METHODS, parse_methods, parse_seeds, run_request
+from simulations.unlearning.targets import gap_closure
+from tests.unlearn.conftest import small_config as _small_config
+
+
+@pytest.fixture(name="small_config")
+def small_config_fixture():
+    return _small_config
 
 
 def test_class_request_forgets_the_class_and_keeps_the_others(small_config):
