@@ -151,7 +151,7 @@ def laf_round(
     client's state for the later rounds' VAEs and alignment). Returns the model and the
     extractor loss.
     """
-    from unlearn.laf import LAFConfig, laf
+    from unlearn.laf import LAFConfig, laf_traced
 
     request = _request(job, request_text, num_partitions)
     if server_round == 1:
@@ -160,6 +160,7 @@ def laf_round(
     original.load_state_dict(job.state[ORIGINAL_MODEL].to_torch_state_dict())
     data = job.data.clone()
     data.forget_mask = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
-    config = LAFConfig(steps=1)
-    unlearned = laf(model, [data], config, seed=job.config.seed * 1_009 + job.partition_id, original=original)
-    return unlearned, float(config.info["extractor_loss"][-1])
+    result = laf_traced(
+        model, [data], LAFConfig(steps=1), seed=job.config.seed * 1_009 + job.partition_id, original=original
+    )
+    return result.model, result.extractor_loss[-1]

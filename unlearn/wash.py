@@ -57,7 +57,7 @@ import math
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -366,7 +366,6 @@ class WashConfig:
     max_ratio: float = 1.0
     tolerance: float = 0.01
     margin: float = 3.0
-    info: dict = field(default_factory=dict)
 
 
 def resolve_target(target: str, request: Request) -> str:
@@ -434,8 +433,18 @@ def heldout_keys(model: NodeClassifier, split: ForgetSplit) -> Tensor:
     return torch.cat(rows)
 
 
-def wash(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = None) -> NodeClassifier:
-    """A copy of ``model`` with its head edited; ``config.info`` gets lambda, the edit's norm ratio and timings."""
+@dataclass
+class WashResult:
+    """What :func:`washed` gives: the edited copy, the :math:`\\lambda` chosen, the edit's norm ratio, the time."""
+
+    model: NodeClassifier
+    lam: float
+    edit_ratio: float
+    seconds: float
+
+
+def washed(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = None) -> WashResult:
+    """A copy of ``model`` with its head edited, and what the edit was."""
     config = config or WashConfig()
     started = time.perf_counter()
     model = copy.deepcopy(model)
@@ -453,10 +462,12 @@ def wash(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = 
         raise ValueError(f"wash lambda must be a number, 'norm' or 'heldout', got {config.lam!r}")
     delta = solve_edit(stats, lam)
     apply_edit(model.head, delta)
-    config.info.update(
-        {"lambda": lam, "edit_ratio": float(delta.norm() / weight.norm()), "seconds": time.perf_counter() - started}
-    )
-    return model
+    return WashResult(model, lam, float(delta.norm() / weight.norm()), time.perf_counter() - started)
+
+
+def wash(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = None) -> NodeClassifier:
+    """A copy of ``model`` with its head edited (:func:`washed`)."""
+    return washed(model, split, config).model
 
 
 def edited_head(weight: Tensor, bias: Tensor, delta: Tensor) -> tuple[Tensor, Tensor]:

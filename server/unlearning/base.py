@@ -42,7 +42,8 @@ class MethodResult:
 
     Attributes:
         arrays: the unlearned global weights.
-        info: the method's own figures (e.g. wash's lambda, LAF's rounds), JSON-ready.
+        info: the method's own figures by phase, JSON-ready (e.g. ``{"wash": {"lambda": ...}}``,
+            ``{"laf": {"rounds": 1}, "finetune": {"rounds": 1}}``).
     """
 
     arrays: ArrayRecord

@@ -26,7 +26,7 @@ class Retrain(UnlearningMethod):
     def run(self, job: UnlearningJob) -> MethodResult:
         rounds = job.config.num_server_rounds
         arrays = job.train(job.staying("retraining"), rounds, p.UNLEARN_RETRAIN, job.initial, "retraining")
-        return MethodResult(arrays, {"rounds": rounds})
+        return MethodResult(arrays, {self.name: {"rounds": rounds}})
 
 
 class Finetune(UnlearningMethod):
@@ -40,7 +40,7 @@ class Finetune(UnlearningMethod):
 
         rounds = finetune_rounds(job.config.num_server_rounds)
         arrays = job.train(job.staying("fine-tuning"), rounds, p.UNLEARN_RETRAIN, job.arrays, "fine-tuning")
-        return MethodResult(arrays, {"rounds": rounds})
+        return MethodResult(arrays, {self.name: {"rounds": rounds}})
 
 
 class GradientAscent(UnlearningMethod):
@@ -53,4 +53,4 @@ class GradientAscent(UnlearningMethod):
 
         holders = job.holders()
         arrays = job.train(holders, 1, p.UNLEARN_ASCENT, job.arrays, "gradient ascent")
-        return MethodResult(arrays, {"steps": ASCENT_STEPS, "holders": len(holders)})
+        return MethodResult(arrays, {self.name: {"steps": ASCENT_STEPS, "holders": len(holders)}})

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from flwr.app import Array, ArrayRecord, RecordDict
 
@@ -19,6 +21,9 @@ from contract import protocol as p
 from server.loop import exchange
 from server.unlearning.base import MethodResult, UnlearningJob, UnlearningMethod
 from server.unlearning.rollcall import query
+
+if TYPE_CHECKING:
+    import torch
 
 HEAD_WEIGHT, HEAD_BIAS = "head.weight", "head.bias"
 
@@ -42,14 +47,14 @@ def check_statistics(record: ArrayRecord, dim: int, num_outputs: int) -> dict[st
     return arrays
 
 
-def edited_arrays(arrays: ArrayRecord, delta) -> ArrayRecord:
+def edited_arrays(arrays: ArrayRecord, delta: torch.Tensor) -> ArrayRecord:
     """``arrays`` with the head edited by ``delta`` (:func:`unlearn.wash.edited_head`, the in-process edit)."""
     from unlearn.wash import edited_head
 
     state = arrays.to_torch_state_dict()
     state[HEAD_WEIGHT], state[HEAD_BIAS] = edited_head(state[HEAD_WEIGHT], state[HEAD_BIAS], delta)
-    return ArrayRecord({name: Array(state[name].numpy()) if name in (HEAD_WEIGHT, HEAD_BIAS) else array
-                        for name, array in arrays.items()})
+    head = (HEAD_WEIGHT, HEAD_BIAS)
+    return ArrayRecord({name: Array(state[name].numpy()) if name in head else array for name, array in arrays.items()})
 
 
 class Wash(UnlearningMethod):
@@ -111,4 +116,4 @@ class Wash(UnlearningMethod):
             "heldout_changed_per_lambda": changed,
             "heldout_counted": counted,
         }
-        return MethodResult(edited_arrays(arrays, delta), info)
+        return MethodResult(edited_arrays(arrays, delta), {self.name: info})

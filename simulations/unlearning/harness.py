@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
