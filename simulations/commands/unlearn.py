@@ -29,7 +29,14 @@ from typing import Any
 import torch
 
 from contract.requests import parse_request
-from simulations.unlearning.harness import METHODS, NEEDS_HISTORY, parse_methods, parse_seeds, run_request
+from simulations.unlearning.harness import (
+    METHODS,
+    NEEDS_HISTORY,
+    check_algorithm,
+    parse_methods,
+    parse_seeds,
+    run_request,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -93,6 +100,7 @@ def main(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir).expanduser().resolve()
     config, num_clients, state = load_run(run_dir)
+    check_algorithm(config.algorithm)
     methods = parse_methods(args.method)
     left_out = [m for m in methods if m in NEEDS_HISTORY] if args.method.strip() == "all" else []
     methods = [m for m in methods if m not in left_out]

@@ -83,6 +83,20 @@ def new_model(config: RunConfig, in_dim: int, num_classes: int, seed: int) -> No
     )
 
 
+def check_algorithm(name: str) -> None:
+    """The experiment needs a global model of the run's architecture: an aggregating algorithm
+    whose clients train the plain node classifier (ValueError naming the problem otherwise)."""
+    from client.algorithms import client_algorithm
+
+    if not server_algorithm(name).AGGREGATES:
+        raise ValueError(f"algorithm {name!r} keeps no global model, so there is nothing to unlearn from")
+    if hasattr(client_algorithm(name), "new_model"):
+        raise ValueError(
+            f"algorithm {name!r} trains its own model type; the unlearning methods edit the run's node "
+            "classifier (use fedavg or fedprox)"
+        )
+
+
 def train_original(
     config: RunConfig, num_clients: int, initial: State, history: UpdateHistory | None = None
 ) -> ArrayRecord:
@@ -174,6 +188,7 @@ def run_request(
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
     seeds = list(seeds)
+    check_algorithm(config.algorithm)
     federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
     clients = federation.clients
     num_classes = int(clients[0].num_classes)

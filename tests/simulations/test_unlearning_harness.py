@@ -55,3 +55,10 @@ def test_small_parsers_and_gap_closure():
         parse_seeds("a")
     assert gap_closure(0.7, 0.6, 0.5) == pytest.approx(0.5)
     assert gap_closure(0.7, 0.6, 0.7) is None
+
+
+def test_algorithms_without_a_global_node_classifier_are_refused_before_any_work(small_config):
+    with pytest.raises(ValueError, match="keeps no global model"):
+        run_request(small_config(algorithm="local"), 3, "class:1", ["wash"], [0])
+    with pytest.raises(ValueError, match="trains its own model type"):
+        run_request(small_config(algorithm="fedlog"), 3, "class:1", ["wash"], [0])
