@@ -73,6 +73,10 @@ def parse_request(text: str, num_clients: int | None = None, num_classes: int | 
 
     Ranges are checked against ``num_clients`` and ``num_classes`` where given.
     """
+    return _parse(text, num_clients, num_classes, check_fraction=True)
+
+
+def _parse(text: str, num_clients: int | None, num_classes: int | None, check_fraction: bool) -> Request:
     parts = [part.strip() for part in str(text).strip().split(":")]
     kind = parts[0]
     if kind not in SHAPES:
@@ -99,17 +103,18 @@ def parse_request(text: str, num_clients: int | None = None, num_classes: int | 
         fraction = float(parts[2])
     except ValueError:
         raise ValueError(f"request {text!r}: fraction {parts[2]!r} is not a number") from None
-    if not (0.0 < fraction <= 1.0):
+    if check_fraction and not (0.0 < fraction <= 1.0):
         raise ValueError(f"request {text!r}: fraction {fraction:g} must lie in (0, 1]")
     return Request("nodes", client=index, fraction=fraction)
 
 
 def is_request(text: str) -> bool:
-    """Whether ``text`` is empty (no request) or has the shape of one (ranges are checked later)."""
+    """Whether ``text`` is empty (no request) or has the shape of one (ranges, the fraction's too,
+    are checked where the federation is known, with the parser's own message)."""
     if text == "":
         return True
     try:
-        parse_request(text)
+        _parse(text, None, None, check_fraction=False)
     except ValueError:
         return False
     return True

@@ -21,7 +21,7 @@ def test_run_config_rejects_malformed_requests(text):
 
 def test_shape_only_parsing_at_config_time_and_ranges_once_the_federation_is_known():
     assert parse_request("nodes:7:0.5") == Request("nodes", client=7, fraction=0.5)
-    assert is_request("") and not is_request("nodes:0:1.5")
+    assert is_request("") and is_request("nodes:0:1.5") and not is_request("nodes:0:x")  # range: checked later
     with pytest.raises(ValueError, match="client 7 is out of range 0..4"):
         parse_request("nodes:7:0.5", 5, 3)
     assert Request("class", label=2).holders(3) == [0, 1, 2] and Request("client", client=1).holders(3) == [1]
