@@ -70,14 +70,21 @@ class ForgetSplit:
 def drop_nodes(data: Data, drop: torch.Tensor) -> Data:
     """``data`` without the nodes in boolean mask ``drop`` and without every edge touching them.
 
-    Node attributes (``x``, ``y``, ``global_id``, the split masks) follow the kept nodes.
+    Every node attribute (``x``, ``y``, ``global_id``, the split and evaluation-setting masks)
+    follows the kept nodes; every edge list (``edge_index``, ``full_edge_index``) keeps the
+    edges between kept nodes, renumbered; graph-level values (``num_classes``) stay. A client
+    that drops nodes thus reports the same figures as one that drops none.
     """
+    num_nodes = int(data.num_nodes)
     keep = (~drop).nonzero().view(-1)
-    edge_index, _ = subgraph(keep, data.edge_index, relabel_nodes=True, num_nodes=data.num_nodes)
-    out = Data(x=data.x[keep], y=data.y[keep], edge_index=edge_index, num_classes=data.num_classes)
-    for name in ("global_id", "train_mask", "val_mask", "test_mask"):
-        if name in data:
-            out[name] = data[name][keep]
+    out = Data()
+    for key, value in data:
+        if key.endswith("edge_index"):
+            out[key] = subgraph(keep, value, relabel_nodes=True, num_nodes=num_nodes)[0]
+        elif torch.is_tensor(value) and value.dim() >= 1 and value.size(0) == num_nodes:
+            out[key] = value[keep]
+        else:
+            out[key] = value
     return out
 
 
