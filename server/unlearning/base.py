@@ -29,7 +29,7 @@ from flwr.serverapp.strategy import Strategy
 
 from contract.requests import Request
 from contract.run_config import RunConfig
-from server.loop import run_rounds
+from server.loop import RunHealth, run_rounds
 from server.unlearning.rollcall import SubGrid
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class UnlearningJob:
         partitions: node id -> partition id of every client that answered the roll call.
         history: the clients' updates recorded in training (``needs_history`` methods), or None.
         initial: the initial weights training started from (None: clients build the seeded ones).
+        health: every client failure of the method's rounds and queries.
     """
 
     grid: Grid
@@ -75,6 +76,7 @@ class UnlearningJob:
     partitions: dict[int, int]
     history: UpdateHistory | None = None
     initial: ArrayRecord | None = None
+    health: RunHealth = field(default_factory=RunHealth)
 
     @property
     def timeout(self) -> float:
@@ -116,6 +118,7 @@ class UnlearningJob:
             on_row=lambda row: log(INFO, "stamen: %s round %d/%d", what, row["round"], rounds),
             train_config=ConfigRecord({flag: str(self.request)}),
             initial=initial,
+            health=self.health,
         )
 
 

@@ -63,7 +63,8 @@ class FedEraser(UnlearningMethod):
         for index, window in enumerate(history.windows):
             train = ConfigRecord({p.UNLEARN_RETRAIN: str(job.request)})
             messages = strategy.configure_train(index + 1, arrays, train, grid)
-            replies = exchange(grid, messages, job.timeout, min_clients, f"federaser calibration {index + 1}/{count}")
+            what = f"federaser calibration {index + 1}/{count}"
+            replies = exchange(grid, messages, job.timeout, min_clients, what, health=job.health)
             calibrated = (
                 (
                     int(reply.content[p.METRICS][p.PARTITION_ID]),

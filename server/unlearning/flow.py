@@ -31,6 +31,7 @@ from flwr.serverapp.strategy import Strategy
 
 from contract.requests import Request, parse_request
 from contract.run_config import RunConfig
+from server.loop import RunHealth
 from server.unlearning.base import UnlearningJob
 from server.unlearning.evaluation import evaluate_federated, pooled_figures
 from server.unlearning.registry import RETRAIN, unlearning_method
@@ -52,6 +53,7 @@ class Forgetting:
         seconds: wall time of roll call and method.
         roll: who answered the roll call (and the trained model's counts).
         fallback: why retraining replaced the method, or None.
+        health: the client failures of the method's rounds and queries (the roll call's are in ``roll``).
     """
 
     arrays: ArrayRecord
@@ -60,6 +62,7 @@ class Forgetting:
     seconds: float
     roll: RollCall
     fallback: str | None = None
+    health: RunHealth | None = None
 
 
 def forget(
@@ -95,7 +98,7 @@ def forget(
     job = UnlearningJob(grid, config, request, arrays, strategy_factory, aggregates, roll.partitions, history, initial)
     result = method.run(job)
     seconds = time.perf_counter() - started
-    return Forgetting(result.arrays, method.name, result.info, seconds, roll, fallback)
+    return Forgetting(result.arrays, method.name, result.info, seconds, roll, fallback, job.health)
 
 
 def unlearn_federation(

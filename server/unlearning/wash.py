@@ -76,6 +76,7 @@ class Wash(UnlearningMethod):
             job.timeout,
             len(nodes),  # every client that answered the roll call: a holder's statistics cannot be left out
             "unlearning (wash statistics)",
+            health=job.health,
         )
         stats = []
         for reply in replies:
@@ -100,6 +101,7 @@ class Wash(UnlearningMethod):
             job.timeout,
             min(job.config.min_clients, len(nodes)),
             "unlearning (held-out check)",
+            health=job.health,
         )
         counts = [a.content[p.METRICS] for a in answers]
         changed = [sum(int(m[f"{p.CHANGED}-{i}"]) for m in counts) for i in range(len(lambdas))]

@@ -38,7 +38,7 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from models import NodeClassifier, build_model
 from server.algorithms import server_algorithm
-from server.loop import run_rounds
+from server.loop import RunHealth, run_rounds
 from server.unlearning import METHODS as REGISTRY
 from server.unlearning import RETRAIN, Forgetting, forget, history_recorder
 from simulations.inprocess import InProcessGrid, task_identity
@@ -106,8 +106,9 @@ def train_original(
     """
     algorithm = server_algorithm(config.algorithm)
     random.seed(config.seed)  # Flower's client sampling draws from Python's random module
+    health = RunHealth()
     with task_identity():
-        return run_rounds(
+        arrays = run_rounds(
             InProcessGrid(config.to_flower(), num_clients),
             algorithm.make_strategy(config),
             config.num_server_rounds,
@@ -117,6 +118,19 @@ def train_original(
             on_row=lambda row: None,
             initial=ArrayRecord(initial),
             on_replies=history_recorder(history) if history is not None else None,
+            health=health,
+        )
+    _require_everyone(health, "training the original model")
+    return arrays
+
+
+def _require_everyone(health: RunHealth | None, what: str) -> None:
+    """In-process no client may fail: figures from fewer clients than asked would be reported as if whole."""
+    if health is not None and health.failures:
+        first = health.failures[0]
+        raise RuntimeError(
+            f"{what}: {len(health.failures)} client replies failed in-process, first {first.name()} "
+            f"({first.category.value}: {first.reason})"
         )
 
 
@@ -138,7 +152,7 @@ def forget_in_process(
     algorithm = server_algorithm(config.algorithm)
     random.seed(config.seed)
     with task_identity():
-        return forget(
+        done = forget(
             InProcessGrid(config.to_flower(), num_clients),
             config,
             request,
@@ -149,6 +163,10 @@ def forget_in_process(
             history=history,
             initial=initial,
         )
+    if done.roll.missing or len(done.roll.partitions) != num_clients:
+        raise RuntimeError(f"{method}: not every in-process client answered the roll call")
+    _require_everyone(done.health, method)
+    return done
 
 
 def _model_of(config: RunConfig, split: ForgetSplit, state: State) -> NodeClassifier:
