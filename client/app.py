@@ -132,11 +132,11 @@ def train(message: Message, context: Context) -> Message:
     round_config = message.content[p.CONFIG]
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
     _seed(job, server_round, EVALUATION)
-    if p.UNLEARN_RETRAIN in round_config:  # the server's fallback: retrain without the forgotten data
-        from client.unlearning import retraining_view  # unlearning modules load only when asked
+    unlearning = any(key in round_config for key in p.UNLEARN_TRAIN_KEYS)
+    if unlearning:  # a round of an unlearning method: the data it sees (client/unlearning.py)
+        from client.unlearning import round_view, unlearning_round  # unlearning modules load only when asked
 
-        num_partitions = int(context.node_config["num-partitions"])
-        job = retraining_view(job, str(round_config[p.UNLEARN_RETRAIN]), num_partitions, server_round)
+        job = round_view(job, round_config, int(context.node_config["num-partitions"]), server_round)
     model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
 
@@ -146,12 +146,13 @@ def train(message: Message, context: Context) -> Message:
     laps.lap(p.EVAL_SECONDS)
 
     _seed(job, server_round, TRAINING)
-    if p.UNLEARN_LAF in round_config:  # a federated label-agnostic forgetting round, not training
-        from client.unlearning import laf_round
-
-        model, metrics[p.TRAIN_LOSS] = laf_round(
-            job, model, str(round_config[p.UNLEARN_LAF]), int(context.node_config["num-partitions"]), server_round
-        )
+    step = (
+        unlearning_round(job, model, round_config, int(context.node_config["num-partitions"]), server_round)
+        if unlearning
+        else None
+    )
+    if step is not None:  # LAF, head repair or gradient ascent, not local training
+        model, metrics[p.TRAIN_LOSS] = step
     elif job.config.privacy == "dp-sgd":
         metrics[p.TRAIN_LOSS], private = train_round(model, job, server_round)
         metrics.update(private)

@@ -1,19 +1,27 @@
-"""A client's part in federated unlearning: statistics, counts and retraining, never node rows.
+"""A client's part in federated unlearning: statistics, counts and unlearning rounds, never node rows.
 
 The client works out its own share of the request from the request alone
-(:func:`unlearn.requests.client_forget_mask`, :func:`~unlearn.requests.remaining_view`)
-and answers three queries (names in :mod:`contract.protocol`):
+(:func:`unlearn.requests.client_forget_mask`, :func:`~unlearn.requests.remaining_view`).
+It answers three queries (names in :mod:`contract.protocol`):
 
-- ``wash-statistics``: :math:`\\mathbf{C}_i` (``d x d``) over its remaining training nodes and,
-  where it holds data to forget, :math:`\\mathbf{K}_f^\\top\\mathbf{K}_f` (``d x d``) and
+- ``wash-statistics`` (wash): :math:`\\mathbf{C}_i` (``d x d``) over its remaining training nodes
+  and, where it holds data to forget, :math:`\\mathbf{K}_f^\\top\\mathbf{K}_f` (``d x d``) and
   :math:`\\mathbf{K}_f^\\top\\mathbf{R}` (``d x C``) (:func:`unlearn.wash.client_wash_statistics`);
-- ``wash-heldout``: for each candidate edit, how many of its validation predictions change
-  (:func:`unlearn.wash.prediction_changes`), two counts;
-- ``unlearn-evaluate``: correct and total counts on :math:`D_r`, :math:`D_f` and its test nodes
-  (:func:`unlearn.evaluate.client_counts`).
+- ``wash-heldout`` (wash): for each candidate edit, how many of its validation predictions
+  change (:func:`unlearn.wash.prediction_changes`), two counts;
+- ``unlearn-evaluate`` (the roll call and every evaluation): correct and total counts on
+  :math:`D_r`, :math:`D_f` and its test nodes (:func:`unlearn.evaluate.client_counts`).
 
-Training messages flagged ``unlearn-retrain`` train on the remaining subgraph
-(:func:`retraining_view`), for the server's fallback to retraining.
+Training messages flagged with one of :data:`contract.protocol.UNLEARN_TRAIN_KEYS` are
+unlearning rounds, per method (:func:`round_view` picks the data, :func:`unlearning_round`
+the step where it is not local training):
+
+- ``unlearn-retrain`` (retrain, finetune, federaser's calibration, laf+ft's fine-tuning):
+  local training on the remaining subgraph;
+- ``unlearn-laf`` (laf, laf+r, laf+ft): one LAF alternation on the graph as trained;
+- ``unlearn-repair`` (laf+r): head repair on the remaining labelled data;
+- ``unlearn-ascent`` (gradient-ascent): ascent on the forgotten nodes (the client's training
+  nodes in this round are its forgotten nodes, so FedAvg weighs holders by them).
 """
 
 from __future__ import annotations
@@ -21,14 +29,17 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from client.job import OPTIMIZER_STATE, LocalJob
-from models import NodeClassifier
 from contract import protocol as p
+from contract.requests import Request, parse_request
+from models import NodeClassifier
 from unlearn.evaluate import client_counts
-from unlearn.requests import Request, client_forget_mask, parse_request, remaining_view
+from unlearn.requests import client_forget_mask, remaining_view
 from unlearn.wash import WashConfig, client_wash_statistics, head_matrix, keys, prediction_changes
+
+ORIGINAL_MODEL = "unlearn-original-model"  # context.state: the weights LAF's first round received
 
 
 def _request(job: LocalJob, text: str, num_partitions: int) -> Request:
@@ -71,14 +82,31 @@ def answer(job: LocalJob, message: Message, model: NodeClassifier, num_partition
     return Message(content=content, reply_to=message)
 
 
-def retraining_view(job: LocalJob, request_text: str, num_partitions: int, server_round: int) -> LocalJob:
-    """The job retraining sees: the client's subgraph without its data to forget (and their edges).
+def _flag(round_config: ConfigRecord) -> tuple[str, str]:
+    """The round's unlearning flag and its request text."""
+    for key in p.UNLEARN_TRAIN_KEYS:
+        if key in round_config:
+            return key, str(round_config[key])
+    raise ValueError(f"not an unlearning round: none of {', '.join(p.UNLEARN_TRAIN_KEYS)} in its config")
 
-    Retraining starts from scratch, so in its first round the optimizer state of the
-    original training is dropped.
+
+def round_view(job: LocalJob, round_config: ConfigRecord, num_partitions: int, server_round: int) -> LocalJob:
+    """The job an unlearning round sees.
+
+    Retraining, fine-tuning and head repair see the client's subgraph without its data to
+    forget (and their edges); in their first round the optimizer state of the original
+    training is dropped, as they start afresh. Gradient ascent sees the graph as trained
+    with its forgotten nodes as the training nodes; LAF the graph as trained.
     """
-    request = _request(job, request_text, num_partitions)
+    flag, text = _flag(round_config)
+    if flag == p.UNLEARN_LAF:
+        return job
+    request = _request(job, text, num_partitions)
     forget = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
+    if flag == p.UNLEARN_ASCENT:
+        data = job.data.clone()
+        data.train_mask = forget
+        return dataclasses.replace(job, data=data)
     remaining = remaining_view(job.data, job.partition_id, request, forget)
     if remaining is None:
         raise ValueError(f"client {job.partition_id} left with request {request} and takes no part in retraining")
@@ -87,7 +115,30 @@ def retraining_view(job: LocalJob, request_text: str, num_partitions: int, serve
     return dataclasses.replace(job, data=remaining)
 
 
-ORIGINAL_MODEL = "unlearn-original-model"  # context.state: the weights LAF's first round received
+def retraining_view(job: LocalJob, request_text: str, num_partitions: int, server_round: int) -> LocalJob:
+    """The job retraining sees (:func:`round_view` of an ``unlearn-retrain`` round)."""
+    return round_view(job, ConfigRecord({p.UNLEARN_RETRAIN: request_text}), num_partitions, server_round)
+
+
+def unlearning_round(
+    job: LocalJob, model: NodeClassifier, round_config: ConfigRecord, num_partitions: int, server_round: int
+) -> tuple[NodeClassifier, float] | None:
+    """The step of an unlearning round that is not local training (LAF, head repair, ascent) on
+    the job of :func:`round_view`: the model and a loss; ``None`` for local training."""
+    flag, text = _flag(round_config)
+    if flag == p.UNLEARN_LAF:
+        return laf_round(job, model, text, num_partitions, server_round)
+    if flag == p.UNLEARN_REPAIR:
+        from unlearn.laf import repair_head
+
+        return repair_head(model, [job.data], epochs=5, lr=job.config.lr), float("nan")
+    if flag == p.UNLEARN_ASCENT:
+        from unlearn.baselines import gradient_ascent
+
+        data = job.data.clone()
+        data.forget_mask = job.data.train_mask
+        return gradient_ascent(model, [data], lr=job.config.lr, seed=job.config.seed), float("nan")
+    return None
 
 
 def laf_round(
@@ -100,7 +151,7 @@ def laf_round(
     client's state for the later rounds' VAEs and alignment). Returns the model and the
     extractor loss.
     """
-    from unlearn.laf import LAFConfig, laf
+    from unlearn.laf import LAFConfig, laf_traced
 
     request = _request(job, request_text, num_partitions)
     if server_round == 1:
@@ -109,6 +160,7 @@ def laf_round(
     original.load_state_dict(job.state[ORIGINAL_MODEL].to_torch_state_dict())
     data = job.data.clone()
     data.forget_mask = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
-    config = LAFConfig(steps=1)
-    unlearned = laf(model, [data], config, seed=job.config.seed * 1_009 + job.partition_id, original=original)
-    return unlearned, float(config.info["extractor_loss"][-1])
+    result = laf_traced(
+        model, [data], LAFConfig(steps=1), seed=job.config.seed * 1_009 + job.partition_id, original=original
+    )
+    return result.model, result.extractor_loss[-1]

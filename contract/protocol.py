@@ -63,7 +63,7 @@ DP_STEPS = "dp-steps"  # DP-SGD steps taken this round
 UNIT_WEIGHT = "unit-weight"  # 1 for every client: client-level DP averages with equal weights
 INITIAL_MODEL_QUERY = "initial-model"  # value of CONFIG["query"]: reply with the seeded initial weights
 
-# Query messages: federated unlearning (server/unlearning.py <-> client/unlearning.py).
+# Query messages: federated unlearning (server/unlearning/ <-> client/unlearning.py).
 # Every unlearning query carries the model in ARRAYS and the request in CONFIG[UNLEARN_REQUEST].
 UNLEARN_REQUEST = "unlearn-request"  # key in CONFIG: client:i, nodes:i:FRACTION or class:c
 WASH_STATISTICS_QUERY = "wash-statistics"  # reply: WASH_STATISTICS arrays + METRICS counts
@@ -84,8 +84,11 @@ COUNTED = "counted"  # METRICS key: validation predictions counted
 # Key in CONFIG of training messages: retrain without the data of this request (fallback when
 # a client that holds data to forget cannot answer).
 UNLEARN_RETRAIN = "unlearn-retrain"
-# Key in CONFIG of training messages: a federated LAF round for this request (server/unlearning.py).
+# Key in CONFIG of training messages: a federated LAF round for this request (server/unlearning/laf.py).
 UNLEARN_LAF = "unlearn-laf"
+UNLEARN_REPAIR = "unlearn-repair"  # a head-repair round on the remaining data (laf+r)
+UNLEARN_ASCENT = "unlearn-ascent"  # a gradient-ascent round on the holder's forgotten nodes
+UNLEARN_TRAIN_KEYS = (UNLEARN_RETRAIN, UNLEARN_LAF, UNLEARN_REPAIR, UNLEARN_ASCENT)  # any: an unlearning round
 
 # FedLoG (client/fedlog.py, server/fedlog.py). Client -> server, every round:
 FEDLOG_UPLOAD = "fedlog-upload"  # ArrayRecord: the head-branch synthetic features and class proportions

@@ -16,13 +16,13 @@ table are printed from this declaration.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from contract.algorithms import ALGORITHMS
 from contract.keys import Form, Key, Section, declared_keys, ge, gt, within
+from contract.requests import is_request
 from contract.suggest import did_you_mean
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from graphs.names import DATASETS, PARTITIONERS
@@ -46,7 +46,7 @@ def _is_device(spec: str) -> bool:
 
 def _is_unlearn_request(text: str) -> bool:
     """The shape of a request (ranges are checked where the federation is known)."""
-    return text == "" or re.fullmatch(r"client:\d+|nodes:\d+:(\d+\.?\d*|\.\d+)|class:\d+", text) is not None
+    return is_request(text)
 
 
 def _is_budget_list(text: str) -> bool:

@@ -23,6 +23,7 @@ UNLEARN_METHOD_SPECS: dict[str, UnlearnMethodSpec] = {
     for spec in (
         UnlearnMethodSpec("wash", "closed-form edit of the head from the clients' key statistics"),
         UnlearnMethodSpec("laf", "label-agnostic forgetting as federated rounds, at most 10% of the training rounds"),
+        UnlearnMethodSpec("laf+r", "laf, then one federated round that repairs the head on the remaining data"),
         UnlearnMethodSpec(
             "laf+ft",
             "laf, then a tenth of the training rounds of FedAvg on the clients that stay, without the forgotten nodes",
@@ -32,6 +33,10 @@ UNLEARN_METHOD_SPECS: dict[str, UnlearnMethodSpec] = {
             "the server records every client's update during training, then replays them with one calibration round "
             "per 5 rounds; not with resume-from",
             replays_history=True,
+        ),
+        UnlearnMethodSpec("finetune", "rounds of FedAvg on the remaining data, starting from the trained model"),
+        UnlearnMethodSpec(
+            "gradient-ascent", "the holders ascend the loss on their forgotten nodes for a few steps, in one round"
         ),
         UnlearnMethodSpec("retrain", "retrain from scratch without the forgotten data"),
     )

@@ -19,7 +19,7 @@ from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
 from server.loop import Row, TooFewClientsError, run_rounds
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name
-from server.unlearning import history_recorder, unlearn_federation
+from server.unlearning import history_recorder, unlearn_federation, unlearning_method
 
 app = ServerApp()
 
@@ -138,7 +138,7 @@ def train_and_report(
         save_checkpoint(run_dir.path, checkpoint)
 
     initial, history = setup.initial, None
-    if config.unlearn_request and config.unlearn_method == "federaser":  # record the updates it replays
+    if config.unlearn_request and unlearning_method(config.unlearn_method).needs_history:  # record updates
         from unlearn.federaser import UpdateHistory
 
         if initial is None:  # the replay starts from the seeded initial model: the server must know it
@@ -187,7 +187,7 @@ def train_and_report(
         except RuntimeError as error:
             log(ERROR, "error: %s", error)
             raise SystemExit(2) from error
-        summary["unlearning"] = {k: result[k] for k in ("request", "method_used", "seconds", "original", "unlearned")}
+        summary["unlearning"] = result.summary()
         run_dir.write_json(SUMMARY_FILE, summary)
     log(INFO, "stamen: results of %s\n%s", run_dir.path, format_table(summary))
     if "privacy" in summary:

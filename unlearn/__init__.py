@@ -1,26 +1,26 @@
-"""Unlearning: forget a client, some of its nodes or a class, and compare with retraining.
+"""Unlearning's math: forget a client, some of its nodes or a class (no Flower here).
 
-- :mod:`unlearn.requests`: requests (``client:i``, ``nodes:i:FRACTION``, ``class:c``) and the split they make;
+- :mod:`unlearn.requests`: the forget masks and the remaining federation of a request
+  (the typed request itself: :mod:`contract.requests`);
 - :mod:`unlearn.wash`: closed-form head edit (after LaW), with its federated statistics;
-- :mod:`unlearn.laf`: label-agnostic encoder unlearning (after LAF), ``laf+r`` head repair, ``laf+ft``;
-- :mod:`unlearn.federaser`: replay of the clients' recorded updates without the forgotten data (after FedEraser);
-- :mod:`unlearn.baselines`: retraining from scratch, fine-tuning, gradient ascent;
-- :mod:`unlearn.mia`, :mod:`unlearn.evaluate`: membership inference and the figures;
-- :mod:`unlearn.harness`: :func:`run_request`, the in-process entry point.
+- :mod:`unlearn.laf`: label-agnostic encoder unlearning (after LAF) and ``laf+r``'s head repair;
+- :mod:`unlearn.federaser`: the recorded updates and their replay step (after FedEraser);
+- :mod:`unlearn.baselines`: fine-tuning's budget, gradient ascent;
+- :mod:`unlearn.mia`, :mod:`unlearn.evaluate`: membership inference and the figures.
+
+The message flows of every method are :mod:`server.unlearning` and :mod:`client.unlearning`;
+the in-process experiment is :mod:`simulations.unlearning`.
 """
 
-from unlearn.harness import METHODS, run_request
 from unlearn.requests import ForgetSplit, Request, parse_request, split_federation
 from unlearn.wash import EditStatistics, client_statistics, solve_edit
 
 __all__ = [
-    "METHODS",
     "EditStatistics",
     "ForgetSplit",
     "Request",
     "client_statistics",
     "parse_request",
-    "run_request",
     "solve_edit",
     "split_federation",
 ]

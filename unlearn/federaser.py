@@ -32,9 +32,10 @@ trajectory is dropped) and calibration uses the run's local epochs. The price is
 one model-sized tensor set per client and window, kept by the server. A client not sampled
 in a window has no update there and takes no part in that window's replay.
 
-In-process (:func:`train_with_history`, :func:`federaser`) and inside a Flower run
-(:mod:`server.unlearning`), the same :class:`UpdateHistory` records and
-:func:`replay_step` rescales and averages.
+The federated training and the calibration rounds are the app's round loop
+(:mod:`server.unlearning.federaser`, the same for a Flower run and the in-process
+experiment); here are the math: :class:`UpdateHistory` records, :func:`replay_step`
+rescales and averages.
 """
 
 from __future__ import annotations
@@ -44,11 +45,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from models import NodeClassifier
-from models.fedavg_loop import LocalClients, State, fedavg_rounds, weighted_average
-from contract.run_config import RunConfig
-from unlearn.baselines import new_model
-from unlearn.requests import ForgetSplit
+State = dict[str, torch.Tensor]
 
 DEFAULT_WINDOW = 5
 
@@ -86,6 +83,24 @@ class UpdateHistory:
                 summed[key] += state[key] - start[key]
 
 
+def weighted_average(states: list[State], weights: list[int]) -> State:
+    """:math:`\\sum_i n_i \\theta_i / \\sum_i n_i`: FedAvg's aggregate."""
+    total = sum(weights)
+    if not states or total <= 0:
+        raise ValueError("nothing to average: no client state with a positive weight")
+    return {key: sum(s[key] * w for s, w in zip(states, weights)) / total for key in states[0]}
+
+
+def check_clients(history: UpdateHistory, clients: Iterable[int]) -> None:
+    """Fail clearly when a client that stays has no recorded update (a history of another federation)."""
+    recorded = set().union(*history.windows) if history.windows else set()
+    unknown = sorted(set(clients) - recorded)
+    if unknown:
+        raise ValueError(
+            f"the update history holds no update of client(s) {unknown}; was it recorded on this federation?"
+        )
+
+
 def rescaled_update(start: State, calibrated: State, recorded: State) -> State:
     """A client's calibrated weights with, per tensor, the step length it recorded in training.
 
@@ -113,47 +128,3 @@ def replay_step(start: State, calibrated: Iterable[tuple[int, State, int]], wind
             updates.append(rescaled_update(start, state, window[client]))
             weights.append(weight)
     return weighted_average(updates, weights) if updates else None
-
-
-def train_with_history(
-    clients: list, config: RunConfig, seed: int, window: int = DEFAULT_WINDOW
-) -> tuple[NodeClassifier, UpdateHistory]:
-    """FedAvg from scratch over ``clients`` (as :func:`unlearn.baselines.fedavg_train`), recording the updates."""
-    model = new_model(config, clients[0].num_features, int(clients[0].num_classes), seed)
-    history = UpdateHistory(initial={k: v.detach().clone() for k, v in model.state_dict().items()}, window=window)
-    torch.manual_seed(seed)
-    fedavg_rounds(
-        model,
-        clients,
-        config.num_server_rounds,
-        config.local_epochs,
-        config.lr,
-        config.weight_decay,
-        on_client_states=lambda server_round, start, states: history.record(
-            server_round, start, dict(enumerate(states))
-        ),
-    )
-    return model, history
-
-
-def federaser(history: UpdateHistory, split: ForgetSplit, config: RunConfig, seed: int) -> NodeClassifier:
-    """Replay ``history`` without the forgotten data: one calibration round per window on ``split.remaining``."""
-    recorded_clients = set().union(*history.windows) if history.windows else set()
-    unknown = sorted(set(split.remaining_clients) - recorded_clients)
-    if unknown:
-        raise ValueError(
-            f"the update history holds no update of client(s) {unknown}; was it recorded on this federation?"
-        )
-    torch.manual_seed(seed)
-    remaining = split.remaining
-    model = new_model(config, remaining[0].num_features, split.num_classes, seed)
-    model.load_state_dict(history.initial)
-    calibration = LocalClients(model, remaining, config.local_epochs, config.lr, config.weight_decay)
-    for window in history.windows:
-        start = model.state_dict()  # read before the model changes: no copy needed
-        calibrated = zip(split.remaining_clients, calibration.train(start), calibration.weights)
-        step = replay_step(start, calibrated, window)
-        if step is not None:
-            model.load_state_dict(step)
-    model.eval()
-    return model

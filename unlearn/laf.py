@@ -45,7 +45,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -148,7 +148,16 @@ class LAFConfig:
     lr_align: float = 5e-3
     tau: float = 1.0
     forget_vae: str = "forget"
-    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class LAFResult:
+    """What :func:`laf_traced` gives: the unlearned copy, the losses of every step, the time."""
+
+    model: NodeClassifier
+    extractor_loss: list[float]
+    alignment_loss: list[float]
+    seconds: float
 
 
 def _embed(model: NodeClassifier, graphs: list[Data]) -> tuple[Tensor, Tensor]:
@@ -168,13 +177,25 @@ def laf(
     seed: int = 0,
     original: NodeClassifier | None = None,
 ) -> NodeClassifier:
-    """A copy of ``model`` with its encoder unlearned label-agnostically (see the module docstring).
+    """A copy of ``model`` with its encoder unlearned label-agnostically (:func:`laf_traced`)."""
+    return laf_traced(model, graphs, config, seed, original).model
+
+
+def laf_traced(
+    model: NodeClassifier,
+    graphs: list[Data],
+    config: LAFConfig | None = None,
+    seed: int = 0,
+    original: NodeClassifier | None = None,
+) -> LAFResult:
+    """A copy of ``model`` with its encoder unlearned label-agnostically (see the module docstring),
+    with the loss traces.
 
     Args:
         model: the model to start from (left unchanged).
         graphs: every client's graph as trained, with ``train_mask`` and ``forget_mask``;
             ``y`` is never read.
-        config: hyperparameters; ``config.info`` gets the loss traces and timings.
+        config: hyperparameters.
         seed: seeds the VAEs' initialisation and sampling.
         original: the trained model whose embeddings :math:`f_0` the VAEs and the alignment use
             (default ``model``; a federated round passes the model before the first round).
@@ -229,11 +250,8 @@ def laf(
             trace_align.append(float(loss.detach()))
     for parameter in model.head.parameters():
         parameter.requires_grad_(True)
-    config.info.update(
-        {"extractor_loss": trace_extract, "alignment_loss": trace_align, "seconds": time.perf_counter() - started}
-    )
     model.eval()
-    return model
+    return LAFResult(model, trace_extract, trace_align, time.perf_counter() - started)
 
 
 def repair_head(model: NodeClassifier, remaining: list[Data], epochs: int = 5, lr: float = 0.01) -> NodeClassifier:
@@ -243,6 +261,8 @@ def repair_head(model: NodeClassifier, remaining: list[Data], epochs: int = 5, l
         cached = [(model.encoder(d.x, d.edge_index)[d.train_mask], d.y[d.train_mask]) for d in remaining]
     cached = [(h, y) for h, y in cached if y.numel()]
     count = sum(y.numel() for _, y in cached)
+    if count == 0:  # no labelled node left to repair on
+        return model
     optimizer = torch.optim.Adam(model.head.parameters(), lr=lr)
     for _ in range(epochs):
         optimizer.zero_grad()

@@ -1,6 +1,6 @@
-r"""Forgetting requests and the federation they leave behind.
+r"""The federation a forgetting request leaves behind: forget masks, dropped nodes, the split.
 
-A request names the data to forget:
+The request itself is a light typed value parsed once (:mod:`contract.requests`):
 
 - ``client:i``: everything client ``i`` contributed. :math:`D_f` is its training nodes
   (the labelled data the model was fitted on); the client leaves the federation, so
@@ -25,70 +25,19 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import subgraph
 
-KINDS = ("client", "nodes", "class")
+from contract.requests import KINDS, Request, parse_request
 
-
-@dataclass(frozen=True)
-class Request:
-    """One forgetting request (see the module docstring).
-
-    Attributes:
-        kind: ``client``, ``nodes`` or ``class``.
-        client: the requesting client (``client``/``nodes``), else ``None``.
-        fraction: share of the client's training nodes (``nodes``), else ``None``.
-        label: the forgotten class (``class``), else ``None``.
-    """
-
-    kind: str
-    client: int | None = None
-    fraction: float | None = None
-    label: int | None = None
-
-    def __str__(self) -> str:
-        if self.kind == "client":
-            return f"client:{self.client}"
-        if self.kind == "nodes":
-            return f"nodes:{self.client}:{self.fraction:g}"
-        return f"class:{self.label}"
-
-    @property
-    def slug(self) -> str:
-        """A file-system friendly name: ``client-0``, ``nodes-0-0.5``, ``class-2``."""
-        return str(self).replace(":", "-")
-
-
-def parse_request(text: str, num_clients: int, num_classes: int) -> Request:
-    """Parse ``client:i``, ``nodes:i:FRACTION`` or ``class:c``; raise ``ValueError`` with one line."""
-    parts = [p.strip() for p in str(text).strip().split(":")]
-    kind = parts[0]
-    shapes = {"client": "client:i", "nodes": "nodes:i:FRACTION", "class": "class:c"}
-    if kind not in shapes:
-        raise ValueError(f"unknown request {text!r}; use client:i, nodes:i:FRACTION or class:c")
-    expected = 3 if kind == "nodes" else 2
-    if len(parts) != expected:
-        raise ValueError(f"request {text!r} must look like {shapes[kind]}")
-    try:
-        index = int(parts[1])
-    except ValueError:
-        raise ValueError(f"request {text!r}: {parts[1]!r} is not an integer") from None
-    if kind == "class":
-        if not 0 <= index < num_classes:
-            raise ValueError(f"request {text!r}: class {index} is out of range 0..{num_classes - 1}")
-        return Request("class", label=index)
-    if not 0 <= index < num_clients:
-        raise ValueError(f"request {text!r}: client {index} is out of range 0..{num_clients - 1}")
-    if kind == "client":
-        if num_clients < 2:
-            raise ValueError(f"request {text!r}: forgetting a whole client needs at least 2 clients")
-        return Request("client", client=index)
-    try:
-        fraction = float(parts[2])
-    except ValueError:
-        raise ValueError(f"request {text!r}: fraction {parts[2]!r} is not a number") from None
-    if not (0.0 < fraction <= 1.0):
-        raise ValueError(f"request {text!r}: fraction {fraction:g} must lie in (0, 1]")
-    return Request("nodes", client=index, fraction=fraction)
-
+__all__ = [
+    "KINDS",
+    "ForgetSplit",
+    "Request",
+    "client_forget_mask",
+    "drop_nodes",
+    "forget_masks",
+    "parse_request",
+    "remaining_view",
+    "split_federation",
+]
 
 @dataclass
 class ForgetSplit:
@@ -121,14 +70,21 @@ class ForgetSplit:
 def drop_nodes(data: Data, drop: torch.Tensor) -> Data:
     """``data`` without the nodes in boolean mask ``drop`` and without every edge touching them.
 
-    Node attributes (``x``, ``y``, ``global_id``, the split masks) follow the kept nodes.
+    Every node attribute (``x``, ``y``, ``global_id``, the split and evaluation-setting masks)
+    follows the kept nodes; every edge list (``edge_index``, ``full_edge_index``) keeps the
+    edges between kept nodes, renumbered; graph-level values (``num_classes``) stay. A client
+    that drops nodes thus reports the same figures as one that drops none.
     """
+    num_nodes = int(data.num_nodes)
     keep = (~drop).nonzero().view(-1)
-    edge_index, _ = subgraph(keep, data.edge_index, relabel_nodes=True, num_nodes=data.num_nodes)
-    out = Data(x=data.x[keep], y=data.y[keep], edge_index=edge_index, num_classes=data.num_classes)
-    for name in ("global_id", "train_mask", "val_mask", "test_mask"):
-        if name in data:
-            out[name] = data[name][keep]
+    out = Data()
+    for key, value in data:
+        if key.endswith("edge_index"):
+            out[key] = subgraph(keep, value, relabel_nodes=True, num_nodes=num_nodes)[0]
+        elif torch.is_tensor(value) and value.dim() >= 1 and value.size(0) == num_nodes:
+            out[key] = value[keep]
+        else:
+            out[key] = value
     return out
 
 

@@ -57,7 +57,7 @@ import math
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -122,6 +122,16 @@ def _neighbor_targets(outputs: Tensor, edge_index: Tensor, forget: Tensor) -> Te
 
 
 # ----------------------------------------------------------------------------- the closed form
+def check_statistic(name: str, value: Tensor, shape: tuple[int, int]) -> None:
+    """Raise ``ValueError`` unless ``value`` is a float64 matrix of ``shape``: a statistic's only form
+    (a client's reply of any other shape could carry node-level rows)."""
+    if tuple(value.shape) != tuple(shape) or value.dtype != torch.float64:
+        raise ValueError(
+            f"{name!r} must be float64 {tuple(shape)}, got {str(value.dtype).replace('torch.', '')} "
+            f"{tuple(value.shape)}"
+        )
+
+
 @dataclass
 class EditStatistics:
     r"""What one client sends: :math:`d \times d` and :math:`d \times C` sums, and counts.
@@ -141,13 +151,10 @@ class EditStatistics:
     num_forget: int = 0
 
     def __post_init__(self) -> None:
-        d = self.keep.size(0)
-        assert self.keep.shape == (d, d), f"keep must be d x d, got {tuple(self.keep.shape)}"
-        assert self.forget.shape == (d, d), f"forget must be {d} x {d}, got {tuple(self.forget.shape)}"
-        assert self.cross.dim() == 2 and self.cross.size(0) == d, (
-            f"cross must be {d} x C, got {tuple(self.cross.shape)}"
-        )
-        assert self.keep.dtype == self.forget.dtype == self.cross.dtype == torch.float64, "statistics are float64"
+        d, num_outputs = self.keep.size(0), self.cross.size(-1)
+        check_statistic("keep", self.keep, (d, d))
+        check_statistic("forget", self.forget, (d, d))
+        check_statistic("cross", self.cross, (d, num_outputs))
 
     def __add__(self, other: EditStatistics) -> EditStatistics:
         return EditStatistics(
@@ -185,9 +192,12 @@ def client_statistics(
         return EditStatistics(keep_keys.T @ keep_keys, forget, cross, keep_keys.size(0), 0)
     forget_keys = forget_keys.to(torch.float64)
     residual = residual.to(torch.float64)
-    assert forget_keys.size(1) == d, f"forget keys have width {forget_keys.size(1)}, keep keys {d}"
-    assert residual.size(0) == forget_keys.size(0), "one residual row per forgotten key"
-    assert num_outputs is None or residual.size(1) == num_outputs, "residual width must equal num_outputs"
+    if forget_keys.size(1) != d:
+        raise ValueError(f"forget keys have width {forget_keys.size(1)}, keep keys {d}")
+    if residual.size(0) != forget_keys.size(0):
+        raise ValueError(f"{residual.size(0)} residual rows for {forget_keys.size(0)} forgotten keys; one each")
+    if num_outputs is not None and residual.size(1) != num_outputs:
+        raise ValueError(f"residual width {residual.size(1)} differs from num_outputs={num_outputs}")
     return EditStatistics(
         keep_keys.T @ keep_keys,
         forget_keys.T @ forget_keys,
@@ -356,7 +366,6 @@ class WashConfig:
     max_ratio: float = 1.0
     tolerance: float = 0.01
     margin: float = 3.0
-    info: dict = field(default_factory=dict)
 
 
 def resolve_target(target: str, request: Request) -> str:
@@ -424,8 +433,18 @@ def heldout_keys(model: NodeClassifier, split: ForgetSplit) -> Tensor:
     return torch.cat(rows)
 
 
-def wash(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = None) -> NodeClassifier:
-    """A copy of ``model`` with its head edited; ``config.info`` gets lambda, the edit's norm ratio and timings."""
+@dataclass
+class WashResult:
+    """What :func:`washed` gives: the edited copy, the :math:`\\lambda` chosen, the edit's norm ratio, the time."""
+
+    model: NodeClassifier
+    lam: float
+    edit_ratio: float
+    seconds: float
+
+
+def washed(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = None) -> WashResult:
+    """A copy of ``model`` with its head edited, and what the edit was."""
     config = config or WashConfig()
     started = time.perf_counter()
     model = copy.deepcopy(model)
@@ -443,18 +462,27 @@ def wash(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = 
         raise ValueError(f"wash lambda must be a number, 'norm' or 'heldout', got {config.lam!r}")
     delta = solve_edit(stats, lam)
     apply_edit(model.head, delta)
-    config.info.update(
-        {"lambda": lam, "edit_ratio": float(delta.norm() / weight.norm()), "seconds": time.perf_counter() - started}
-    )
-    return model
+    return WashResult(model, lam, float(delta.norm() / weight.norm()), time.perf_counter() - started)
+
+
+def wash(model: NodeClassifier, split: ForgetSplit, config: WashConfig | None = None) -> NodeClassifier:
+    """A copy of ``model`` with its head edited (:func:`washed`)."""
+    return washed(model, split, config).model
+
+
+def edited_head(weight: Tensor, bias: Tensor, delta: Tensor) -> tuple[Tensor, Tensor]:
+    """``[W, b] + delta`` as new tensors of ``W``'s and ``b``'s dtypes (``delta``: ``C x (d_h + 1)``)."""
+    if tuple(delta.shape) != (weight.size(0), weight.size(1) + 1):
+        raise ValueError(f"the edit has shape {tuple(delta.shape)}, the head {tuple(weight.shape)} plus a bias")
+    return weight + delta[:, :-1].to(weight.dtype), bias + delta[:, -1].to(bias.dtype)
 
 
 @torch.no_grad()
 def apply_edit(head: torch.nn.Linear, delta: Tensor) -> None:
-    """``[W, b] += delta`` in place."""
-    assert delta.shape == (head.out_features, head.in_features + 1), f"edit has shape {tuple(delta.shape)}"
-    head.weight += delta[:, :-1].to(head.weight.dtype)
-    head.bias += delta[:, -1].to(head.bias.dtype)
+    """``[W, b] += delta`` in place (:func:`edited_head`; the server edits its weights with it too)."""
+    weight, bias = edited_head(head.weight, head.bias, delta)
+    head.weight.copy_(weight)
+    head.bias.copy_(bias)
 
 
 def forget_keys_of(model: NodeClassifier, data: Data) -> Tensor:

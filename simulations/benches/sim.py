@@ -1,7 +1,7 @@
 """``stamen bench sim``: ``flwr run`` simulations against the in-process FedAvg loop.
 
 One real ``flwr run`` per algorithm and client count and, side by side in the same
-session, the in-process FedAvg loop of :mod:`simulations.baseline` on the same
+session, the in-process FedAvg loop of :mod:`simulations.benches.baseline` on the same
 federation (in a fresh process, so its time and peak memory are its own).
 """
 
@@ -73,7 +73,7 @@ def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
     """The in-process loop in a fresh process, so its time and peak memory are its own."""
     code = (
         "import json, sys, torch; torch.set_num_threads(1);"
-        "from contract.run_config import RunConfig; from simulations.baseline import in_process_fedavg;"
+        "from contract.run_config import RunConfig; from simulations.benches.baseline import in_process_fedavg;"
         f"print(json.dumps(in_process_fedavg(RunConfig.from_flower(json.loads(sys.argv[1])), {num_clients})))"
     )
     result = subprocess.run(

@@ -1,7 +1,8 @@
 """``stamen bench unlearn``: forgetting a class, a client and some nodes, against retraining.
 
-For each request, :func:`unlearn.harness.run_request` trains the original model per seed
-(in-process FedAvg, shared by every request), retrains from scratch without the
+For each request, :func:`simulations.unlearning.harness.run_request` trains the original model
+per seed (the app's round loop and ClientApp in-process, shared by every request), retrains from
+scratch without the
 forgotten data, runs every method and evaluates them all. The record holds each
 request's mean figures and the issue's targets, with how far a missed target falls short.
 """
@@ -33,10 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """One :func:`~unlearn.harness.run_request` per request; original models (and their recorded
+    """One :func:`~simulations.unlearning.harness.run_request` per request; original models (and their recorded
     updates) shared across requests."""
     from contract.run_config import RunConfig
-    from unlearn.harness import parse_methods, parse_seeds, run_request
+    from simulations.unlearning.harness import parse_methods, parse_seeds, run_request
 
     config = RunConfig.from_flower(
         {

@@ -4,10 +4,11 @@ The run directory must hold ``config.json`` (the run config), ``summary.json`` (
 ``clients``) and ``model.pt`` (see :mod:`server.outputs`). The federation is rebuilt
 from the config with that many clients. For the run's own seed (``seed`` in
 ``config.json``) the saved model is the original model; for every other seed of
-``--seeds`` the original model is retrained in-process by FedAvg with the run's
+``--seeds`` the original model is trained in-process with the run's algorithm and
 config, initialised from that seed (the partition and splits stay those of the run).
 Retraining from scratch, every method and the evaluation then run in-process
-(:func:`unlearn.harness.run_request`). ``federaser`` replays the clients' recorded training
+(:func:`simulations.unlearning.harness.run_request`: the app's round loop and ClientApp over an
+in-process grid, and the server's unlearning flow for every method). ``federaser`` replays the clients' recorded training
 updates, which a run directory does not hold, so ``--method all`` leaves it out here (and
 says so); ``stamen bench unlearn`` runs it on originals trained in-process.
 
@@ -27,8 +28,15 @@ from typing import Any
 
 import torch
 
-from unlearn.harness import METHODS, NEEDS_HISTORY, parse_methods, parse_seeds, run_request
-from unlearn.requests import parse_request
+from contract.requests import parse_request
+from simulations.unlearning.harness import (
+    METHODS,
+    NEEDS_HISTORY,
+    check_algorithm,
+    parse_methods,
+    parse_seeds,
+    run_request,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -92,6 +100,7 @@ def main(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir).expanduser().resolve()
     config, num_clients, state = load_run(run_dir)
+    check_algorithm(config.algorithm)
     methods = parse_methods(args.method)
     left_out = [m for m in methods if m in NEEDS_HISTORY] if args.method.strip() == "all" else []
     methods = [m for m in methods if m not in left_out]
@@ -108,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
             raise FileExistsError(f"{out} already holds results; pass --overwrite to replace them")
         out_dirs.append(out)
     # check the saved weights fit the rebuilt model before any long work
-    from unlearn.baselines import new_model
+    from simulations.unlearning.harness import new_model
 
     try:
         new_model(config, federation.clients[0].num_features, num_classes, config.seed).load_state_dict(state)

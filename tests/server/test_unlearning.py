@@ -11,11 +11,14 @@ from contract.run_config import RunConfig
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from server.privacy import initial_arrays
-from server.unlearning import _query, check_statistics, history_recorder, unlearn_federation
+from contract.requests import parse_request
+from server.unlearning import history_recorder, unlearn_federation
+from server.unlearning.rollcall import query
+from server.unlearning.wash import check_statistics
 from simulations.inprocess import InProcessGrid, task_identity
-from unlearn.baselines import new_model
+from simulations.unlearning.harness import new_model
 from unlearn.federaser import UpdateHistory
-from unlearn.requests import parse_request, split_federation
+from unlearn.requests import split_federation
 from unlearn.wash import wash
 
 # A well-separated graph: the held-out rule refuses edits that change more than 1% of the other
@@ -48,7 +51,8 @@ def _unlearn(grid, arrays, request, tmp_path, failing=frozenset(), method="wash"
     grid.failing = {grid.NODE_OFFSET + partition for partition in failing}
     try:
         module = server_algorithm("fedavg")
-        return unlearn_federation(grid, config, arrays, module.make_strategy, True, tmp_path, 10.0), config
+        result, unlearned = unlearn_federation(grid, config, arrays, module.make_strategy, True, tmp_path, 10.0)
+        return (result.as_dict(), unlearned), config
     finally:
         grid.failing = set()
 
@@ -72,7 +76,8 @@ def test_federated_wash_is_the_in_process_edit_and_forgets_the_class(trained, tm
 
 def test_statistics_replies_are_key_sums_only(trained):
     grid, arrays = trained
-    replies = grid.send_and_receive(_query(p.WASH_STATISTICS_QUERY, "nodes:0:0.5", arrays, grid.get_node_ids()))
+    messages = query(p.WASH_STATISTICS_QUERY, parse_request("nodes:0:0.5"), arrays, grid.get_node_ids())
+    replies = grid.send_and_receive(messages)
     hidden = arrays["head.weight"].shape[1]
     for reply in replies:
         record = reply.content[p.WASH_STATISTICS]
@@ -180,6 +185,7 @@ def test_federated_federaser_replays_the_recorded_updates_without_a_departed_cli
     result, unlearned = unlearn_federation(
         grid, unlearn_config, arrays, module.make_strategy, True, tmp_path, 10.0, history=history
     )
+    result = result.as_dict()
     assert result["method_used"] == "federaser" and "fallback" not in result
     assert result["federaser"]["calibration_rounds"] == 2
     assert sorted(trained_nodes) == sorted([grid.NODE_OFFSET, grid.NODE_OFFSET + 1] * 2)
@@ -189,3 +195,39 @@ def test_federated_federaser_replays_the_recorded_updates_without_a_departed_cli
         unlearn_federation(grid, unlearn_config, arrays, module.make_strategy, True, tmp_path, 10.0)
     with pytest.raises(ValueError, match="a resumed run lacks"):
         RunConfig.from_flower({**RUN, "unlearn-request": "client:2", "unlearn-method": "federaser", "resume-from": "x"})
+
+
+@pytest.mark.parametrize(
+    "method, phases",
+    [
+        ("finetune", {p.UNLEARN_RETRAIN: "staying"}),
+        ("gradient-ascent", {p.UNLEARN_ASCENT: "holder"}),
+        ("laf+r", {p.UNLEARN_LAF: "all", p.UNLEARN_REPAIR: "staying"}),
+    ],
+)
+def test_the_methods_once_in_process_only_run_as_federated_rounds(trained, tmp_path, monkeypatch, method, phases):
+    grid, arrays = trained
+    seen: dict[str, set[int]] = {}
+    send = grid.send_and_receive
+
+    def recording(messages, *, timeout=None):
+        messages = list(messages)
+        for message in messages:
+            if message.metadata.message_type == MessageType.TRAIN:
+                flags = [key for key in p.UNLEARN_TRAIN_KEYS if key in message.content[p.CONFIG]]
+                assert len(flags) == 1, flags  # every unlearning round names its phase
+                seen.setdefault(flags[0], set()).add(message.metadata.dst_node_id)
+        return send(messages, timeout=timeout)
+
+    monkeypatch.setattr(grid, "send_and_receive", recording)
+    (result, unlearned), _ = _unlearn(grid, arrays, "nodes:0:0.5", tmp_path, method=method)
+    section, figure = {"finetune": ("finetune", "rounds"), "gradient-ascent": (method, "steps")}.get(
+        method, ("repair", "rounds")
+    )
+    assert result["method_used"] == method and result[section][figure] >= 1
+    everyone = set(grid.get_node_ids())
+    expected = {"all": everyone, "staying": everyone, "holder": {grid.NODE_OFFSET}}  # nodes:0 keeps client 0
+    assert seen == {flag: expected[who] for flag, who in phases.items()}
+    before, after = arrays.to_torch_state_dict(), unlearned.to_torch_state_dict()
+    assert not torch.allclose(before["head.weight"], after["head.weight"], atol=1e-6)
+    assert 0.0 <= result["unlearned"]["acc_forget"] <= 1.0 and result["unlearned"]["test_global"] > 0.3

@@ -76,3 +76,22 @@ def test_remaining_graph_has_no_forgotten_node_or_edge(small_config, text):
         assert forgotten <= set(federation.clients[1].global_id[federation.clients[1].train_mask].tolist())
         other = split_federation(federation.clients, request, seed=2).forget_ids
         assert not torch.equal(other, split.forget_ids)  # the seed picks the nodes
+
+
+def test_dropping_nodes_keeps_every_node_attribute_and_edge_list(small_config):
+    """A client that drops nodes must report what one that drops none reports (the same metric keys)."""
+    from unlearn.requests import drop_nodes
+
+    config = small_config(unseen_node_frac=0.2, missing_classes=1)
+    data = build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients[0]
+    drop = torch.zeros(data.num_nodes, dtype=torch.bool)
+    drop[: data.num_nodes // 3] = True
+    kept = drop_nodes(data, drop)
+    assert set(kept.keys()) == set(data.keys())
+    for key in ("unseen_mask", "missing_mask", "train_mask", "x", "global_id"):
+        if key in data:
+            assert torch.equal(kept[key], data[key][~drop]), key
+    for key in ("edge_index", "full_edge_index"):
+        if key in data:
+            assert int(kept[key].max()) < kept.num_nodes
+            assert kept[key].size(1) < data[key].size(1)

@@ -1,24 +1,62 @@
-"""An in-process FedAvg loop over the same federation: the speed and accuracy yardstick.
+"""A plain PyTorch FedAvg loop over the same federation: ``stamen bench sim``'s yardstick, nothing else.
 
 It does what an in-process FGL library does (one Python process, clients trained one
 after another, weights averaged in memory) with Stamen's own data, models and local
 training, so that the only difference to a ``flwr run`` is Flower's process and
-message machinery.
+message machinery. It is a yardstick only: the speed bench compares Stamen against it,
+and no figure Stamen reports comes from it (Stamen's one federated engine is the app's
+round loop and ClientApp, :mod:`server.loop`, in-process through
+:mod:`simulations.inprocess`).
 """
 
 from __future__ import annotations
 
+import copy
 import resource
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from graphs import FederationSpec, build_federation
 from models import build_model
-from models.fedavg_loop import fedavg_rounds
 from contract.run_config import RunConfig
-from models.training import evaluate
+from models.training import evaluate, fit
+
+
+State = dict[str, torch.Tensor]
+
+
+def fedavg_loop(
+    model: torch.nn.Module,
+    clients: list,
+    rounds: int,
+    local_epochs: int,
+    lr: float,
+    weight_decay: float,
+    on_round: Callable[[int, torch.nn.Module], None],
+) -> None:
+    """``rounds`` rounds of FedAvg on ``model`` (in place): each client, with its own model copy and
+    Adam moments kept across rounds, trains ``local_epochs`` from the global weights; the global
+    weights become the average weighted by training nodes. ``on_round(r, model)`` after each round."""
+    weights = [int(c.train_mask.sum()) for c in clients]
+    if sum(weights) == 0:
+        raise ValueError("no training nodes to train on")
+    local = [copy.deepcopy(model) for _ in clients]
+    optimizers = [torch.optim.Adam(m.parameters(), lr=lr, weight_decay=weight_decay) for m in local]
+    for server_round in range(1, rounds + 1):
+        state = model.state_dict()
+        states = []
+        for client_model, optimizer, data, weight in zip(local, optimizers, clients, weights):
+            client_model.load_state_dict(state)
+            if weight:
+                fit(client_model, data, local_epochs, optimizer)
+            states.append(client_model.state_dict())
+        total = sum(weights)
+        model.load_state_dict({key: sum(s[key] * w for s, w in zip(states, weights)) / total for key in state})
+        on_round(server_round, model)
+    model.eval()
 
 
 def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
@@ -60,7 +98,7 @@ def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
 
     set_up = time.perf_counter() - started
     loop_started = time.perf_counter()
-    fedavg_rounds(
+    fedavg_loop(
         new_model(), clients, config.num_server_rounds, config.local_epochs, config.lr, config.weight_decay, record
     )
     best = max(history, key=lambda row: row["global_val_acc"])

@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from graphs import FederationSpec, build_federation
 from server.outputs import save_model
 from simulations.commands import unlearn as command
-from unlearn.baselines import fedavg_train
-from unlearn.harness import METHODS
+from simulations.unlearning.harness import METHODS, new_model, train_original
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,10 +37,8 @@ def run_dir(tmp_path_factory):
     (path / "config.json").write_text(json.dumps(config.to_flower(), indent=2))
     (path / "summary.json").write_text(json.dumps({"clients": 3, "rounds": 15}))
     (path / "metrics.jsonl").write_text("")
-    model = fedavg_train(
-        build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients, config, seed=config.seed
-    )
-    save_model(path, model.state_dict(), config)
+    initial = new_model(config, 16, 4, config.seed).state_dict()  # csbm_features=16, csbm_classes=4
+    save_model(path, train_original(config, 3, initial).to_torch_state_dict(), config)
     return path
 
 

@@ -1,8 +1,17 @@
-"""In-process requests on csbm: the forgotten class goes, the others stay; every method runs."""
+"""In-process requests on csbm: the forgotten class goes, the others stay; every method runs.
+
+Everything trains through the app's engine (round loop + ClientApp over an in-process grid)."""
 
 import pytest
 
-from unlearn.harness import METHODS, gap_closure, parse_methods, parse_seeds, run_request
+from simulations.unlearning.harness import METHODS, parse_methods, parse_seeds, run_request
+from simulations.unlearning.targets import gap_closure
+from tests.unlearn.conftest import small_config as _small_config
+
+
+@pytest.fixture(name="small_config")
+def small_config_fixture():
+    return _small_config
 
 
 def test_class_request_forgets_the_class_and_keeps_the_others(small_config):
@@ -46,3 +55,10 @@ def test_small_parsers_and_gap_closure():
         parse_seeds("a")
     assert gap_closure(0.7, 0.6, 0.5) == pytest.approx(0.5)
     assert gap_closure(0.7, 0.6, 0.7) is None
+
+
+def test_algorithms_without_a_global_node_classifier_are_refused_before_any_work(small_config):
+    with pytest.raises(ValueError, match="keeps no global model"):
+        run_request(small_config(algorithm="local"), 3, "class:1", ["wash"], [0])
+    with pytest.raises(ValueError, match="trains its own model type"):
+        run_request(small_config(algorithm="fedlog"), 3, "class:1", ["wash"], [0])
