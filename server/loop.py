@@ -39,53 +39,10 @@ from flwr.serverapp.strategy import Strategy
 from contract import protocol as p
 from server.checkpoint import Checkpoint
 from server.privacy import epsilon_figures
+from server.rows import client_figures, local_only, merge_global, pooled_accuracies, training_figures
+from server.transport import send_and_receive
 
 Row = dict[str, Any]
-
-
-def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
-    """Client-size-weighted accuracies of the global (received) and local (trained) models.
-
-    Besides validation and test (the seen graph), every evaluation setting the clients
-    report (:data:`contract.protocol.SETTINGS`) is pooled the same way.
-    """
-    row: Row = {}
-    total_val = sum(int(m[p.NUM_VAL]) for m in metrics)
-    total_test = sum(int(m[p.NUM_TEST]) for m in metrics)
-    figures = [
-        ("global_val_acc", p.GLOBAL_VAL_CORRECT, total_val),
-        ("global_test_acc", p.GLOBAL_TEST_CORRECT, total_test),
-        ("val_acc", p.LOCAL_VAL_CORRECT, total_val),
-        ("test_acc", p.LOCAL_TEST_CORRECT, total_test),
-    ]
-    for setting in p.SETTINGS:  # e.g. "global_missing_class_acc" and "missing_class_acc"
-        total = sum(int(m.get(p.setting_key("num", setting), 0)) for m in metrics)
-        name = setting.replace("-", "_") + "_acc"
-        figures.append(("global_" + name, p.setting_key("global", setting), total))
-        figures.append((name, p.setting_key("local", setting), total))
-    for name, key, total in figures:
-        if metrics and all(key in m for m in metrics) and total > 0:
-            row[name] = sum(int(m[key]) for m in metrics) / total
-    return row
-
-
-def training_figures(metrics: list[MetricRecord]) -> Row:
-    """Training loss (weighted by training nodes) and where the clients' time went.
-
-    ``client_<phase>_seconds_sum`` adds a phase over clients (the compute the round
-    needs); ``client_handler_seconds_max`` is the slowest client's whole handler, the
-    least time any schedule of the round could take.
-    """
-    examples = sum(int(m[p.NUM_EXAMPLES]) for m in metrics)
-    phases = {"setup": p.SETUP_SECONDS, "train": p.TRAIN_SECONDS, "eval": p.EVAL_SECONDS, "pack": p.PACK_SECONDS}
-    handler = [sum(float(m[key]) for key in phases.values()) for m in metrics]
-    return {
-        "train_loss": sum(float(m[p.TRAIN_LOSS]) * int(m[p.NUM_EXAMPLES]) for m in metrics) / max(examples, 1),
-        "client_train_seconds_max": max(float(m[p.TRAIN_SECONDS]) for m in metrics),
-        **{f"client_{name}_seconds_sum": sum(float(m[key]) for m in metrics) for name, key in phases.items()},
-        "client_handler_seconds_sum": sum(handler),
-        "client_handler_seconds_max": max(handler),
-    }
 
 
 class FailureCategory(Enum):
@@ -193,7 +150,7 @@ def collect(
     names the failed clients' partitions where known.
     """
     messages = list(messages)
-    replies = list(grid.send_and_receive(messages, timeout=timeout))
+    replies = send_and_receive(grid, messages, timeout)
     partitions = partitions or {}
     # Message ids are set when the grid pushes the messages. An error reply made by the
     # SuperLink itself (node unavailable) comes from the SuperLink's own node id, so a
@@ -462,9 +419,10 @@ def run_rounds(
         if on_replies is not None:
             on_replies(server_round, arrays, replies)
         metrics = [reply.content[p.METRICS] for reply in replies]
-        accuracies = pooled_accuracies(metrics)
+        accuracies, per_client = pooled_accuracies(metrics), client_figures(metrics)
         spent.update({int(m[p.PARTITION_ID]): float(m[p.EPSILON]) for m in metrics if p.EPSILON in m})
         pending.update({k: v for k, v in accuracies.items() if k.startswith("global_")})
+        merge_global(pending, per_client)
         if len(pending) > 1:
             on_row(pending)
         if aggregates:
@@ -480,6 +438,7 @@ def run_rounds(
             **training_figures(metrics),
             **epsilon_figures(spent),
             **{k: v for k, v in accuracies.items() if not k.startswith("global_")},
+            "per_client": {pid: local_only(figures) for pid, figures in per_client.items()},
             "exchange_seconds": exchanged - started,
             "aggregate_seconds": time.perf_counter() - exchanged,
             "seconds": time.perf_counter() - started,
@@ -493,7 +452,9 @@ def run_rounds(
         failed = [replace(failure, stage="final evaluation") for failure in failed]
         health.failures.extend(failed)
         require_clients("final evaluation", len(replies), len(messages), failed, min_clients)
-        pending.update(pooled_accuracies([reply.content[p.METRICS] for reply in replies]))
+        metrics = [reply.content[p.METRICS] for reply in replies]
+        pending.update(pooled_accuracies(metrics))
+        merge_global(pending, client_figures(metrics))
         pending["final_eval_failed_clients"] = [failure.row() for failure in failed]
         pending["final_eval_seconds"] = time.perf_counter() - started
     on_row(pending)

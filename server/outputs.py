@@ -56,10 +56,32 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         # a round that went on without some clients: the figures are not those of the full federation
         "failed_clients": failures,
         "degraded": sum(failures.values()) > 0,
+        "fairness": fairness(final),
     }
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
     return summary
+
+
+def fairness(row: Row) -> dict[str, Any]:
+    """How the final model's test accuracy spreads over the clients: min, mean, max and std (population)."""
+    clients = row.get("per_client", {})
+    key = "global_test_acc" if any("global_test_acc" in c for c in clients.values()) else "test_acc"
+    values = [c[key] for c in clients.values() if key in c]
+    if not values:
+        return {}
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    worst = min(clients, key=lambda pid: clients[pid].get(key, float("inf")))
+    return {
+        "figure": key,
+        "clients": len(values),
+        "min": min(values),
+        "mean": mean,
+        "max": max(values),
+        "std": std,
+        "worst_client": int(worst),
+    }
 
 
 def failure_counts(rows: list[Row]) -> dict[str, int]:

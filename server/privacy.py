@@ -55,6 +55,7 @@ from flwr.supercore.differential_privacy import add_gaussian_noise_inplace, comp
 
 from contract import protocol as p
 from contract.run_config import RunConfig
+from server.transport import send_and_receive
 
 
 
@@ -168,7 +169,7 @@ def initial_arrays(grid: Grid, timeout: float) -> ArrayRecord:
     node = sorted(grid.get_node_ids())[0]
     content = RecordDict({p.CONFIG: ConfigRecord({p.QUERY: p.INITIAL_MODEL_QUERY})})
     message = Message(content=content, dst_node_id=node, message_type=MessageType.QUERY)
-    (reply,) = grid.send_and_receive([message], timeout=timeout)
+    (reply,) = send_and_receive(grid, [message], timeout)
     if reply.has_error():
         raise RuntimeError(f"node {node} could not send the initial model: {reply.error.reason}")
     return reply.content[p.ARRAYS]

@@ -19,6 +19,7 @@ from flwr.serverapp import Grid
 
 from contract import protocol as p
 from contract.requests import Request
+from server.transport import send_and_receive
 
 
 class SubGrid:
@@ -31,7 +32,7 @@ class SubGrid:
         return list(self.node_ids)
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
-        return self.grid.send_and_receive(messages, timeout=timeout)
+        return send_and_receive(self.grid, messages, timeout)
 
 
 def query(
@@ -72,7 +73,7 @@ def holders_missing(request: Request, partitions: dict[int, int], num_partitions
 def roll_call(grid: Grid, request: Request, arrays: ArrayRecord, timeout: float) -> RollCall:
     """Evaluate ``arrays`` on every node; who answers takes part (RuntimeError if nobody does)."""
     node_ids = list(grid.get_node_ids())
-    replies = list(grid.send_and_receive(query(p.UNLEARN_EVALUATE_QUERY, request, arrays, node_ids), timeout=timeout))
+    replies = send_and_receive(grid, query(p.UNLEARN_EVALUATE_QUERY, request, arrays, node_ids), timeout)
     valid = [r for r in replies if not r.has_error()]
     for reply in replies:
         if reply.has_error():

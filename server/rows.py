@@ -1,0 +1,98 @@
+"""The figures of a round's row: pooled over clients, and per client.
+
+Rows are pooled over clients from counts: an accuracy is the number of correct
+nodes over all clients divided by the number of nodes, i.e. the client average
+weighted by client size. Each row also keeps every client's own figures
+(``per_client``, by partition id), from which the summary's fairness view is drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flwr.app import MetricRecord
+
+from contract import protocol as p
+
+Row = dict[str, Any]
+# per-client figures: (row key, correct-count metric, total metric)
+_CLIENT_ACCURACIES = (
+    ("global_val_acc", p.GLOBAL_VAL_CORRECT, p.NUM_VAL),
+    ("global_test_acc", p.GLOBAL_TEST_CORRECT, p.NUM_TEST),
+    ("val_acc", p.LOCAL_VAL_CORRECT, p.NUM_VAL),
+    ("test_acc", p.LOCAL_TEST_CORRECT, p.NUM_TEST),
+)
+
+
+def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
+    """Client-size-weighted accuracies of the global (received) and local (trained) models.
+
+    Besides validation and test (the seen graph), every evaluation setting the clients
+    report (:data:`contract.protocol.SETTINGS`) is pooled the same way.
+    """
+    row: Row = {}
+    total_val = sum(int(m[p.NUM_VAL]) for m in metrics)
+    total_test = sum(int(m[p.NUM_TEST]) for m in metrics)
+    figures = [
+        ("global_val_acc", p.GLOBAL_VAL_CORRECT, total_val),
+        ("global_test_acc", p.GLOBAL_TEST_CORRECT, total_test),
+        ("val_acc", p.LOCAL_VAL_CORRECT, total_val),
+        ("test_acc", p.LOCAL_TEST_CORRECT, total_test),
+    ]
+    for setting in p.SETTINGS:  # e.g. "global_missing_class_acc" and "missing_class_acc"
+        total = sum(int(m.get(p.setting_key("num", setting), 0)) for m in metrics)
+        name = setting.replace("-", "_") + "_acc"
+        figures.append(("global_" + name, p.setting_key("global", setting), total))
+        figures.append((name, p.setting_key("local", setting), total))
+    for name, key, total in figures:
+        if metrics and all(key in m for m in metrics) and total > 0:
+            row[name] = sum(int(m[key]) for m in metrics) / total
+    return row
+
+
+def training_figures(metrics: list[MetricRecord]) -> Row:
+    """Training loss (weighted by training nodes) and where the clients' time went.
+
+    ``client_<phase>_seconds_sum`` adds a phase over clients (the compute the round
+    needs); ``client_handler_seconds_max`` is the slowest client's whole handler, the
+    least time any schedule of the round could take.
+    """
+    examples = sum(int(m[p.NUM_EXAMPLES]) for m in metrics)
+    phases = {"setup": p.SETUP_SECONDS, "train": p.TRAIN_SECONDS, "eval": p.EVAL_SECONDS, "pack": p.PACK_SECONDS}
+    handler = [sum(float(m[key]) for key in phases.values()) for m in metrics]
+    return {
+        "train_loss": sum(float(m[p.TRAIN_LOSS]) * int(m[p.NUM_EXAMPLES]) for m in metrics) / max(examples, 1),
+        "client_train_seconds_max": max(float(m[p.TRAIN_SECONDS]) for m in metrics),
+        **{f"client_{name}_seconds_sum": sum(float(m[key]) for m in metrics) for name, key in phases.items()},
+        "client_handler_seconds_sum": sum(handler),
+        "client_handler_seconds_max": max(handler),
+    }
+
+
+def client_figures(metrics: list[MetricRecord]) -> dict[str, Row]:
+    """Each client's own accuracies (global and local models), training loss and training nodes, by partition id."""
+    clients: dict[str, Row] = {}
+    for m in metrics:
+        figures: Row = {"train_nodes": int(m[p.NUM_EXAMPLES])} if p.NUM_EXAMPLES in m else {}
+        if p.TRAIN_LOSS in m:
+            figures["train_loss"] = float(m[p.TRAIN_LOSS])
+        for name, correct, total in _CLIENT_ACCURACIES:
+            if correct in m and int(m[total]) > 0:
+                figures[name] = int(m[correct]) / int(m[total])
+        clients[str(int(m[p.PARTITION_ID]))] = figures
+    return clients
+
+
+def local_only(figures: Row) -> Row:
+    """A client's figures without the global model's (those belong to the previous row)."""
+    return {k: v for k, v in figures.items() if not k.startswith("global_")}
+
+
+def merge_global(row: Row, clients: dict[str, Row]) -> None:
+    """Add the global model's per-client accuracies (measured now) to ``row``'s per-client figures."""
+    measured = {pid: {k: v for k, v in f.items() if k.startswith("global_")} for pid, f in clients.items()}
+    if not any(measured.values()):  # no global model (e.g. local training): nothing to add
+        return
+    per_client = row.setdefault("per_client", {})
+    for pid, figures in measured.items():
+        per_client.setdefault(pid, {}).update(figures)
