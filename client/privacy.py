@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
@@ -47,10 +48,8 @@ from contract.run_config import RunConfig
 
 from models.opacus_quiet import opacus_quietly
 
-with opacus_quietly():
-    from opacus import PrivacyEngine
+if TYPE_CHECKING:  # Opacus loads on first use: a run without DP-SGD never imports it (1-2 s per process)
     from opacus.accountants import RDPAccountant
-    from opacus.accountants.utils import get_noise_multiplier
 
 ACCOUNTANT_STATE = "dp-sgd-accountant"  # ConfigRecord in context.state: the RDP history
 
@@ -105,6 +104,8 @@ def noise_multiplier(config: RunConfig, num_samples: int) -> float:
 def solved_noise_multiplier(target_epsilon: float, delta: float, rate: float, steps: int) -> float:
     """Opacus's search for the noise multiplier (pure, and slow enough to remember per process)."""
     try:
+        with opacus_quietly():
+            from opacus.accountants.utils import get_noise_multiplier
         return get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta, sample_rate=rate, steps=steps)
     except ValueError as error:
         raise ValueError(
@@ -115,6 +116,8 @@ def solved_noise_multiplier(target_epsilon: float, delta: float, rate: float, st
 
 def load_accountant(state: RecordDict) -> RDPAccountant:
     """The client's RDP accountant with every step of earlier rounds (empty on its first round)."""
+    with opacus_quietly():
+        from opacus.accountants import RDPAccountant
     accountant = RDPAccountant()
     if ACCOUNTANT_STATE in state:
         record = state[ACCOUNTANT_STATE]
@@ -165,6 +168,8 @@ def train_private(
     labels = data.y[data.train_mask]
     sample_rate(len(labels), config.dp_batch_size)  # refuses a batch larger than the training set
     sigma = noise_multiplier(config, len(labels))
+    with opacus_quietly():
+        from opacus import PrivacyEngine
     engine = PrivacyEngine(accountant="rdp")
     engine.accountant = accountant
     loader = DataLoader(TensorDataset(rows, labels), batch_size=config.dp_batch_size, generator=generator)
