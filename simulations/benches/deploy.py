@@ -28,13 +28,15 @@ from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import simulate
 from simulations.preflight import prepare
 from simulations.deploy.local import LocalDeployment
+from simulations.options import renamed
 
 NAME = "deploy"
 HELP = "wall time per round: real deployment (TLS, node auth) against simulation"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--clients", dest="nodes", type=int, default=3)
+    renamed(parser, "--nodes", "--clients")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--csbm-nodes", type=int, default=900)
     parser.add_argument("--local-epochs", type=int, default=5)

@@ -28,6 +28,7 @@ import numpy as np
 from certify.ntk import ARCHITECTURES
 from certify.registry import ENUMERATE_LIMIT, METHODS, MODELS, MODES
 from graphs.names import DATASETS, PARTITIONERS
+from simulations.options import renamed
 
 #: ``csbm-paper`` (the paper's binary CSBM) and the datasets of :mod:`graphs.names`
 DATASET_NAMES = ("csbm-paper", *DATASETS)
@@ -88,8 +89,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--decide", action="store_true", help="sample-wise decision MILP (infeasible = certified; no worst-case score)"
     )
     c.add_argument("--no-screen", action="store_true", help="no bound/greedy screening before a MILP")
+    renamed(c, "--method", "--search")
     c.add_argument(
-        "--method",
+        "--search",
+        dest="method",
         default="auto",
         help="; ".join(f"{name}: {text}" for name, text in METHODS.items()) + " (default auto)",
     )
@@ -103,8 +106,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP (default 60)")
     f = p.add_argument_group("federated attacker")
     f.add_argument("--clients", type=int, default=None, help="split the labelled nodes among K clients")
+    renamed(f, "--partition", "--partitioner")
     f.add_argument(
-        "--partition",
+        "--partitioner",
+        dest="partition",
         default="random",
         help=f"random (certify's seeded split of labelled nodes) or one of {', '.join(PARTITIONERS)}",
     )
@@ -154,7 +159,7 @@ def _validate(args: argparse.Namespace) -> dict:
     _choice(args.mode, MODES, "--mode")
     _choice(args.model, MODELS, "--model")
     _choice(args.solver, SOLVERS, "--solver")
-    _choice(args.method, METHODS, "--method")
+    _choice(args.method, METHODS, "--search")
     if args.enumerate_limit < 0:
         raise ValueError(f"--enumerate-limit must be >= 0, got {args.enumerate_limit}")
     _choice(args.ntk_variant, VARIANTS, "--ntk-variant")
@@ -263,7 +268,7 @@ def _owners(args: argparse.Namespace, inst) -> np.ndarray | None:
 
     from graphs.partition import partition_nodes
 
-    _choice(args.partition, ("random", *PARTITIONERS), "--partition")
+    _choice(args.partition, ("random", *PARTITIONERS), "--partitioner")
     data = Data(
         x=torch.from_numpy(inst.x).float(), edge_index=torch.from_numpy(inst.edge_index), y=torch.from_numpy(inst.y)
     )

@@ -41,6 +41,7 @@ from simulations.deploy.processes import (
 )
 from simulations.deploy.workdir import check_output_folder, prepare_workdir
 from simulations.flower import flower_environment, flower_state, flwr_run
+from simulations.options import renamed
 
 OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
 
@@ -54,12 +55,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     certs.add_argument(
         "--host", action="append", required=True, help="a host name or IP the SuperLink is reached under (repeat)"
     )
-    certs.add_argument("--nodes", type=int, required=True, help="number of SuperNode key pairs")
+    certs.add_argument("--clients", dest="nodes", type=int, required=True, help="number of SuperNode key pairs")
+    renamed(certs, "--nodes", "--clients")
     certs.set_defaults(func=certs_main)
 
     partition = commands.add_parser("partition", help="write each client's subgraph to <out>/node-<i>/")
     partition.add_argument("--out", type=Path, required=True)
-    partition.add_argument("--nodes", type=int, required=True, help="number of SuperNodes K")
+    partition.add_argument("--clients", dest="nodes", type=int, required=True, help="number of SuperNodes K")
+    renamed(partition, "--nodes", "--clients")
     partition.add_argument("--run-config", "-c", action="append", default=[], help="run-config overrides")
     partition.set_defaults(func=partition_main)
 
@@ -101,7 +104,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(func=run_main)
 
     local = commands.add_parser("local", help="a whole deployment on this machine (namespaces when root)")
-    local.add_argument("--nodes", type=int, default=3)
+    local.add_argument("--clients", dest="nodes", type=int, default=3, help="number of SuperNodes (default 3)")
+    renamed(local, "--nodes", "--clients")
     local.add_argument("--run-config", "-c", action="append", default=[], help="run-config overrides")
     local.add_argument("--workdir", type=Path, default=flower_state() / "deploy-local")
     local.add_argument("--loopback", action="store_true", help="no namespaces: every host on 127.0.0.1")

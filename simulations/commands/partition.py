@@ -8,6 +8,7 @@ import json
 import numpy as np
 
 from graphs import DATASETS, PARTITIONERS, FederationSpec, build_federation
+from simulations.options import renamed
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +16,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", default="csbm", help=f"one of: {', '.join(DATASETS)}")
     parser.add_argument("--data-root", default="", help="folder with the raw files (default: $STAMEN_DATA)")
     parser.add_argument("--clients", type=int, default=10, help="number of clients K")
-    parser.add_argument("--method", default="louvain", help=f"one of: {', '.join(PARTITIONERS)}")
+    parser.add_argument("--partitioner", dest="method", default="louvain", help=f"one of: {', '.join(PARTITIONERS)}")
+    renamed(parser, "--method", "--partitioner")
     parser.add_argument("--alpha", type=float, default=0.5, help="Dirichlet alpha of label-dirichlet")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -62,6 +62,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help='federation overrides as for flwr run, e.g. "num-supernodes=10 client-resources-num-cpus=1"',
     )
     parser.add_argument(
+        "--clients", type=int, default=None, help="number of clients (short for --federation-config num-supernodes=N)"
+    )
+    parser.add_argument(
         "--engine",
         choices=ENGINES,
         default="flower",
@@ -191,7 +194,13 @@ def _interrupted(run_dir: RunDirectory, token: str, resume_hint: str) -> str:
     return f"interrupted; resume with: {resume_hint} -c \"resume-from='{run_dir.path}'\""
 
 
+def federation_args(args: argparse.Namespace) -> list[str]:
+    """``--federation-config`` with ``--clients`` folded in."""
+    return [*args.federation_config, *([f"num-supernodes={args.clients}"] if args.clients is not None else [])]
+
+
 def main(args: argparse.Namespace) -> int:
+    args.federation_config = federation_args(args)
     run = prepare(args.run_config, args.federation_config)
     config = run.config
     if run.nothing_left:

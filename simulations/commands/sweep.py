@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from simulations.commands.run import HelpFormatter
+from simulations.commands.run import HelpFormatter, federation_args
 from simulations.sweep import FIGURES, Group, SweepRun, grid, groups, parse_seeds, parse_set, run_figures
 
 DEFAULT_OUT = "sweeps"
@@ -39,6 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
     parser.add_argument("--run-config", "-c", action="append", default=[], help="fixed run-config overrides")
     parser.add_argument("--federation-config", action="append", default=[], help="as for stamen run")
+    parser.add_argument("--clients", type=int, default=None, help="number of clients (as for stamen run)")
     parser.add_argument("--engine", choices=("flower", "inprocess"), default="inprocess", help="default: inprocess")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (default: 1)")
     parser.add_argument(
@@ -52,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
     from server.rundir import RunDirectory, RunStatus, check_output_dir, check_run_name
     from simulations.preflight import prepare
 
+    args.federation_config = federation_args(args)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     name = args.name or time.strftime("sweep-%Y%m%d-%H%M%S")

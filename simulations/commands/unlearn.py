@@ -9,7 +9,7 @@ config, initialised from that seed (the partition and splits stay those of the r
 Retraining from scratch, every method and the evaluation then run in-process
 (:func:`simulations.unlearning.harness.run_request`: the app's round loop and ClientApp over an
 in-process grid, and the server's unlearning flow for every method). ``federaser`` replays the clients' recorded training
-updates, which a run directory does not hold, so ``--method all`` leaves it out here (and
+updates, which a run directory does not hold, so ``--methods all`` leaves it out here (and
 says so); ``stamen bench unlearn`` runs it on originals trained in-process.
 
 Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from contract.requests import parse_request
+from simulations.options import renamed
 from simulations.unlearning.harness import (
     METHODS,
     NEEDS_HISTORY,
@@ -53,7 +54,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         help="client:i, nodes:i:FRACTION or class:c (repeat for several requests)",
     )
-    parser.add_argument("--method", default="all", help=f"all or a comma list of: {', '.join(METHODS)}")
+    parser.add_argument("--methods", dest="method", default="all", help=f"all or a comma list of: {', '.join(METHODS)}")
+    renamed(parser, "--method", "--methods")
     parser.add_argument("--seeds", default="", help="comma-separated model seeds (default: the run's seed)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     parser.add_argument("--overwrite", action="store_true", help="replace earlier results of the same request")

@@ -67,7 +67,7 @@ def test_an_existing_ca_key_without_ca_pem_is_left_untouched(tmp_path):
     (root / "nodes").mkdir(parents=True)
     (root / "ca.key").write_bytes(b"the operator's only CA key")
     (root / "nodes" / "node-1.key").write_bytes(b"node 1's key")
-    command = ["deploy", "certs", "--out", str(root), "--host", "10.0.0.5", "--nodes", "2"]
+    command = ["deploy", "certs", "--out", str(root), "--host", "10.0.0.5", "--clients", "2"]
     result = subprocess.run(
         [sys.executable, "-m", "simulations.cli", *command], capture_output=True, text=True, timeout=120
     )

@@ -20,7 +20,7 @@ def _namespace_of(pid: int) -> str:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_mid_run_leaves_no_process_and_no_namespace(tmp_path, signum):
     run_config = "num-server-rounds=200 csbm-nodes=300 local-epochs=1 min-clients=2"
-    command = ["deploy", "local", "--workdir", str(tmp_path / "work"), "--nodes", "2", "-c", run_config]
+    command = ["deploy", "local", "--workdir", str(tmp_path / "work"), "--clients", "2", "-c", run_config]
     with open(tmp_path / "out.log", "wb") as log:
         stamen = subprocess.Popen([sys.executable, "-m", "simulations.cli", *command], stdout=log, stderr=log)
     try:

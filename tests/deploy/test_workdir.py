@@ -17,7 +17,7 @@ def test_deploy_local_refuses_a_workdir_holding_a_user_file(tmp_path):
     workdir = tmp_path / "thesis"
     workdir.mkdir()
     (workdir / "chapter1.tex").write_text("three years of work")
-    result = _stamen("deploy", "local", "--workdir", str(workdir), "--nodes", "2", "-c", "min-clients=2")
+    result = _stamen("deploy", "local", "--workdir", str(workdir), "--clients", "2", "-c", "min-clients=2")
     assert result.returncode == 2, result.stderr[-2000:]
     [line] = result.stderr.strip().splitlines()
     assert "Stamen did not create (chapter1.tex)" in line and "new or empty folder" in line
@@ -67,11 +67,11 @@ def test_links_files_and_fake_markers_are_refused_before_anything_is_removed(tmp
 
 def test_partition_out_must_be_a_real_folder_without_earlier_partitions(tmp_path):
     (tmp_path / "file").write_text("x")
-    result = _stamen("deploy", "partition", "--out", str(tmp_path / "file"), "--nodes", "2")
+    result = _stamen("deploy", "partition", "--out", str(tmp_path / "file"), "--clients", "2")
     assert result.returncode == 2 and "is a file" in result.stderr
     (tmp_path / "out" / "node-1").mkdir(parents=True)
     (tmp_path / "out" / "node-1" / "stamen-partition.pt").write_bytes(b"an earlier export")
-    result = _stamen("deploy", "partition", "--out", str(tmp_path / "out"), "--nodes", "2")
+    result = _stamen("deploy", "partition", "--out", str(tmp_path / "out"), "--clients", "2")
     assert result.returncode == 2 and "node-1/stamen-partition.pt exists" in result.stderr
     assert (tmp_path / "out" / "node-1" / "stamen-partition.pt").read_bytes() == b"an earlier export"
     assert not (tmp_path / "out" / "node-0").exists()

@@ -14,7 +14,7 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
     command = [sys.executable, "-m", "simulations.cli", "bench", "fedlog", "--dataset", "csbm", "--csbm-nodes", "300"]
     command += ["--clients", "2,3", "--seeds", "0", "--rounds", "2"]
     command += ["--algorithms", "local,fedavg,fedlog,fedlog-no-cd"]
-    command += ["--set", "fedlog-warmup-epochs=2", "--set", "fedlog-generator-epochs=2", "--set", "csbm-features=16"]
+    command += ["-c", "fedlog-warmup-epochs=2", "-c", "fedlog-generator-epochs=2", "-c", "csbm-features=16"]
     command += ["--missing-classes", "1", "--jobs", "2", "--out", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

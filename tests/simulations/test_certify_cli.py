@@ -162,7 +162,7 @@ def test_method_flag_milp_and_auto_agree(tmp_path):
     outs = {}
     for method in ("auto", "milp"):
         out = tmp_path / method
-        code, msg = run([*TINY, "--arch", "sgc", "--method", method, "--out", str(out)])
+        code, msg = run([*TINY, "--arch", "sgc", "--search", method, "--out", str(out)])
         assert code == 0, msg
         payload = json.loads((out / "certificate.json").read_text())
         assert payload["method"] == method
@@ -171,8 +171,8 @@ def test_method_flag_milp_and_auto_agree(tmp_path):
         for k in ("1", "2"):
             assert a["budgets"][k]["status"] == b["budgets"][k]["status"]
         assert a["budgets"]["1"]["method"] == "enumerate"
-    code, msg = run([*TINY, "--method", "fast", "--out", str(tmp_path / "bad")])
-    assert code == 2 and "--method" in msg
+    code, msg = run([*TINY, "--search", "fast", "--out", str(tmp_path / "bad")])
+    assert code == 2 and "--search" in msg
 
 
 def test_help_choices_come_from_the_registries(capsys):

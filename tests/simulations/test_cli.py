@@ -17,7 +17,7 @@ def test_partition_json_has_the_documented_keys(capsys, shared_datasets):
             str(shared_datasets),
             "--clients",
             "10",
-            "--method",
+            "--partitioner",
             "louvain",
             "--seed",
             "0",
@@ -43,7 +43,7 @@ def test_partition_table_on_screen(capsys):
     "argv,message",
     [
         (["partition", "--dataset", "imagenet"], "unknown dataset 'imagenet'"),
-        (["partition", "--method", "spectral"], "unknown partitioner 'spectral'"),
+        (["partition", "--partitioner", "spectral"], "unknown partitioner 'spectral'"),
         (["partition", "--clients", "5000"], "cannot cut 3000 nodes into 5000 clients"),
         (["partition", "--dataset", "cora", "--data-root", "/nonexistent"], "raw files missing"),
         (["run", "-c", "model='transformer'"], "unknown model 'transformer'"),

@@ -43,7 +43,7 @@ def run_dir(tmp_path_factory):
 
 
 def test_end_to_end_json_files_and_no_silent_overwrite(run_dir, capsys):
-    code, message = run([str(run_dir), "--request", "class:1", "--method", "wash,laf", "--json"])
+    code, message = run([str(run_dir), "--request", "class:1", "--methods", "wash,laf", "--json"])
     assert code == 0, message
     captured = capsys.readouterr()
     printed = json.loads(captured.out)
@@ -57,15 +57,15 @@ def test_end_to_end_json_files_and_no_silent_overwrite(run_dir, capsys):
     report = (out / "report.md").read_text()
     assert "| wash |" in report and "forgot-class test" in report and "\\|x\\|" in report
     assert (out / "unlearning.png").read_bytes()[:4] == b"\x89PNG"
-    code, message = run([str(run_dir), "--request", "class:1", "--method", "wash"])
+    code, message = run([str(run_dir), "--request", "class:1", "--methods", "wash"])
     assert code == 2 and "already holds results" in message and "--overwrite" in message
-    code, message = run([str(run_dir), "--request", "class:1", "--method", "wash", "--overwrite"])
+    code, message = run([str(run_dir), "--request", "class:1", "--methods", "wash", "--overwrite"])
     assert code == 0, message
 
 
 def test_table_on_screen_for_a_node_request(run_dir, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "220")
-    code, message = run([str(run_dir), "--request", "nodes:2:0.5", "--method", "wash"])
+    code, message = run([str(run_dir), "--request", "nodes:2:0.5", "--methods", "wash"])
     assert code == 0, message
     out = capsys.readouterr().out
     assert "nodes:2:0.5" in out and "MIA AUC" in out and "wash" in out
@@ -78,8 +78,8 @@ def test_table_on_screen_for_a_node_request(run_dir, capsys, monkeypatch):
         (["--request", "nodes:0:1.5"], "fraction 1.5 must lie in (0, 1]"),
         (["--request", "nodes:0:0"], "fraction 0 must lie in (0, 1]"),
         (["--request", "class:4"], "class 4 is out of range 0..3"),
-        (["--request", "class:1", "--method", "sisa"], "unknown method"),
-        (["--request", "client:0", "--method", "federaser"], "a saved Flower run keeps none"),
+        (["--request", "class:1", "--methods", "sisa"], "unknown method"),
+        (["--request", "client:0", "--methods", "federaser"], "a saved Flower run keeps none"),
         (["--request", "class:1", "--seeds", "x"], "--seeds must be comma-separated integers"),
     ],
 )
@@ -124,7 +124,7 @@ def test_exit_code_and_single_stderr_line_in_a_real_process(run_dir):
 
 
 def test_all_methods_on_a_saved_run_leave_out_federaser_and_say_so(run_dir, capsys):
-    code, message = run([str(run_dir), "--request", "client:1", "--method", "all", "--json"])
+    code, message = run([str(run_dir), "--request", "client:1", "--methods", "all", "--json"])
     assert code == 0, message
     captured = capsys.readouterr()
     assert "federaser left out" in captured.err

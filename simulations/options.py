@@ -1,0 +1,28 @@
+"""One vocabulary for every ``stamen`` command, and the old spellings that point to it.
+
+The same thing has the same option everywhere: ``--clients`` (how many clients, i.e.
+SuperNodes), ``--partitioner``, ``--seed`` (one) / ``--seeds`` (several),
+``-c/--run-config`` (run-config overrides), ``--federation-config``, ``--out``. A word
+never means two things: ``--methods`` are unlearning methods, ``--search`` is how a
+certificate searches for the worst attack, ``--set`` lists the values a sweep tries.
+An option that was renamed fails at once, naming its new spelling.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+class _Renamed(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        parser.error(f"{self.option_strings[0]} is now {self.new}")
+
+
+def renamed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, old: str, new: str) -> None:
+    """``old`` is refused with one line naming ``new`` (hidden from ``--help``)."""
+    parser.add_argument(old, action=_Renamed, new=new, dest=f"renamed_{old.strip('-').replace('-', '_')}")
