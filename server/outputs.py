@@ -22,6 +22,13 @@ SUMMARY_FIGURES = (
     ("test_acc", "client test accuracy (local models)"),
     ("val_acc", "client validation accuracy (local models)"),
     ("train_loss", "train loss"),
+    # FedLoG's evaluation settings besides the seen graph, where the clients report them
+    ("global_unseen_node_acc", "global unseen-node accuracy"),
+    ("unseen_node_acc", "client unseen-node accuracy"),
+    ("global_missing_class_acc", "global missing-class accuracy"),
+    ("missing_class_acc", "client missing-class accuracy"),
+    ("global_new_client_acc", "global new-client accuracy"),
+    ("new_client_acc", "client new-client accuracy"),
 )
 
 
@@ -127,9 +134,51 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     def fmt(value: Any) -> str:
         return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
 
-    rows = [(label, fmt(summary["final"][key]), fmt(summary["best"][key])) for key, label in SUMMARY_FIGURES]
+    rows = [
+        (label, fmt(summary["final"].get(key)), fmt(summary["best"].get(key)))
+        for key, label in SUMMARY_FIGURES
+        if summary["final"].get(key) is not None or summary["best"].get(key) is not None
+    ]
     rows.append(("round", str(summary["rounds"]), str(summary["best_round"])))
     return rows
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """What the run was for besides accuracy, one line each: privacy spent, certificates,
+    unlearning, how accuracy spreads over the clients, failed clients."""
+    lines = []
+    privacy = summary.get("privacy")
+    if privacy:
+        spent = f"epsilon {privacy['epsilon_max']:.3f}" if privacy.get("epsilon_max") is not None else "epsilon -"
+        where = "the most any client spent" if privacy["privacy"] == "dp-sgd" else "every client"
+        lines.append(f"privacy: {privacy['privacy']} at delta={privacy['delta']:g}, {spent} ({where})")
+    for budget, figures in (summary.get("certificates") or {}).items():
+        lines.append(
+            f"certificates: budget {budget}: certified ratio {figures['certified-ratio']:.3f}, "
+            f"certified accuracy {figures['certified-accuracy']:.3f}, unknown {figures['unknown-ratio']:.3f}"
+        )
+    unlearning = summary.get("unlearning")
+    if unlearning:
+        before, after = unlearning.get("original", {}), unlearning.get("unlearned", {})
+        shared = [k for k in ("test_forgotten_class", "test_other_classes", "forget_acc", "test_acc") if k in after]
+        figures = ", ".join(f"{k} {before.get(k, float('nan')):.3f} -> {after[k]:.3f}" for k in shared)
+        lines.append(
+            f"unlearning: {unlearning['request']} by {unlearning['method_used']} in {unlearning['seconds']:.1f} s"
+            + (f"; {figures}" if figures else "")
+        )
+    fair = summary.get("fairness")
+    if fair:
+        lines.append(
+            f"clients ({fair['figure']}): min {fair['min']:.3f} (client {fair['worst_client']}), "
+            f"mean {fair['mean']:.3f}, max {fair['max']:.3f}, std {fair['std']:.3f}"
+        )
+    if summary.get("degraded"):
+        failed = ", ".join(f"{n} {category}" for category, n in summary["failed_clients"].items() if n)
+        lines.append(
+            f"DEGRADED: client replies failed during the run ({failed}; see failed_clients in metrics.jsonl): "
+            "the figures are not those of the full federation"
+        )
+    return lines
 
 
 def torch_state_dict(arrays: ArrayRecord) -> dict:

@@ -227,12 +227,14 @@ def main(args: argparse.Namespace) -> int:
 
 
 def print_summary(summary: dict) -> None:
+    """One table of the figures the run was for, then its privacy, certificates, unlearning and clients."""
     from rich.table import Table
 
-    from server.outputs import summary_table
+    from server.outputs import summary_lines, summary_table
     from simulations.screen import output_console
 
-    title = f"{summary['algorithm']} / {summary['model']} on {summary['dataset']}, {summary['clients']} clients"
+    model = "" if _own_model(summary["algorithm"]) else f" / {summary['model']}"
+    title = f"{summary['algorithm']}{model} on {summary['dataset']}, {summary['clients']} clients"
     table = Table(title=title)
     for column in ("figure", "final round", "best validation round"):
         table.add_column(column, justify="left" if column == "figure" else "right", overflow="fold")
@@ -240,16 +242,21 @@ def print_summary(summary: dict) -> None:
         table.add_row(*row)
     console = output_console()
     console.print(table)
+    for line in summary_lines(summary):
+        console.print(line, highlight=False)
     console.print(
         f"wall time {summary['total_wall_seconds']:.1f} s, peak memory {summary['peak_memory_gb']:.2f} GB "
         f"(server loop {summary['wall_seconds']:.1f} s, "
         f"{summary['seconds_per_round']:.3f} s per round, of which client training "
-        f"{summary['client_train_seconds_per_round']:.3f} s); devices: {', '.join(summary['devices'])}"
+        f"{summary['client_train_seconds_per_round']:.3f} s); devices: {', '.join(summary['devices'])}",
+        highlight=False,
     )
-    if summary.get("degraded"):
-        failed = ", ".join(f"{n} {category}" for category, n in summary["failed_clients"].items() if n)
-        console.print(
-            f"DEGRADED: client replies failed during the run ({failed}; see failed_clients in metrics.jsonl): "
-            "the figures are not those of the full federation"
-        )
-    console.print(f"outputs: {summary['run_dir']}")
+    console.print(f"outputs: {summary['run_dir']}", highlight=False)
+
+
+def _own_model(algorithm: str) -> bool:
+    """The algorithm trains a model of its own (FedLoG's), not the run's ``model``."""
+    from client.algorithms import ClientAlgorithm, client_algorithm
+
+    _, part = client_algorithm(algorithm)
+    return type(part).new_model is not ClientAlgorithm.new_model

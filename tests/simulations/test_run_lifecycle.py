@@ -20,6 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from server.checkpoint import load_checkpoint
+
 FEDERATION = ["--federation-config", "num-supernodes=3"]
 
 
@@ -68,7 +70,7 @@ def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     assert _files(run_dir) == after_exit  # nothing of the run wrote after the command ended
 
     # the printed command resumes the run (here only up to one more round)
-    checkpoint_round = json.loads((run_dir / "checkpoint.json").read_text())["round"]
+    checkpoint_round = load_checkpoint(run_dir).round
     resume = _stamen(
         "run",
         "--quiet",
