@@ -149,7 +149,7 @@ def test_stamen_run_names_the_missing_npz_before_training(tmp_path, capsys):
     from simulations.cli import main
 
     (tmp_path / "data").mkdir()
-    config = f"dataset='npz:absent' data-root='{tmp_path / 'data'}' num-server-rounds=2 output-dir='{tmp_path / 'runs'}'"
+    config = f"dataset='npz:absent' data-root='{tmp_path / 'data'}' output-dir='{tmp_path / 'runs'}'"
     code = main(["run", "--engine", "inprocess", "--quiet", "-c", config])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
