@@ -54,8 +54,8 @@ def load_dataset(
     """Load a graph by name.
 
     Args:
-        name: one of :data:`graphs.names.DATASETS`, or ``npz:<stem>``, ``pyg:<Class>/<name>``,
-            ``ogb:ogbn-<name>`` (:mod:`graphs.names`).
+        name: one of :data:`graphs.names.DATASETS`, or ``npz:STEM``, ``pyg:CLASS/NAME``,
+            ``ogb:ogbn-NAME`` (:mod:`graphs.names`).
         root: data root holding the raw files (ignored by ``csbm``).
         seed: seed of generated datasets (``csbm``); file datasets ignore it.
         **options: generator options of ``csbm`` (see :func:`graphs.csbm.make_csbm`).

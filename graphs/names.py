@@ -6,12 +6,12 @@ ServerApp, the CLI's parser) never loads PyTorch Geometric.
 A dataset is a fixed name (:data:`DATASETS`) or one of three forms that name files
 under the data root (:data:`DATASET_FORMS`; where each reads from: :mod:`graphs.sources`):
 
-- ``npz:<stem>``: ``<root>/npz/<stem>.npz`` in a graph ``.npz`` layout (:mod:`graphs.npz_graph`);
-- ``pyg:<Class>/<name>`` (``pyg:WikiCS`` without a name): the raw files of a PyG dataset
+- ``npz:STEM``: ``<root>/npz/STEM.npz`` in a graph ``.npz`` layout (:mod:`graphs.npz_graph`);
+- ``pyg:CLASS/NAME`` (``pyg:WikiCS`` without a name): the raw files of a PyG dataset
   class, read by Stamen's own readers. Only the classes of :data:`PYG` are accepted:
   those whose raw files are data Stamen can read without PyG's processing, which
   would unpickle its processed ``.pt`` files;
-- ``ogb:ogbn-<name>``: an OGB node-property folder ``<root>/ogbn_<name>/raw/*.csv.gz``
+- ``ogb:ogbn-NAME``: an OGB node-property folder ``<root>/ogbn_NAME/raw/*.csv.gz``
   (:mod:`graphs.ogb_folder`), read without the ``ogb`` package.
 
 :func:`dataset_problem` checks a name's shape (no files are touched), in one line.
@@ -34,7 +34,7 @@ PYG: dict[str, tuple[str, ...]] = {
     "Planetoid": ("Cora", "CiteSeer", "PubMed"),
     "WikiCS": (),
 }
-DATASET_FORMS = ("npz:<stem>", "pyg:<Class>/<name>", "ogb:ogbn-<name>")
+DATASET_FORMS = ("npz:STEM", "pyg:CLASS/NAME", "ogb:ogbn-NAME")
 
 NPZ_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 OGB_NAME = re.compile(r"ogbn-[A-Za-z0-9]{1,40}")
@@ -48,7 +48,7 @@ def pyg_datasets() -> list[str]:
 def accepted_datasets() -> str:
     """Every accepted dataset name and form, in words (one line, for help texts)."""
     classes = ", ".join(f"{cls}/{'|'.join(names)}" if names else cls for cls, names in PYG.items())
-    return f"{', '.join(DATASETS)}, npz:<stem>, ogb:ogbn-<name>, pyg:<Class>/<name> ({classes})"
+    return f"{', '.join(DATASETS)}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes})"
 
 
 def dataset_problem(name: str) -> str | None:
@@ -65,8 +65,8 @@ def dataset_problem(name: str) -> str | None:
         if NPZ_STEM.fullmatch(rest) and not rest.endswith(".npz"):
             return None
         return (
-            f"dataset {name!r}: npz:<stem> takes a file stem (letters, digits, _ . -; no folder, no .npz) "
-            "and reads <root>/npz/<stem>.npz"
+            f"dataset {name!r}: npz:STEM takes a file stem (letters, digits, _ . -; no folder, no .npz) "
+            "and reads <root>/npz/STEM.npz"
         )
     if prefix == "ogb":
         if OGB_NAME.fullmatch(rest):

@@ -1,4 +1,4 @@
-"""Datasets named by form: ``npz:<stem>``, ``pyg:<Class>/<name>``, ``ogb:ogbn-<name>``, read from tiny files."""
+"""Datasets named by form: ``npz:STEM``, ``pyg:CLASS/NAME``, ``ogb:ogbn-NAME``, read from tiny files."""
 
 import shutil
 
@@ -158,7 +158,7 @@ def test_the_run_config_accepts_every_form(name):
         ("pyg:Reddit", "Stamen reads the raw files of these PyG datasets only: pyg:Amazon/Computers"),
         ("pyg:Amazon/computers", "did you mean 'pyg:Amazon/Computers'?"),
         ("pyg:WikiCS/x", "did you mean 'pyg:WikiCS'?"),
-        ("npz:../secret", "npz:<stem> takes a file stem"),
+        ("npz:../secret", "npz:STEM takes a file stem"),
         ("npz:a/b", "no folder"),
         ("npz:tiny.npz", "no .npz"),
         ("ogb:arxiv", "such as ogbn-arxiv"),
@@ -176,5 +176,5 @@ def test_the_run_config_refuses_a_bad_name_in_one_line(name, fragment):
 def test_stamen_config_lists_the_forms():
     accepts = KEYS["dataset"].accepted()
     assert accepts == accepted_datasets()
-    for text in ("cora_ml", "npz:<stem>", "ogb:ogbn-<name>", "pyg:<Class>/<name>", "Amazon/Computers|Photo", "WikiCS"):
+    for text in ("cora_ml", "npz:STEM", "ogb:ogbn-NAME", "pyg:CLASS/NAME", "Amazon/Computers|Photo", "WikiCS"):
         assert text in accepts
