@@ -83,6 +83,11 @@ def dataset_problem(name: str) -> str | None:
     return f"unknown dataset form {prefix + ':'!r} in {name!r}; the forms are {', '.join(DATASET_FORMS)}"
 
 
+def dataset_slug(name: str) -> str:
+    """``name`` fit for a file or folder name: ``pyg:Amazon/Computers`` -> ``pyg-Amazon-Computers``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", name)
+
+
 def _did_you_mean(word: str, known: list[str] | tuple[str, ...]) -> str:
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""

@@ -10,7 +10,7 @@ from torch_geometric.utils import coalesce, is_undirected
 
 from contract.run_config import KEYS, RunConfig
 from graphs import load_dataset
-from graphs.names import accepted_datasets, pyg_datasets
+from graphs.names import accepted_datasets, dataset_slug, pyg_datasets
 
 
 def _check_graph(data, graph, binary: bool = False) -> None:
@@ -178,3 +178,8 @@ def test_stamen_config_lists_the_forms():
     assert accepts == accepted_datasets()
     for text in ("cora_ml", "npz:STEM", "ogb:ogbn-NAME", "pyg:CLASS/NAME", "Amazon/Computers|Photo", "WikiCS"):
         assert text in accepts
+
+
+def test_a_dataset_slug_is_one_path_component():
+    assert dataset_slug("pyg:Amazon/Computers") == "pyg-Amazon-Computers"
+    assert dataset_slug("npz:cora_ml.v2") == "npz-cora_ml.v2" and dataset_slug("csbm") == "csbm"
