@@ -55,45 +55,11 @@ _FEDLOG_OPTIONS = tuple(
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
     for spec in (
-        AlgorithmSpec(
-            "fedavg",
-            "FedAvg, the clients' weights averaged by training nodes",
-            "server.fedavg",
-            "client.fedavg",
-            privacy=("none", "dp-sgd", "client-dp"),
-        ),  # noqa: E501
-        AlgorithmSpec(
-            "fedprox",
-            "FedProx, FedAvg with a proximal term around the global model",
-            "server.fedprox",
-            "client.fedprox",
-            privacy=("none", "client-dp"),
-            options=("proximal-mu",),
-        ),  # noqa: E501
-        AlgorithmSpec(
-            "local",
-            "no aggregation, each client trains alone",
-            "server.local",
-            "client.local",
-            aggregates=False,
-            privacy=("none", "dp-sgd"),
-        ),  # noqa: E501
-        AlgorithmSpec(
-            "fedlog",
-            "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)",
-            "server.fedlog",
-            "client.fedlog",
-            options=_FEDLOG_OPTIONS,
-        ),  # noqa: E501
-        AlgorithmSpec(
-            "fedavgm",
-            "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)",
-            "server.fedavgm",
-            "client.fedavg",
-            privacy=("none", "dp-sgd"),
-            options=("server-momentum", "server-learning-rate"),
-            resumable=False,
-        ),  # noqa: E501
+        AlgorithmSpec("fedavg", "FedAvg, the clients' weights averaged by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp")),  # noqa: E501
+        AlgorithmSpec("fedprox", "FedProx, FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",)),  # noqa: E501
+        AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
+        AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
+        AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
     )
 }
 
