@@ -25,7 +25,7 @@ from contract.keys import Form, Key, Section, declared_keys, ge, gt, within
 from contract.requests import is_request
 from contract.suggest import did_you_mean
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
-from graphs.names import DATASETS, PARTITIONERS
+from graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
 from models.names import MODELS, NTK_ARCHITECTURES
 
 PRIVACY = {
@@ -49,12 +49,22 @@ def _is_unlearn_request(text: str) -> bool:
     return is_request(text)
 
 
+def _is_dataset(name: str) -> bool:
+    """True for a dataset name; otherwise a ValueError that names the exact problem (the forms are too
+    many for the generic ``must be ...`` line, e.g. the accepted ``pyg:`` classes)."""
+    problem = dataset_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return True
+
+
 def _is_budget_list(text: str) -> bool:
     return all(part.strip().isdigit() for part in text.split(",") if part.strip())
 
 
 DEVICE = Form(_is_device, "auto, cpu, cuda or cuda:N")
 BUDGETS = Form(_is_budget_list, "like '1,2,3' (empty: off)")
+DATASET = Form(_is_dataset, accepted_datasets())
 REQUEST = Form(_is_unlearn_request, "client:i, nodes:i:FRACTION, class:c or empty")
 
 TRAINING = Section("training", "what to train, for how long")
@@ -79,8 +89,10 @@ class RunConfig:
 
     algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices={n: s.help for n, s in ALGORITHMS.items()})
     num_server_rounds: int = TRAINING.key(100, "federated rounds", bound=ge(1))
-    dataset: str = DATA.key("csbm", "the graph (csbm: generated from the seed, no files)", choices=DATASETS)
-    data_root: str = DATA.key("", "folder holding Cora/raw/... or npz/cora_ml.npz; empty: $STAMEN_DATA")
+    dataset: str = DATA.key(
+        "csbm", "the graph (csbm: generated from the seed; the others read files, README: Datasets)", form=DATASET
+    )
+    data_root: str = DATA.key("", "folder holding the datasets' files (README: Datasets); empty: $STAMEN_DATA")
     partitioner: str = DATA.key("louvain", "how the graph is cut into clients", choices=PARTITIONERS)
     dirichlet_alpha: float = DATA.key(0.5, "label skew of label-dirichlet (smaller: more skewed)", bound=gt(0))
     train_frac: float = DATA.key(0.6, "per-client random split: training share", bound=within(0, 1, "()"))

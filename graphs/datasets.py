@@ -6,26 +6,30 @@ and ``name``.
 
 Files are read from a *data root* (argument ``root``, else the environment variable
 ``STAMEN_DATA``) and never written: a root may be read-only (a shared folder, CI).
-Nothing is ever downloaded; missing files are named in the error. Files are read as
-data, never unpickled with code: Planetoid's raw pickles by :mod:`graphs.planetoid`,
-graph archives by :mod:`graphs.npz_graph`; a damaged, foreign or inconsistent file is a
-one-line ``ValueError`` naming it. Stamen's own derived files (partitions) go to a
-writable cache under ``STAMEN_CACHE`` (default ``~/.cache/stamen``).
+Nothing is ever downloaded; which files a dataset needs and where is
+:mod:`graphs.sources`, and missing ones are named in one line. Files are read as data,
+never unpickled with code: Planetoid's raw pickles by :mod:`graphs.planetoid`, graph
+archives by :mod:`graphs.npz_graph`, Wiki-CS's JSON by :mod:`graphs.wikics`, OGB's CSV
+by :mod:`graphs.ogb_folder`; a damaged, foreign or inconsistent file is a one-line
+``ValueError`` naming it. PyG's processed ``.pt`` files (torch pickles) are never
+opened. Stamen's own derived files (partitions) go to a writable cache under
+``STAMEN_CACHE`` (default ``~/.cache/stamen``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
 
 from graphs.csbm import make_csbm
-from graphs.names import DATASETS, PLANETOID
 from graphs.npz_graph import read_npz_graph
+from graphs.ogb_folder import read_ogb_folder
 from graphs.planetoid import read_planetoid
+from graphs.sources import Layout, Source, locate
+from graphs.wikics import read_wikics
 
 
 def data_root(root: str | os.PathLike | None) -> Path | None:
@@ -50,7 +54,8 @@ def load_dataset(
     """Load a graph by name.
 
     Args:
-        name: one of :data:`DATASETS`.
+        name: one of :data:`graphs.names.DATASETS`, or ``npz:STEM``, ``pyg:CLASS/NAME``,
+            ``ogb:ogbn-NAME`` (:mod:`graphs.names`).
         root: data root holding the raw files (ignored by ``csbm``).
         seed: seed of generated datasets (``csbm``); file datasets ignore it.
         **options: generator options of ``csbm`` (see :func:`graphs.csbm.make_csbm`).
@@ -58,31 +63,29 @@ def load_dataset(
     Raises:
         ValueError: unknown dataset name, bad generator option, or a file that is damaged,
             foreign or inconsistent (one line naming it).
-        FileNotFoundError: the raw files are not under the data root.
+        FileNotFoundError: no data root, or files missing under it (one line naming them and where).
     """
-    loaders: dict[str, Callable[[], Data]] = {
-        "csbm": lambda: make_csbm(seed=seed, **options),
-        "cora_ml": lambda: read_npz_graph(_require_root(root, name) / "npz" / "cora_ml.npz", "cora_ml"),
-        **{key: (lambda key=key: _read_planetoid(key, root)) for key in PLANETOID},
-    }
-    if name not in loaders:
-        raise ValueError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
-    if options and name != "csbm":
+    source = locate(name, data_root(root) if name != "csbm" else None)
+    if options and source.layout is not Layout.GENERATED:
         raise ValueError(f"dataset {name!r} takes no generator options (got {sorted(options)})")
-    data = _canonical(loaders[name]())
+    data = _canonical(make_csbm(seed=seed, **options) if source.layout is Layout.GENERATED else _read(source))
     data.name = name
     return data
 
 
-def _require_root(root: str | os.PathLike | None, name: str) -> Path:
-    path = data_root(root)
-    if path is None:
-        raise FileNotFoundError(f"dataset {name!r} needs a data root: pass data-root (--data-root) or set STAMEN_DATA")
-    return path
-
-
-def _read_planetoid(key: str, root: str | os.PathLike | None) -> Data:
-    return read_planetoid(_require_root(root, key) / PLANETOID[key] / "raw", key)
+def _read(source: Source) -> Data:
+    missing = source.missing()
+    if missing:
+        raise FileNotFoundError(source.missing_message(missing))
+    path = source.paths[0]
+    if source.layout is Layout.PLANETOID:
+        assert source.folder is not None
+        return read_planetoid(source.folder, source.planetoid, label=source.name)
+    if source.layout is Layout.NPZ:
+        return read_npz_graph(path, source.name, binary_features=source.binary_features)
+    if source.layout is Layout.WIKICS:
+        return read_wikics(path, source.name)
+    return read_ogb_folder(path.parent, source.name)
 
 
 def _canonical(data: Data) -> Data:

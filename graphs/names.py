@@ -2,8 +2,92 @@
 
 Kept free of heavy imports so that a process that only checks a config (the
 ServerApp, the CLI's parser) never loads PyTorch Geometric.
+
+A dataset is a fixed name (:data:`DATASETS`) or one of three forms that name files
+under the data root (:data:`DATASET_FORMS`; where each reads from: :mod:`graphs.sources`):
+
+- ``npz:STEM``: ``<root>/npz/STEM.npz`` in a graph ``.npz`` layout (:mod:`graphs.npz_graph`);
+- ``pyg:CLASS/NAME`` (``pyg:WikiCS`` without a name): the raw files of a PyG dataset
+  class, read by Stamen's own readers. Only the classes of :data:`PYG` are accepted:
+  those whose raw files are data Stamen can read without PyG's processing, which
+  would unpickle its processed ``.pt`` files;
+- ``ogb:ogbn-NAME``: an OGB node-property folder ``<root>/ogbn_NAME/raw/*.csv.gz``
+  (:mod:`graphs.ogb_folder`), read without the ``ogb`` package.
+
+:func:`dataset_problem` checks a name's shape (no files are touched), in one line.
 """
+
+from __future__ import annotations
+
+import difflib
+import re
 
 PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 DATASETS = ("csbm", *PLANETOID, "cora_ml")
 PARTITIONERS = ("louvain", "metis", "label-dirichlet")
+
+# PyG class -> its dataset names (empty: the class holds one dataset and takes no name).
+PYG: dict[str, tuple[str, ...]] = {
+    "Amazon": ("Computers", "Photo"),
+    "Coauthor": ("CS", "Physics"),
+    "CitationFull": ("Cora", "Cora_ML", "CiteSeer", "DBLP", "PubMed"),
+    "Planetoid": ("Cora", "CiteSeer", "PubMed"),
+    "WikiCS": (),
+}
+DATASET_FORMS = ("npz:STEM", "pyg:CLASS/NAME", "ogb:ogbn-NAME")
+
+NPZ_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+OGB_NAME = re.compile(r"ogbn-[A-Za-z0-9]{1,40}")
+
+
+def pyg_datasets() -> list[str]:
+    """Every accepted ``pyg:`` dataset, as written in a run config."""
+    return [f"pyg:{cls}/{name}" if name else f"pyg:{cls}" for cls, names in PYG.items() for name in names or ("",)]
+
+
+def accepted_datasets() -> str:
+    """Every accepted dataset name and form, in words (one line, for help texts)."""
+    classes = ", ".join(f"{cls}/{'|'.join(names)}" if names else cls for cls, names in PYG.items())
+    return f"{', '.join(DATASETS)}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes})"
+
+
+def dataset_problem(name: str) -> str | None:
+    """What is wrong with the dataset name ``name`` (one line naming what to write), or ``None``."""
+    prefix, colon, rest = name.partition(":")
+    if not colon:
+        if name in DATASETS:
+            return None
+        return (
+            f"unknown dataset {name!r}; dataset must be one of: {', '.join((*DATASETS, *DATASET_FORMS))}"
+            f"{_did_you_mean(name, DATASETS)}"
+        )
+    if prefix == "npz":
+        if NPZ_STEM.fullmatch(rest) and not rest.endswith(".npz"):
+            return None
+        return (
+            f"dataset {name!r}: npz:STEM takes a file stem (letters, digits, _ . -; no folder, no .npz) "
+            "and reads <root>/npz/STEM.npz"
+        )
+    if prefix == "ogb":
+        if OGB_NAME.fullmatch(rest):
+            return None
+        return f"dataset {name!r}: ogb: takes an OGB node-property dataset name such as ogbn-arxiv"
+    if prefix == "pyg":
+        cls, slash, sub = rest.partition("/")
+        if cls in PYG and ((not PYG[cls] and not slash) or sub in PYG[cls]):
+            return None
+        return (
+            f"unknown dataset {name!r}; Stamen reads the raw files of these PyG datasets only: "
+            f"{', '.join(pyg_datasets())}{_did_you_mean(name, pyg_datasets())}"
+        )
+    return f"unknown dataset form {prefix + ':'!r} in {name!r}; the forms are {', '.join(DATASET_FORMS)}"
+
+
+def dataset_slug(name: str) -> str:
+    """``name`` fit for a file or folder name: ``pyg:Amazon/Computers`` -> ``pyg-Amazon-Computers``."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", name)
+
+
+def _did_you_mean(word: str, known: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""

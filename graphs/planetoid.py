@@ -48,8 +48,10 @@ _MATRICES = ("x", "tx", "allx", "y", "ty", "ally")
 T = TypeVar("T")
 
 
-def read_planetoid(folder: Path, name: str) -> Data:
+def read_planetoid(folder: Path, name: str, label: str | None = None) -> Data:
     """The graph ``name`` (``cora``, ``citeseer``, ``pubmed``) from ``folder``'s raw files.
+
+    ``label`` is the dataset as the user named it, for messages (default ``name``).
 
     Returns ``Data`` with ``x`` (float32), ``y`` (long), ``edge_index`` and ``num_classes``.
 
@@ -58,10 +60,11 @@ def read_planetoid(folder: Path, name: str) -> Data:
         ValueError: a file is unreadable, foreign or inconsistent with the others (one line).
     """
     paths = {part: folder / f"ind.{name}.{part}" for part in RAW_PARTS}
+    label = label or name
     missing = [path.name for path in paths.values() if not path.is_file()]
     if missing:
         raise FileNotFoundError(
-            f"dataset {name!r}: raw files missing under {folder} ({', '.join(missing)}); "
+            f"dataset {label!r}: raw files missing under {folder} ({', '.join(missing)}); "
             "Stamen never downloads: copy the Planetoid raw files there"
         )
     try:
@@ -71,7 +74,7 @@ def read_planetoid(folder: Path, name: str) -> Data:
         num_nodes = _check_layout(name, matrices, test_index, graph)
     except ValueError as error:
         raise ValueError(
-            f"dataset {name!r}: could not read the raw files in {folder}: {error}; "
+            f"dataset {label!r}: could not read the raw files in {folder}: {error}; "
             "replace them with an intact copy of the Planetoid raw files"
         ) from error
     return _assemble(matrices, test_index, graph, num_nodes)
