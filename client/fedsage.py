@@ -50,7 +50,8 @@ def trained_generator(job: LocalJob) -> NeighGen:
         job.data.x, job.data.edge_index, config.fedsage_hidden_portion, config.fedsage_max_pred,
         torch.Generator().manual_seed(seed),
     )  # fmt: skip
-    train_neighgen(generator, job.data.x, job.data.edge_index, impaired, config.fedsage_gen_epochs, config.fedsage_gen_lr)
+    epochs, lr = config.fedsage_gen_epochs, config.fedsage_gen_lr
+    train_neighgen(generator, job.data.x, job.data.edge_index, impaired, epochs, lr)
     job.state[GENERATOR] = ArrayRecord(generator.state_dict())
     return generator
 

@@ -8,7 +8,7 @@ propagation from its training nodes,
 
 .. math::
     \hat{\mathbf{Y}}^{(0)} = \mathbf{P} \odot \mathbb{1}_{\mathrm{train}}, \qquad
-    \hat{\mathbf{Y}}^{(k)} = \alpha\, \tilde{\mathbf{A}} \hat{\mathbf{Y}}^{(k-1)} + (1 - \alpha)\, \hat{\mathbf{Y}}^{(0)},
+    \hat{\mathbf{Y}}^{(k)} = \alpha \tilde{\mathbf{A}} \hat{\mathbf{Y}}^{(k-1)} + (1 - \alpha) \hat{\mathbf{Y}}^{(0)},
 
 with :math:`\tilde{\mathbf{A}} = \mathbf{D}^{-1/2}\mathbf{A}\mathbf{D}^{-1/2}` (PyG's
 ``LabelPropagation``, without its clamping). Two statistics of

@@ -49,7 +49,8 @@ class MaskedClassifier(nn.Module):
         self.base = base
         self.prune_below = prune_below
         self.masked = [name for name, param in base.named_parameters() if param.dim() >= 2]
-        self.masks = nn.ParameterDict({_slot(n): nn.Parameter(torch.ones_like(base.get_parameter(n))) for n in self.masked})
+        ones = {_slot(n): nn.Parameter(torch.ones_like(base.get_parameter(n))) for n in self.masked}
+        self.masks = nn.ParameterDict(ones)
 
     def effective(self) -> dict[str, Tensor]:
         """The base's parameters with the masks applied (pruned in evaluation mode)."""

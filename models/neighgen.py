@@ -136,7 +136,7 @@ def train_neighgen(
     lr: float = 0.01,
     weights: tuple[float, float] = (1.0, 1.0),
 ) -> tuple[float, float]:
-    r"""Fit ``generator`` full-batch on the impaired subgraph; return the last :math:`(\mathcal{L}_d, \mathcal{L}_f)`."""
+    r"""Fit ``generator`` full-batch on the impaired subgraph; return the last :math:`\mathcal{L}_d, \mathcal{L}_f`."""
     optimizer = torch.optim.Adam(generator.parameters(), lr=lr, weight_decay=5e-4)
     features = x[impaired.kept]
     generator.train()

@@ -84,8 +84,10 @@ class PersonalisedAverage(FedAvg):
         records = [content[p.ARRAYS] for content in contents]
         mixing = np.asarray(self.mixing(contents), dtype=np.float64)
         if mixing.shape != (len(records), len(records)) or not np.allclose(mixing.sum(axis=1), 1.0):
-            raise ValueError(f"round {server_round}: the mixing matrix must be {len(records)}x{len(records)} "
-                             f"with rows summing to 1, got shape {mixing.shape}")
+            raise ValueError(
+                f"round {server_round}: the mixing matrix must be {len(records)}x{len(records)} "
+                f"with rows summing to 1, got shape {mixing.shape}"
+            )
         self.last_mixing = mixing
         for reply, row in zip(replies, mixing):
             self.personal[reply.metadata.src_node_id] = weighted_average(records, row)
