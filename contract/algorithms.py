@@ -52,6 +52,10 @@ _FEDLOG_OPTIONS = tuple(
     )
 )  # fmt: skip
 
+_FEDSAGE_OPTIONS = tuple(f"fedsage-{n}" for n in ("hidden-portion", "max-pred", "gen-epochs", "gen-hidden", "gen-lr"))
+_FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "l1", "loc-l2"))
+_FEDGTA_OPTIONS = tuple(f"fedgta-{n}" for n in ("prop-steps", "lp-alpha", "temperature", "moments", "accept"))
+
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
     for spec in (
@@ -60,6 +64,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
         AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
         AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
+        # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
+        AlgorithmSpec("fedsage-local", "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours (Zhang et al. 2021; use model='sage')", "server.fedsage", "client.fedsage", options=_FEDSAGE_OPTIONS, resumable=False),  # noqa: E501
+        AlgorithmSpec("fedpub", "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)", "server.fedpub", "client.fedpub", options=_FEDPUB_OPTIONS, resumable=False),  # noqa: E501
+        AlgorithmSpec("fedgta", "FedGTA, personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)", "server.fedgta", "client.fedgta", options=_FEDGTA_OPTIONS, resumable=False),  # noqa: E501
     )
 }
 

@@ -101,3 +101,10 @@ FEDLOG_GLOBAL = "fedlog-global"  # ArrayRecord: the condensed global synthetic n
 GLOBAL_FEATURES = "features"  # (classes * num-proto, features), class-major
 GLOBAL_LABELS = "labels"  # (classes * num-proto,)
 FEDLOG_GENERATORS = "fedlog-generators"  # ArrayRecord: f"{class}.{name}": the per-class generators' weights
+
+# Graph FL algorithms with personalised aggregates (server/personalised.py). Client -> server, every round:
+FEDPUB_UPLOAD = "fedpub-upload"  # ArrayRecord (client/fedpub.py -> server/fedpub.py)
+FUNCTIONAL_EMBEDDING = "functional-embedding"  # (hidden,): the model's mean output on the seeded proxy graph
+FEDGTA_UPLOAD = "fedgta-upload"  # ArrayRecord (client/fedgta.py -> server/fedgta.py)
+LABEL_MOMENTS = "label-moments"  # (2 * moments * classes,): mixed moments of the propagated labels
+SMOOTHING_CONFIDENCE = "smoothing-confidence"  # (1,): the local smoothing confidence

@@ -75,6 +75,9 @@ LOCAL = Section("local", "local training on each client")
 FEDPROX = Section("fedprox", "FedProx's options (algorithm='fedprox')")
 FEDAVGM = Section("fedavgm", "FedAvgM's options (algorithm='fedavgm', Flower's FedAvgM)")
 FEDLOG = Section("fedlog", "FedLoG's options (algorithm='fedlog'); local-epochs and weight-decay are shared")
+FEDSAGE = Section("fedsage", "FedSage's options (algorithm='fedsage-local'): its missing-neighbour generator")
+FEDPUB = Section("fedpub", "FED-PUB's options (algorithm='fedpub')")
+FEDGTA = Section("fedgta", "FedGTA's options (algorithm='fedgta')")
 CERTIFY = Section("certify", "federated label-flip certificates after training (empty budgets: off)")
 UNLEARN = Section("unlearn", "federated unlearning after training (empty request: off)")
 FEDERATION = Section("federation", "client sampling and time-outs")
@@ -146,6 +149,24 @@ class RunConfig:
     fedlog_warmup_patience: int = FEDLOG.key(10, "warm-up early stopping on validation: patience", bound=ge(0))
     fedlog_generator_epochs: int = FEDLOG.key(100, "neighbour generator's pretraining epochs", bound=ge(0))
     fedlog_generator_hidden: int = FEDLOG.key(256, "neighbour generator's hidden width", bound=ge(1))
+    fedsage_hidden_portion: float = FEDSAGE.key(
+        0.5, "share of a client's nodes hidden to train its generator", bound=within(0, 1, "()")
+    )
+    fedsage_max_pred: int = FEDSAGE.key(5, "most neighbours generated per node", bound=ge(1))
+    fedsage_gen_epochs: int = FEDSAGE.key(100, "generator's training epochs (first participation)", bound=ge(0))
+    fedsage_gen_hidden: int = FEDSAGE.key(64, "generator's hidden width", bound=ge(1))
+    fedsage_gen_lr: float = FEDSAGE.key(0.01, "generator's Adam step", bound=gt(0))
+    fedpub_tau: float = FEDPUB.key(10.0, "scale of the similarities in the aggregation softmax", bound=ge(0))
+    fedpub_proxy_nodes: int = FEDPUB.key(100, "nodes of the seeded random proxy graph", bound=ge(1))
+    fedpub_l1: float = FEDPUB.key(0.001, "L1 weight on the masks (and their pruning threshold)", bound=ge(0))
+    fedpub_loc_l2: float = FEDPUB.key(0.001, "weight of the distance to the received aggregate", bound=ge(0))
+    fedgta_prop_steps: int = FEDGTA.key(5, "label propagation steps", bound=ge(1))
+    fedgta_lp_alpha: float = FEDGTA.key(0.5, "label propagation's alpha", bound=within(0, 1))
+    fedgta_temperature: float = FEDGTA.key(20.0, "softmax temperature of the confidence", bound=gt(0))
+    fedgta_moments: int = FEDGTA.key(10, "moment orders (raw and central each)", bound=ge(1))
+    fedgta_accept: float = FEDGTA.key(
+        0.5, "moment cosine similarity above which a client joins another's average", bound=within(-1, 1)
+    )
     certify_budgets: str = CERTIFY.key(
         "", "after training, clients certify their own predictions against these label-flip budgets", form=BUDGETS
     )
@@ -225,8 +246,8 @@ class RunConfig:
 KEYS: dict[str, Key] = declared_keys(RunConfig)
 SECTIONS: dict[str, Section] = {
     section.name: section
-    for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, CERTIFY, UNLEARN, FEDERATION,
-                    OUTPUTS, PRIVACY_SECTION, RESUME)
+    for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
+                    CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME)
 }  # fmt: skip
 
 

@@ -1,0 +1,72 @@
+"""FED-PUB client: weights under personal sparse masks, and the model's functional embedding for the server.
+
+Baek et al., ICML 2023 (the math: :mod:`models.masked`, :mod:`server.fedpub`). The
+client receives its personalised aggregate, trains weights and its masks with
+FED-PUB's loss (cross-entropy, ``fedpub-l1`` on the masks, ``fedpub-loc-l2`` on the
+weights' distance from the aggregate), keeps the masks in its state and replies with
+the weights and its functional embedding on the proxy graph drawn from the run's
+seed. Every evaluation uses the client's masks, so the "global" figures of a round
+are those of each client's personalised aggregate under its own masks.
+
+Simplified from the paper: masks cover every weight matrix of the run's model, and
+Adam starts afresh each round (no kept moments).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, RecordDict
+
+from client.algorithms import ClientAlgorithm
+from client.job import LocalJob
+from contract import protocol as p
+from models.masked import MaskedClassifier, fit_masked, functional_embedding, proxy_graph
+
+MASKS = "fedpub-masks"  # state: the client's personal masks
+
+
+@functools.lru_cache(maxsize=4)
+def _proxy(num_nodes: int, num_features: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return proxy_graph(num_nodes, num_features, seed)
+
+
+class FedPubClient(ClientAlgorithm):
+    """The run's model under the client's masks; uploads its functional embedding."""
+
+    def new_model(self, job: LocalJob) -> MaskedClassifier:
+        model = MaskedClassifier(job.model(), prune_below=job.config.fedpub_l1).to(job.device)
+        if MASKS in job.state:
+            model.masks.load_state_dict(job.state[MASKS].to_torch_state_dict())
+        return model
+
+    def receive(self, model: MaskedClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
+        if len(content[p.ARRAYS]) > 0:
+            model.base.load_state_dict(content[p.ARRAYS].to_torch_state_dict())
+
+    def train(self, model: MaskedClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
+        config = job.config
+        optimizer = torch.optim.Adam(
+            [
+                {"params": model.base.parameters(), "weight_decay": config.weight_decay},
+                {"params": model.masks.parameters(), "weight_decay": 0.0},
+            ],
+            lr=config.lr,
+        )
+        loss = fit_masked(model, job.data, config.local_epochs, optimizer, config.fedpub_l1, config.fedpub_loc_l2)
+        job.state[MASKS] = ArrayRecord({k: v.detach() for k, v in model.masks.state_dict().items()})
+        return loss
+
+    def reply_records(  # type: ignore[override]
+        self, model: MaskedClassifier, job: LocalJob, server_round: int
+    ) -> dict[str, ArrayRecord]:
+        proxy = _proxy(job.config.fedpub_proxy_nodes, int(job.data.num_features), job.config.seed)
+        embedding = functional_embedding(model, proxy)
+        return {
+            p.ARRAYS: ArrayRecord(model.base.state_dict()),
+            p.FEDPUB_UPLOAD: ArrayRecord({p.FUNCTIONAL_EMBEDDING: embedding.cpu()}),
+        }
+
+
+PART = FedPubClient()

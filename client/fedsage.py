@@ -1,0 +1,81 @@
+"""FedSage client (local NeighGen): mend the subgraph with generated neighbours, then FedAvg a classifier on it.
+
+Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math: :mod:`models.neighgen`,
+:mod:`models.mending`). The first time a client trains it hides
+``fedsage-hidden-portion`` of its nodes, trains its missing-neighbour generator
+(NeighGen) on that impaired subgraph for ``fedsage-gen-epochs`` and keeps it in its
+state; from then on its classifier (the run's ``model``; the paper's is GraphSAGE,
+``model='sage'``) computes on its subgraph mended by the generator, in training and
+in every evaluation. Only the classifier's weights travel; the generator never
+leaves the client.
+
+This is FedSage with *local* NeighGen: FedSage+ also trains each generator on the
+other clients' subgraphs (a cross-client feature-matching loss whose gradients the
+other clients compute and send back, two message hops per generator step). Here each
+generator learns from its own subgraph only, as in the paper's locally trained
+NeighGen; the registry names the algorithm ``fedsage-local``.
+"""
+
+from __future__ import annotations
+
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, RecordDict
+
+from client.algorithms import ClientAlgorithm
+from client.job import LocalJob
+from contract import protocol as p
+from models.mending import MendedClassifier
+from models.neighgen import Impaired, NeighGen, train_neighgen
+from models.training import fit
+
+GENERATOR = "fedsage-generator"  # state: the client's trained NeighGen
+
+
+def new_generator(job: LocalJob) -> NeighGen:
+    config = job.config
+    return NeighGen(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred).to(job.device)
+
+
+def trained_generator(job: LocalJob) -> NeighGen:
+    """The client's NeighGen: from its state, or trained now on its impaired subgraph (seeded by client)."""
+    generator = new_generator(job)
+    if GENERATOR in job.state:
+        generator.load_state_dict(job.state[GENERATOR].to_torch_state_dict())
+        return generator.eval()
+    config = job.config
+    seed = config.seed * 1_000_003 + job.partition_id
+    torch.manual_seed(seed)
+    generator = new_generator(job)
+    impaired = Impaired(
+        job.data.x, job.data.edge_index, config.fedsage_hidden_portion, config.fedsage_max_pred,
+        torch.Generator().manual_seed(seed),
+    )  # fmt: skip
+    epochs, lr = config.fedsage_gen_epochs, config.fedsage_gen_lr
+    train_neighgen(generator, job.data.x, job.data.edge_index, impaired, epochs, lr)
+    job.state[GENERATOR] = ArrayRecord(generator.state_dict())
+    return generator
+
+
+class FedSageClient(ClientAlgorithm):
+    """The run's classifier on the graph mended by the client's own generator."""
+
+    def new_model(self, job: LocalJob) -> MendedClassifier:
+        return MendedClassifier(job.model(), trained_generator(job))
+
+    def receive(self, model: MendedClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
+        if len(content[p.ARRAYS]) > 0:
+            model.classifier.load_state_dict(content[p.ARRAYS].to_torch_state_dict())
+
+    def train(self, model: MendedClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
+        optimizer = job.optimizer(model.classifier)
+        loss = fit(model, job.data, job.config.local_epochs, optimizer)
+        job.keep_optimizer(optimizer)
+        return loss
+
+    def reply_records(  # type: ignore[override]
+        self, model: MendedClassifier, job: LocalJob, server_round: int
+    ) -> dict[str, ArrayRecord]:
+        return {p.ARRAYS: ArrayRecord(model.classifier.state_dict())}
+
+
+PART = FedSageClient()

@@ -1,0 +1,125 @@
+r"""FED-PUB's client side: sparse personal masks on the weights, functional embeddings on a random graph.
+
+Baek, Jeong, Jin, Yoon and Hwang, *Personalized Subgraph Federated Learning*, ICML 2023.
+
+**Masks.** Client :math:`i` keeps a personal mask :math:`\mathbf{M}_i` for every weight
+matrix :math:`\mathbf{W}` of its GNN (initialised to ones) and computes with
+:math:`\mathbf{W} \odot \mathbf{M}_i`. It trains weights and masks together on
+
+.. math::
+    \mathcal{L} = \mathrm{CE}\big(f(\mathbf{X}, \mathbf{A}; \boldsymbol{\theta} \odot \mathbf{M}_i)\big)
+      + \lambda_1 \lVert \mathbf{M}_i \rVert_1
+      + \lambda_2 \lVert \boldsymbol{\theta} - \bar{\boldsymbol{\theta}}_i \rVert_2,
+
+the L1 term making the masks sparse and the second keeping the weights near the
+personalised aggregate :math:`\bar{\boldsymbol{\theta}}_i` the server sent. Only the
+weights :math:`\boldsymbol{\theta}` travel; the masks stay with the client. In
+evaluation mode mask entries with :math:`|m| < \lambda_1` count as zero (the
+pruning of the authors' code). Stamen's masks cover every weight matrix of any of
+its models (the paper's masked GCN masks the convolutions and the classifier).
+
+**Functional embedding.** The server cannot see subgraphs, so it compares the
+clients' models by what they compute on one shared input: a random graph
+:math:`G_{\mathrm{proxy}}` (``proxy_nodes`` nodes with standard normal features and
+random edges of mean degree 5), the same for everyone as it is drawn from the run's
+seed. Client :math:`i`'s functional embedding is its encoder's output averaged over
+the proxy nodes, :math:`\mathbf{e}_i = \frac{1}{n} \sum_v h_i(G_{\mathrm{proxy}})_v`.
+The server's use of it is in :mod:`server.fedpub`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call
+from torch_geometric.utils import to_undirected
+
+from models.node_classifier import NodeClassifier
+
+
+def _slot(name: str) -> str:
+    return name.replace(".", "-")  # a ParameterDict key may not contain dots
+
+
+class MaskedClassifier(nn.Module):
+    """``base`` computing with every weight matrix times its personal mask (see the module docstring)."""
+
+    def __init__(self, base: NodeClassifier, prune_below: float) -> None:
+        super().__init__()
+        self.base = base
+        self.prune_below = prune_below
+        self.masked = [name for name, param in base.named_parameters() if param.dim() >= 2]
+        ones = {_slot(n): nn.Parameter(torch.ones_like(base.get_parameter(n))) for n in self.masked}
+        self.masks = nn.ParameterDict(ones)
+
+    def effective(self) -> dict[str, Tensor]:
+        """The base's parameters with the masks applied (pruned in evaluation mode)."""
+        weights = dict(self.base.named_parameters())
+        for name in self.masked:
+            mask = self.masks[_slot(name)]
+            if not self.training:
+                mask = mask.masked_fill(mask.abs() < self.prune_below, 0.0)
+            weights[name] = weights[name] * mask
+        return weights
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        return functional_call(self.base, self.effective(), (x, edge_index))
+
+    def embed(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        encoder = {k.removeprefix("encoder."): v for k, v in self.effective().items() if k.startswith("encoder.")}
+        return functional_call(self.base.encoder, encoder, (x, edge_index))
+
+    @property
+    def head(self) -> nn.Module:
+        return self.base.head
+
+    def mask_l1(self) -> Tensor:
+        return sum(mask.abs().sum() for mask in self.masks.values())
+
+
+def proxy_graph(num_nodes: int, num_features: int, seed: int, mean_degree: float = 5.0) -> tuple[Tensor, Tensor]:
+    """The shared random graph: standard normal features, random undirected edges; the same for one seed."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(num_nodes, num_features, generator=generator)
+    count = int(num_nodes * mean_degree / 2)
+    source = torch.randint(num_nodes, (count,), generator=generator)
+    target = torch.randint(num_nodes, (count,), generator=generator)
+    keep = source != target
+    return x, to_undirected(torch.stack([source[keep], target[keep]]), num_nodes=num_nodes)
+
+
+@torch.no_grad()
+def functional_embedding(model: nn.Module, proxy: tuple[Tensor, Tensor]) -> Tensor:
+    """The mean over the proxy graph's nodes of ``model.embed`` (evaluation mode)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    embedding = model.embed(proxy[0].to(device), proxy[1].to(device)).mean(dim=0)
+    model.train(was_training)
+    return embedding
+
+
+def fit_masked(
+    model: MaskedClassifier,
+    data,
+    epochs: int,
+    optimizer: torch.optim.Optimizer,
+    l1: float,
+    proximal: float,
+) -> float:
+    r"""Full-batch epochs of FED-PUB's local loss (module docstring); return the mean loss."""
+    anchor = {name: param.detach().clone() for name, param in model.base.named_parameters()}
+    model.train()
+    total = 0.0
+    for _ in range(epochs):
+        optimizer.zero_grad()
+        logits = model(data.x, data.edge_index)
+        loss = nn.functional.cross_entropy(logits[data.train_mask], data.y[data.train_mask])
+        loss = loss + l1 * model.mask_l1()
+        if proximal > 0:
+            drift = sum((param - anchor[name]).pow(2).sum() for name, param in model.base.named_parameters())
+            loss = loss + proximal * torch.sqrt(drift + 1e-12)
+        loss.backward()
+        optimizer.step()
+        total += float(loss.detach())
+    return total / epochs
