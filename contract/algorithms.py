@@ -60,6 +60,11 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
         AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
         AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
+        # personalised FL: the personal parts live in the clients' state, outside the checkpoint: not resumable
+        AlgorithmSpec("fedper", "FedPer, the encoder averaged, each client's head kept local", "server.shared_encoder", "client.fedper", resumable=False),  # noqa: E501
+        AlgorithmSpec("fedrep", "FedRep, local head trained first, then the shared encoder (averaged)", "server.shared_encoder", "client.fedrep", options=("rep-head-epochs",), resumable=False),  # noqa: E501
+        AlgorithmSpec("ditto", "Ditto, FedAvg plus a personal model held near the global one", "server.fedavg", "client.ditto", options=("ditto-lambda", "ditto-personal-epochs"), resumable=False),  # noqa: E501
+        AlgorithmSpec("fedproto", "FedProto, class prototypes shared instead of weights", "server.fedproto", "client.fedproto", options=("fedproto-lambda",), resumable=False),  # noqa: E501
     )
 }
 

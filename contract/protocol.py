@@ -98,3 +98,11 @@ FEDLOG_GLOBAL = "fedlog-global"  # ArrayRecord: the condensed global synthetic n
 GLOBAL_FEATURES = "features"  # (classes * num-proto, features), class-major
 GLOBAL_LABELS = "labels"  # (classes * num-proto,)
 FEDLOG_GENERATORS = "fedlog-generators"  # ArrayRecord: f"{class}.{name}": the per-class generators' weights
+
+# FedProto (client/fedproto.py, server/fedproto.py): prototypes instead of weights.
+# Client -> server, every round:
+FEDPROTO_UPLOAD = "fedproto-upload"  # ArrayRecord: the client's class prototypes and class counts
+# Server -> client, from the second round on (and with the final evaluation):
+FEDPROTO_GLOBAL = "fedproto-global"  # ArrayRecord: the global prototypes and their class counts
+PROTOTYPES = "prototypes"  # (classes, embedding): mean embedding per class; zero rows where the count is 0
+PROTOTYPE_COUNTS = "class-counts"  # (classes,): training nodes behind each prototype
