@@ -11,9 +11,11 @@ Personalization*, ICML 2021). Each round client :math:`i` receives the global mo
    the exact proximal map of the regulariser; math there);
 2. trains :math:`w^t` for ``local-epochs`` steps as FedAvg does and replies with it.
 
-The two updates are independent given :math:`w^t` (as in the paper's Algorithm 1); the
-personal one runs first, so with :math:`\lambda = 0` and ``ditto-personal-epochs`` =
-``local-epochs`` it draws the same dropout masks as the local-only baseline and equals it.
+The two updates are independent given :math:`w^t` (as in the paper's Algorithm 1), and
+both start from the random state the client's handler is seeded with: the personal update
+runs in a fork of it. So the global model is FedAvg's, step for step, and with
+:math:`\lambda = 0` and ``ditto-personal-epochs`` = ``local-epochs`` the personal model is the
+local-only baseline's.
 Each model has its own Adam moments (the global model's as for FedAvg, the personal
 model's in the client's state), both kept across rounds with ``keep-optimizer-state``.
 
@@ -49,9 +51,11 @@ class DittoClient(FedAvgClient):
         if PERSONAL in job.state:
             model.load_state_dict(job.state[PERSONAL].to_torch_state_dict())
         optimizer = self._personal_optimizer(model, job)
-        loss = fit_personal(
-            model, job.data, job.config.ditto_personal_epochs, optimizer, anchor, job.config.ditto_lambda
-        )
+        devices = [job.device] if job.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):  # the global update below draws as FedAvg's would
+            loss = fit_personal(
+                model, job.data, job.config.ditto_personal_epochs, optimizer, anchor, job.config.ditto_lambda
+            )
         if job.config.keep_optimizer_state:
             job.state[PERSONAL_OPTIMIZER] = ArrayRecord(adam_state_record(optimizer))
         personal = {key: value.detach().clone() for key, value in model.state_dict().items()}
