@@ -6,7 +6,7 @@ the client keeps its whole model (encoder and head) in its state (``context.stat
 server sends the global prototypes :math:`\bar C^{(j)}` with their class counts
 (:data:`contract.protocol.FEDPROTO_GLOBAL`, from the second round on and with the final
 evaluation). Each round the client trains ``local-epochs`` steps on
-:math:`\mathrm{CE} + \lambda \cdot \operatorname{mean}\lVert f(x) - \bar C^{(y)}\rVert^2`
+:math:`\mathrm{CE} + \lambda \cdot \operatorname{mean}\tfrac{1}{d}\lVert f(x) - \bar C^{(y)}\rVert^2`
 (:math:`\lambda` = ``fedproto-lambda``), then replies with an empty ``arrays`` record and its own
 prototypes and training-node counts per class (:data:`contract.protocol.FEDPROTO_UPLOAD`): class
 means of embeddings, never a node's features or label. A class without training nodes on

@@ -183,7 +183,9 @@ class RunConfig:
     rep_head_epochs: int = PERSONAL.key(10, "fedrep: steps on the local head (encoder frozen) per round", bound=ge(0))
     ditto_lambda: float = PERSONAL.key(1.0, "ditto: pull of the personal model to the global one", bound=ge(0))
     ditto_personal_epochs: int = PERSONAL.key(1, "ditto: full-batch steps on the personal model per round", bound=ge(1))
-    fedproto_lambda: float = PERSONAL.key(1.0, "fedproto: weight of the distance to the global prototypes", bound=ge(0))
+    fedproto_lambda: float = PERSONAL.key(
+        1.0, "fedproto: weight of the mean squared distance to the global prototypes", bound=ge(0)
+    )
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:

@@ -97,7 +97,8 @@ def test_the_prototype_distance_ignores_classes_without_a_global_prototype():
     labels = torch.tensor([0, 1, 2])
     prototypes = torch.tensor([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
     known = torch.tensor([True, True, False])
-    assert float(prototype_distance(embeddings, labels, prototypes, known)) == pytest.approx((1.0 + 4.0) / 2)
+    per_node_and_coordinate = (1.0 + 4.0) / 2 / 2
+    assert float(prototype_distance(embeddings, labels, prototypes, known)) == pytest.approx(per_node_and_coordinate)
     assert float(prototype_distance(embeddings, labels, prototypes, torch.zeros(3, dtype=torch.bool))) == 0.0
 
 
