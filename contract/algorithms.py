@@ -68,6 +68,11 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         AlgorithmSpec("fedsage-local", "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours (Zhang et al. 2021; use model='sage')", "server.fedsage", "client.fedsage", options=_FEDSAGE_OPTIONS, resumable=False),  # noqa: E501
         AlgorithmSpec("fedpub", "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)", "server.fedpub", "client.fedpub", options=_FEDPUB_OPTIONS, resumable=False),  # noqa: E501
         AlgorithmSpec("fedgta", "FedGTA, personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)", "server.fedgta", "client.fedgta", options=_FEDGTA_OPTIONS, resumable=False),  # noqa: E501
+        # personalised FL: the personal parts live in the clients' state, outside the checkpoint: not resumable
+        AlgorithmSpec("fedper", "FedPer, the encoder averaged, each client's head kept local", "server.shared_encoder", "client.fedper", resumable=False),  # noqa: E501
+        AlgorithmSpec("fedrep", "FedRep, local head trained first, then the shared encoder (averaged)", "server.shared_encoder", "client.fedrep", options=("rep-head-epochs",), resumable=False),  # noqa: E501
+        AlgorithmSpec("ditto", "Ditto, FedAvg plus a personal model held near the global one", "server.fedavg", "client.ditto", options=("ditto-lambda", "ditto-personal-epochs"), resumable=False),  # noqa: E501
+        AlgorithmSpec("fedproto", "FedProto, class prototypes shared instead of weights", "server.fedproto", "client.fedproto", options=("fedproto-lambda",), resumable=False),  # noqa: E501
     )
 }
 

@@ -108,3 +108,10 @@ FUNCTIONAL_EMBEDDING = "functional-embedding"  # (hidden,): the model's mean out
 FEDGTA_UPLOAD = "fedgta-upload"  # ArrayRecord (client/fedgta.py -> server/fedgta.py)
 LABEL_MOMENTS = "label-moments"  # (2 * moments * classes,): mixed moments of the propagated labels
 SMOOTHING_CONFIDENCE = "smoothing-confidence"  # (1,): the local smoothing confidence
+# FedProto (client/fedproto.py, server/fedproto.py): prototypes instead of weights.
+# Client -> server, every round:
+FEDPROTO_UPLOAD = "fedproto-upload"  # ArrayRecord: the client's class prototypes and class counts
+# Server -> client, from the second round on (and with the final evaluation):
+FEDPROTO_GLOBAL = "fedproto-global"  # ArrayRecord: the global prototypes and their class counts
+PROTOTYPES = "prototypes"  # (classes, embedding): mean embedding per class; zero rows where the count is 0
+PROTOTYPE_COUNTS = "class-counts"  # (classes,): training nodes behind each prototype

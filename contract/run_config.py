@@ -84,6 +84,7 @@ FEDERATION = Section("federation", "client sampling and time-outs")
 OUTPUTS = Section("outputs", "where the run's results go")
 PRIVACY_SECTION = Section("privacy", "differential privacy (README: Privacy)")
 RESUME = Section("resume", "deployment: continue a run from its checkpoint")
+PERSONAL = Section("personal", "personalised FL's options (algorithm='fedrep', 'ditto', 'fedproto')")
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,12 @@ class RunConfig:
     resume_from: str = RESUME.key(
         "", "a run directory (or a file in it) whose checkpoint the run continues (README: Run on several machines)"
     )
+    rep_head_epochs: int = PERSONAL.key(10, "fedrep: steps on the local head (encoder frozen) per round", bound=ge(0))
+    ditto_lambda: float = PERSONAL.key(1.0, "ditto: pull of the personal model to the global one", bound=ge(0))
+    ditto_personal_epochs: int = PERSONAL.key(1, "ditto: full-batch steps on the personal model per round", bound=ge(1))
+    fedproto_lambda: float = PERSONAL.key(
+        1.0, "fedproto: weight of the mean squared distance to the global prototypes", bound=ge(0)
+    )
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -247,7 +254,7 @@ KEYS: dict[str, Key] = declared_keys(RunConfig)
 SECTIONS: dict[str, Section] = {
     section.name: section
     for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
-                    CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME)
+                    PERSONAL, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME)
 }  # fmt: skip
 
 

@@ -1,0 +1,88 @@
+r"""Ditto client: FedAvg's local training of the global model, plus a personal model near it.
+
+Ditto (Li, Hu, Beirami, Smith: *Ditto: Fair and Robust Federated Learning Through
+Personalization*, ICML 2021). Each round client :math:`i` receives the global model
+:math:`w^t` (FedAvg, :mod:`server.fedavg`) and
+
+1. updates its personal model :math:`v_i` (kept in its state; :math:`v_i = w^t` the first
+   time) for ``ditto-personal-epochs`` steps on
+   :math:`F_i(v_i) + \frac{\lambda}{2}\lVert v_i - w^t\rVert^2`, :math:`\lambda` = ``ditto-lambda``
+   (:func:`models.personal_training.fit_personal`: Adam steps on :math:`F_i`, each followed by
+   the exact proximal map of the regulariser; math there);
+2. trains :math:`w^t` for ``local-epochs`` steps as FedAvg does and replies with it.
+
+The two updates are independent given :math:`w^t` (as in the paper's Algorithm 1), and
+both start from the random state the client's handler is seeded with: the personal update
+runs in a fork of it. So the global model is FedAvg's, step for step, and with
+:math:`\lambda = 0` and ``ditto-personal-epochs`` = ``local-epochs`` the personal model is the
+local-only baseline's.
+Each model has its own Adam moments (the global model's as for FedAvg, the personal
+model's in the client's state), both kept across rounds with ``keep-optimizer-state``.
+
+What the run reports: ``global_*`` is the global model :math:`w^t` the client received (the
+final evaluation: the last global model); ``test_acc``, ``val_acc`` and the settings without
+``global_`` are the personal model :math:`v_i` after this round's update. ``train-loss`` is the
+personal objective's mean over its steps.
+"""
+
+from __future__ import annotations
+
+import torch
+from flwr.app import ArrayRecord, ConfigRecord
+
+from client.fedavg import FedAvgClient
+from client.job import LocalJob
+from contract import protocol as p
+from models import NodeClassifier
+from models.personal_training import fit_personal
+from models.training import adam_state_record, restore_adam_state
+
+PERSONAL = "ditto-personal"  # state: the personal model v_i
+PERSONAL_OPTIMIZER = "ditto-personal-optimizer"  # state: its Adam moments
+GLOBAL_UPDATE = "ditto-global-update"  # state, within one message: the trained global model to send
+
+
+class DittoClient(FedAvgClient):
+    def train(  # type: ignore[override]
+        self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
+    ) -> float:
+        received = {key: value.detach().clone() for key, value in model.state_dict().items()}
+        anchor = [param.detach().clone() for param in model.parameters()]
+        if PERSONAL in job.state:
+            model.load_state_dict(job.state[PERSONAL].to_torch_state_dict())
+        optimizer = self._personal_optimizer(model, job)
+        devices = [job.device] if job.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):  # the global update below draws as FedAvg's would
+            loss = fit_personal(
+                model, job.data, job.config.ditto_personal_epochs, optimizer, anchor, job.config.ditto_lambda
+            )
+        if job.config.keep_optimizer_state:
+            job.state[PERSONAL_OPTIMIZER] = ArrayRecord(adam_state_record(optimizer))
+        personal = {key: value.detach().clone() for key, value in model.state_dict().items()}
+        job.state[PERSONAL] = ArrayRecord(personal)
+
+        model.load_state_dict(received)
+        super().train(model, job, round_config)  # the global model's FedAvg update
+        job.state[GLOBAL_UPDATE] = ArrayRecord(model.state_dict())
+        model.load_state_dict(personal)  # the model the client evaluates after training: its own
+        return loss
+
+    def _personal_optimizer(self, model: NodeClassifier, job: LocalJob) -> torch.optim.Adam:
+        config = job.config
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        if config.keep_optimizer_state and PERSONAL_OPTIMIZER in job.state:
+            saved = job.state[PERSONAL_OPTIMIZER].to_torch_state_dict()
+            restore_adam_state(optimizer, {key: value.to(job.device) for key, value in saved.items()})
+        return optimizer
+
+    def reply_records(  # type: ignore[override]
+        self, model: NodeClassifier, job: LocalJob, server_round: int
+    ) -> dict[str, ArrayRecord]:
+        if GLOBAL_UPDATE not in job.state:
+            raise RuntimeError("ditto: no trained global model to send (train runs before reply_records)")
+        update = job.state[GLOBAL_UPDATE]
+        del job.state[GLOBAL_UPDATE]
+        return {p.ARRAYS: update}
+
+
+PART = DittoClient()
