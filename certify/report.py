@@ -173,13 +173,16 @@ def plot(payload: dict, path: Path) -> None:
     for arch, res in payload["architectures"].items():
         if payload["mode"] == "collective":
             vals = [res["collective"][str(k)]["certified_lower_bound"] / max(res["num_targets"], 1) for k in ks]
+            points = list(zip(ks, vals))
         else:
             vals = [res["aggregates"][str(k)]["certified_accuracy"] for k in ks]
-        ax.plot(ks, [100 * v for v in vals], marker="o", label=arch)
+            # k = 0: no flip, so the certified accuracy is the clean accuracy on the targets
+            points = ([] if 0 in ks else [(0, res["clean_accuracy"])]) + list(zip(ks, vals))
+        ax.plot([k for k, _ in points], [100 * v for _, v in points], marker="o", label=arch)
     ax.set_xlabel("label flips k")
     ax.set_ylabel("certified accuracy (%)" if payload["mode"] != "collective" else "certified targets (%)")
     ax.set_ylim(-2, 102)
-    ax.set_xticks(ks)
+    ax.set_xticks(sorted({0, *ks}) if payload["mode"] != "collective" else ks)
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(f"{payload['dataset']}: {payload['mode']} label-flip certificate")

@@ -168,7 +168,11 @@ def train_and_report(
     run_dir.write_json(SUMMARY_FILE, summary)
     if len(arrays) > 0:
         outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)
-    outputs.plot_curves(run_dir.path, rows)
+    outputs.plot_curves(
+        run_dir.path,
+        rows,
+        f"{run_dir.path.name}: {config.algorithm} on {config.dataset}, {summary['clients']} clients",
+    )
     if config.budgets():
         summary["certificates"] = certify_federation(grid, config, run_dir.path)["budgets"]
         run_dir.write_json(SUMMARY_FILE, summary)
