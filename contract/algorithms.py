@@ -52,6 +52,8 @@ _FEDLOG_OPTIONS = tuple(
     )
 )  # fmt: skip
 
+_FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
+
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
     for spec in (
@@ -60,6 +62,15 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
         AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
         AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
+        # Flower's strategies as algorithms (server/fedopt.py, server/median.py, server/krum.py)
+        AlgorithmSpec("fedadam", "FedAdam, Adam steps on the server over the averaged update (Flower's FedAdam)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=_FEDOPT_OPTIONS, resumable=False),  # noqa: E501
+        AlgorithmSpec("fedyogi", "FedYogi, Yogi steps on the server over the averaged update (Flower's FedYogi)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=_FEDOPT_OPTIONS, resumable=False),  # noqa: E501
+        AlgorithmSpec("fedadagrad", "FedAdagrad, Adagrad steps on the server over the averaged update (Flower's FedAdagrad)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=("fedopt-eta", "fedopt-tau"), resumable=False),  # noqa: E501
+        AlgorithmSpec("fedmedian", "coordinate-wise median of the clients' weights (Flower's FedMedian)", "server.median", "client.fedavg", privacy=("none", "dp-sgd")),  # noqa: E501
+        AlgorithmSpec("fedtrimmedavg", "coordinate-wise trimmed mean of the clients' weights (Flower's FedTrimmedAvg)", "server.median", "client.fedavg", privacy=("none", "dp-sgd"), options=("trimmed-beta",)),  # noqa: E501
+        AlgorithmSpec("krum", "Krum, the one reply closest to its neighbours (Flower's Krum)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes",)),  # noqa: E501
+        AlgorithmSpec("multikrum", "Multi-Krum, the average of the replies Krum scores best (Flower's MultiKrum)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes", "num-nodes-to-select")),  # noqa: E501
+        AlgorithmSpec("bulyan", "Bulyan, Krum selection then a trimmed mean around the median (Flower's Bulyan)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes",)),  # noqa: E501
     )
 }
 
