@@ -44,6 +44,7 @@ from flwr.serverapp.strategy import Bulyan, MultiKrum, Strategy
 
 from contract.run_config import RunConfig
 from server.fedavg import strategy_options
+from server.privacy import sampled_clients
 
 
 class ReplyCount:
@@ -117,6 +118,25 @@ class StamenBulyan(ReplyCount, Bulyan):
 
     algorithm = "bulyan"
     needs = (4, 3)
+
+
+def check_federation(config: RunConfig, num_clients: int) -> None:
+    """Before a run: the rule of ``config.algorithm`` gets enough replies from ``num_clients`` (one-line ValueError).
+
+    The round's sample is Flower's (:func:`server.privacy.sampled_clients`); a Krum-family
+    strategy refuses it in round 1 anyway, this check only says so before anything starts.
+    """
+    if config.algorithm not in ("krum", "multikrum", "bulyan"):
+        return
+    strategy = make_strategy(config)
+    assert isinstance(strategy, ReplyCount)
+    strategy.check_count(sampled_clients(config, num_clients), "sampled")
+    select = config.num_nodes_to_select
+    if config.algorithm == "multikrum" and select > sampled_clients(config, num_clients):
+        raise ValueError(
+            f"multikrum selects num-nodes-to-select={select} of {sampled_clients(config, num_clients)} sampled "
+            "clients; lower num-nodes-to-select (0: all but num-malicious-nodes)"
+        )
 
 
 def make_strategy(config: RunConfig) -> Strategy:

@@ -217,3 +217,16 @@ def test_fedyogi_and_fedadagrad_follow_their_second_moments():
     assert w1 == pytest.approx(w0 + 0.1 * delta / (np.sqrt(delta**2) + 0.01))  # beta-1 = 0: m = delta
     delta2 = np.array([0.6, 0.0, 0.1]) - w1
     assert w2 == pytest.approx(w1 + 0.1 * delta2 / (np.sqrt(delta**2 + delta2**2) + 0.01))
+
+
+def test_federation_check_before_a_run():
+    from server.krum import check_federation
+
+    check_federation(_config("bulyan"), 7)
+    check_federation(_config("fedavg", **{"num-malicious-nodes": 5}), 3)  # not a Krum-family rule
+    with pytest.raises(ValueError, match=r"bulyan with num-malicious-nodes=1 needs at least 4f\+3 = 7 clients"):
+        check_federation(_config("bulyan"), 6)
+    with pytest.raises(ValueError, match=r"needs at least 2f\+3 = 5 clients per round, sampled 4"):
+        check_federation(_config("krum", **{"fraction-train": 0.4}), 10)  # Flower samples 4 of 10
+    with pytest.raises(ValueError, match="multikrum selects num-nodes-to-select=8 of 7 sampled clients"):
+        check_federation(_config("multikrum", **{"num-nodes-to-select": 8}), 7)
