@@ -13,8 +13,9 @@ reported as skipped.
 Label flipping is set beside its certificate: the exact label-flip certificate of
 ``stamen certify``'s federated attacker (Sabanayagam, Gosch et al., ICLR 2025; NTK of a
 GCN with the run's ``num-layers`` + kernel SVM, sample-wise) on the same graph, the
-labelled nodes drawn per class over the graph and owned by the client of the same
-partition; the attacker is the coalition of the malicious clients, which may flip
+labelled nodes drawn per class over the graph (a seed of their own, independent of
+the partitioner's draws) and owned by the client of the same partition; the attacker
+is the coalition of the malicious clients, which may flip
 :math:`k = \lfloor \phi\, m \rfloor` of the :math:`m` labelled nodes it owns, the share
 :math:`\phi` = ``attack-flip-fraction`` that the attack flipped of their training labels.
 The certified ratio is the share of targets whose SVM prediction no such flip set can
@@ -144,8 +145,11 @@ def label_flip_certificate(args: argparse.Namespace, config: RunConfig, maliciou
     from graphs import FederationSpec, build_federation
 
     federation = build_federation(FederationSpec.from_run_config(config.to_flower(), args.clients))
+    # a seed of its own: the partitioners draw from the run's seed too, and the same stream would deal the
+    # labelled nodes to the same clients (label-dirichlet hands each class's first draws to client 0)
+    draw = config.seed * 7_919 + 1
     instance = build_instance(
-        federation.graph, None, True, args.labeled_per_class, args.targets, config.seed, drop_isolated=True
+        federation.graph, None, True, args.labeled_per_class, args.targets, draw, drop_isolated=True
     )
     node_owner = np.full(int(federation.graph.num_nodes), -1, dtype=np.int64)
     for client, nodes in enumerate(federation.parts):
