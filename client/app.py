@@ -23,6 +23,7 @@ from flwr.app import (
 from flwr.clientapp import ClientApp
 
 from client.algorithms import ClientAlgorithm, client_algorithm
+from client.attacks import attacked
 from client.certification import certify_local
 from client.device import choose_device
 from client.job import LocalJob, client_data, new_client_data
@@ -137,6 +138,9 @@ def train(message: Message, context: Context) -> Message:
         from client.unlearning import round_view, unlearning_round  # unlearning modules load only when asked
 
         job = round_view(job, round_config, int(context.node_config["num-partitions"]), server_round)
+    # A malicious client (run-config keys attack, malicious-clients) trains on poisoned labels or forges its
+    # reply; benign clients get their job and algorithm back unchanged (client/attacks.py).
+    job, algorithm = attacked(job, algorithm, server_round, int(context.node_config["num-partitions"]))
     model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
 

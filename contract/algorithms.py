@@ -55,6 +55,7 @@ _FEDLOG_OPTIONS = tuple(
 _FEDSAGE_OPTIONS = tuple(f"fedsage-{n}" for n in ("hidden-portion", "max-pred", "gen-epochs", "gen-hidden", "gen-lr"))
 _FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "l1", "loc-l2"))
 _FEDGTA_OPTIONS = tuple(f"fedgta-{n}" for n in ("prop-steps", "lp-alpha", "temperature", "moments", "accept"))
+_FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
@@ -73,6 +74,15 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         AlgorithmSpec("fedrep", "FedRep, local head trained first, then the shared encoder (averaged)", "server.shared_encoder", "client.fedrep", options=("rep-head-epochs",), resumable=False),  # noqa: E501
         AlgorithmSpec("ditto", "Ditto, FedAvg plus a personal model held near the global one", "server.fedavg", "client.ditto", options=("ditto-lambda", "ditto-personal-epochs"), resumable=False),  # noqa: E501
         AlgorithmSpec("fedproto", "FedProto, class prototypes shared instead of weights", "server.fedproto", "client.fedproto", options=("fedproto-lambda",), resumable=False),  # noqa: E501
+        # Flower's strategies as algorithms (server/fedopt.py, server/median.py, server/krum.py)
+        AlgorithmSpec("fedadam", "FedAdam, Adam steps on the server over the averaged update (Flower's FedAdam)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=_FEDOPT_OPTIONS, resumable=False),  # noqa: E501
+        AlgorithmSpec("fedyogi", "FedYogi, Yogi steps on the server over the averaged update (Flower's FedYogi)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=_FEDOPT_OPTIONS, resumable=False),  # noqa: E501
+        AlgorithmSpec("fedadagrad", "FedAdagrad, Adagrad steps on the server over the averaged update (Flower's FedAdagrad)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=("fedopt-eta", "fedopt-tau"), resumable=False),  # noqa: E501
+        AlgorithmSpec("fedmedian", "coordinate-wise median of the clients' weights (Flower's FedMedian)", "server.median", "client.fedavg", privacy=("none", "dp-sgd")),  # noqa: E501
+        AlgorithmSpec("fedtrimmedavg", "coordinate-wise trimmed mean of the clients' weights (Flower's FedTrimmedAvg)", "server.median", "client.fedavg", privacy=("none", "dp-sgd"), options=("trimmed-beta",)),  # noqa: E501
+        AlgorithmSpec("krum", "Krum, the one reply closest to its neighbours (Flower's Krum)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes",)),  # noqa: E501
+        AlgorithmSpec("multikrum", "Multi-Krum, the average of the replies Krum scores best (Flower's MultiKrum)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes", "num-nodes-to-select")),  # noqa: E501
+        AlgorithmSpec("bulyan", "Bulyan, Krum selection then a trimmed mean around the median (Flower's Bulyan)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes",)),  # noqa: E501
     )
 }
 

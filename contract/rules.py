@@ -6,6 +6,8 @@
   empty), not with an algorithm whose spec is not ``resumable``, not with an unlearning
   method whose spec ``replays_history`` (:mod:`contract.unlearn_methods`).
 - ``train-frac + val-frac < 1``: the test split gets the rest.
+- ``attack`` and ``malicious-clients``: both or neither; an attack needs an algorithm
+  that aggregates (:mod:`client.attacks`).
 
 Each rule fails with one line naming the keys and what to do.
 """
@@ -39,6 +41,7 @@ def check_rules(config: RunConfig) -> None:
     spec = ALGORITHMS[config.algorithm]
     if config.privacy != "none":
         _check_privacy(config)
+    _check_attack(config)
     if not config.resume_from:
         return
     if config.privacy != "none":
@@ -66,4 +69,19 @@ def _check_privacy(config: RunConfig) -> None:
         raise ValueError(
             f"privacy={config.privacy!r} {PRIVACY_NEEDS[config.privacy]}: use algorithm "
             f"{one_of(admitting(config.privacy))}, not {config.algorithm!r}"
+        )
+
+
+def _check_attack(config: RunConfig) -> None:
+    """``attack`` and ``malicious-clients`` come together, on an algorithm that aggregates."""
+    if (config.attack == "none") != (config.malicious_clients == ""):
+        missing = "malicious-clients (a count or partition ids)" if config.attack != "none" else "attack"
+        raise ValueError(
+            f"attack={config.attack!r} with malicious-clients={config.malicious_clients!r}: "
+            f"an attack needs both keys; set {missing}, or neither for no attack"
+        )
+    if config.attack != "none" and not ALGORITHMS[config.algorithm].aggregates:
+        raise ValueError(
+            f"attack={config.attack!r} needs an algorithm that aggregates the clients' replies; "
+            f"algorithm={config.algorithm!r} does not"
         )

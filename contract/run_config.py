@@ -62,10 +62,27 @@ def _is_budget_list(text: str) -> bool:
     return all(part.strip().isdigit() for part in text.split(",") if part.strip())
 
 
+def _is_malicious_clients(text: str) -> bool:
+    """Empty, a positive count, or a comma list of partition ids (ranges are checked where the clients are known)."""
+    text = text.strip()
+    if text == "" or ("," not in text and text.isdigit() and int(text) > 0):
+        return True
+    ids = [part.strip() for part in text.split(",")]
+    ids = ids[:-1] if ids[-1] == "" else ids
+    return "," in text and bool(ids) and all(part.isdigit() for part in ids) and len(set(map(int, ids))) == len(ids)
+
+
 DEVICE = Form(_is_device, "auto, cpu, cuda or cuda:N")
 BUDGETS = Form(_is_budget_list, "like '1,2,3' (empty: off)")
 DATASET = Form(_is_dataset, accepted_datasets())
 REQUEST = Form(_is_unlearn_request, "client:i, nodes:i:FRACTION, class:c or empty")
+MALICIOUS = Form(_is_malicious_clients, "a count like '2', partition ids like '0,3' or '3,', or empty")
+ATTACKS = {
+    "none": "no attack",
+    "label-flip": "train on labels flipped to another class (attack-flip-fraction of them)",
+    "sign-flip": "send global - attack-scale * (local - global)",
+    "gaussian": "send global + N(0, attack-std^2) per weight, whatever was learnt",
+}
 
 TRAINING = Section("training", "what to train, for how long")
 DATA = Section("data", "the graph, its partition into clients, the splits")
@@ -78,6 +95,9 @@ FEDLOG = Section("fedlog", "FedLoG's options (algorithm='fedlog'); local-epochs 
 FEDSAGE = Section("fedsage", "FedSage's options (algorithm='fedsage-local'): its missing-neighbour generator")
 FEDPUB = Section("fedpub", "FED-PUB's options (algorithm='fedpub')")
 FEDGTA = Section("fedgta", "FedGTA's options (algorithm='fedgta')")
+FEDOPT = Section("fedopt", "server-side adaptive optimisers (algorithm='fedadam', 'fedyogi', 'fedadagrad')")
+ROBUST = Section("robust", "robust aggregation (algorithm='fedtrimmedavg', 'krum', 'multikrum', 'bulyan')")
+ATTACK = Section("attack", "malicious clients, to test robust aggregation (client/attacks.py; empty: none)")
 CERTIFY = Section("certify", "federated label-flip certificates after training (empty budgets: off)")
 UNLEARN = Section("unlearn", "federated unlearning after training (empty request: off)")
 FEDERATION = Section("federation", "client sampling and time-outs")
@@ -168,6 +188,31 @@ class RunConfig:
     fedgta_accept: float = FEDGTA.key(
         0.5, "moment cosine similarity above which a client joins another's average", bound=within(-1, 1)
     )
+    # Flower's strategies as algorithms, and attacks on them (server/fedopt.py, median.py, krum.py; client/attacks.py)
+    fedopt_eta: float = FEDOPT.key(
+        0.0, "server step eta; 0: Flower's default (0.1 FedAdam, FedAdagrad; 0.01 FedYogi)", bound=ge(0)
+    )
+    fedopt_beta_1: float = FEDOPT.key(0.9, "first-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
+    fedopt_beta_2: float = FEDOPT.key(0.99, "second-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
+    fedopt_tau: float = FEDOPT.key(1e-3, "adaptivity tau added to the root of the second moment", bound=gt(0))
+    trimmed_beta: float = ROBUST.key(
+        0.2, "fedtrimmedavg: share of clients dropped at each end, per coordinate", bound=within(0, 0.5, "[)")
+    )
+    num_malicious_nodes: int = ROBUST.key(
+        1, "krum, multikrum, bulyan: f, the malicious clients to tolerate (Flower's default 0)", bound=ge(0)
+    )
+    num_nodes_to_select: int = ROBUST.key(
+        0, "multikrum: replies averaged (0: all but num-malicious-nodes; Flower's default 1)", bound=ge(0)
+    )
+    malicious_clients: str = ATTACK.key(
+        "", "malicious clients: a count N (chosen by the seed) or partition ids '0,3' (one id: '3,')", form=MALICIOUS
+    )
+    attack: str = ATTACK.key("none", "what the malicious clients do", choices=ATTACKS)
+    attack_flip_fraction: float = ATTACK.key(
+        1.0, "label-flip: share of a malicious client's training labels flipped", bound=within(0, 1, "(]")
+    )
+    attack_scale: float = ATTACK.key(10.0, "sign-flip: s in global - s * (local - global)", bound=gt(0))
+    attack_std: float = ATTACK.key(1.0, "gaussian: std of the noise sent as the update", bound=gt(0))
     certify_budgets: str = CERTIFY.key(
         "", "after training, clients certify their own predictions against these label-flip budgets", form=BUDGETS
     )
@@ -254,7 +299,7 @@ KEYS: dict[str, Key] = declared_keys(RunConfig)
 SECTIONS: dict[str, Section] = {
     section.name: section
     for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
-                    PERSONAL, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME)
+                    PERSONAL, FEDOPT, ROBUST, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME)
 }  # fmt: skip
 
 

@@ -1,0 +1,101 @@
+r"""FedAdam, FedYogi, FedAdagrad: Flower's server-side adaptive optimisers (Reddi et al., ICLR 2021).
+
+Adaptive Federated Optimization (Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar,
+McMahan; ICLR 2021) treats the clients' average as a pseudo-gradient and steps the
+global model with an adaptive optimiser on the server. With :math:`w_{t-1}` the weights
+sent in round :math:`t`, :math:`\bar w_t` the clients' weighted average (FedAvg's,
+weighted by training nodes) and :math:`\Delta_t = \bar w_t - w_{t-1}`, per coordinate:
+
+.. math::
+
+    m_t &= \beta_1 m_{t-1} + (1 - \beta_1)\,\Delta_t \\
+    v_t &= v_{t-1} + \Delta_t^2 && \text{(FedAdagrad; } \beta_1 = 0\text{)} \\
+    v_t &= v_{t-1} - (1 - \beta_2)\,\Delta_t^2\,\operatorname{sign}(v_{t-1} - \Delta_t^2) && \text{(FedYogi)} \\
+    v_t &= \beta_2 v_{t-1} + (1 - \beta_2)\,\Delta_t^2 && \text{(FedAdam)} \\
+    w_t &= w_{t-1} + \eta_t\, m_t / (\sqrt{v_t} + \tau),
+
+with :math:`m_0 = v_0 = 0`, :math:`\eta_t = \eta` for FedAdagrad and FedYogi and FedAdam's
+bias-corrected :math:`\eta_t = \eta \sqrt{1 - \beta_2^{t+1}} / (1 - \beta_1^{t+1})`
+(Flower's choice; the paper keeps :math:`\eta`). Keys: :math:`\eta` = ``fedopt-eta``,
+:math:`\beta_1, \beta_2` = ``fedopt-beta-1``, ``fedopt-beta-2`` (FedAdam, FedYogi),
+:math:`\tau` = ``fedopt-tau``.
+
+Stamen keeps Flower 1.42's defaults: :math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.99`,
+:math:`\tau = 10^{-3}`, and ``fedopt-eta = 0`` stands for Flower's :math:`\eta` of the
+chosen strategy, which differ (0.1 for FedAdam and FedAdagrad, 0.01 for FedYogi; on
+Stamen's CSBM task FedYogi oscillates at 0.1 where the other two learn fastest). Flower's
+``eta_l`` (the clients' learning rate) is stored by Flower's strategies but never read by
+them; Stamen's clients step with ``lr`` (Adam), so there is no second key for it.
+
+Flower's strategies take :math:`w_{t-1}` from the weights each round sends. Stamen's
+round 1 sends none (every client builds the seeded initial model), so round 1 asks one
+client for that model (:func:`server.privacy.initial_arrays`, the query client-level DP
+and FedAvgM use). The moments :math:`m, v` are server state outside the checkpoint: the
+specs say these algorithms are not resumable. Client-level DP is not admitted: Flower's
+DP wrappers would add their noise after the optimiser step, whose moments have seen
+the noiseless average.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from flwr.app import ArrayRecord, ConfigRecord, Message
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import FedAdagrad, FedAdam, FedYogi, Strategy
+from flwr.serverapp.strategy.fedopt import FedOpt
+
+from contract.run_config import RunConfig
+from server.fedavg import strategy_options
+from server.privacy import initial_arrays
+
+
+class SeededStart:
+    """Mixin before a Flower FedOpt strategy: :math:`w_0` is the seeded initial model when round 1 sends none.
+
+    Flower's FedOpt keeps the weights each ``configure_train`` sends as the point its
+    step starts from; an empty record (Stamen's round 1) becomes the initial model
+    asked of one client.
+    """
+
+    timeout: float
+    current_arrays: dict | None
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        messages = super().configure_train(server_round, arrays, config, grid)  # type: ignore[misc]
+        if len(arrays) == 0:
+            self.current_arrays = {k: a.numpy() for k, a in initial_arrays(grid, self.timeout).items()}
+        return messages
+
+
+class SeededFedAdam(SeededStart, FedAdam):
+    """Flower's FedAdam from the seeded initial model."""
+
+
+class SeededFedYogi(SeededStart, FedYogi):
+    """Flower's FedYogi from the seeded initial model."""
+
+
+class SeededFedAdagrad(SeededStart, FedAdagrad):
+    """Flower's FedAdagrad from the seeded initial model."""
+
+
+STRATEGIES: dict[str, type[FedOpt]] = {
+    "fedadam": SeededFedAdam,
+    "fedyogi": SeededFedYogi,
+    "fedadagrad": SeededFedAdagrad,
+}
+
+
+def make_strategy(config: RunConfig) -> Strategy:
+    """The FedOpt strategy ``config.algorithm`` names, with the ``fedopt-*`` keys."""
+    options = {"tau": config.fedopt_tau, **strategy_options(config)}
+    if config.fedopt_eta > 0:  # 0: the strategy's own default
+        options["eta"] = config.fedopt_eta
+    if config.algorithm != "fedadagrad":  # FedAdagrad fixes beta-1 = beta-2 = 0
+        options.update(beta_1=config.fedopt_beta_1, beta_2=config.fedopt_beta_2)
+    strategy = STRATEGIES[config.algorithm](**options)
+    strategy.timeout = config.round_timeout  # type: ignore[attr-defined]
+    return strategy

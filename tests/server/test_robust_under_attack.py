@@ -1,0 +1,53 @@
+"""Robust aggregation under attack: one sign-flipping client of five breaks FedAvg, not Krum or the median."""
+
+import pytest
+
+from contract.run_config import RunConfig
+from server.algorithms import server_algorithm
+from server.loop import run_rounds
+from simulations.inprocess import InProcessGrid, task_identity
+
+# the easy, near-IID task of tests/server/test_strategies.py, on which every rule learns
+TASK = {
+    "csbm-nodes": 600,
+    "csbm-signal": 2.0,
+    "csbm-classes": 3,
+    "partitioner": "label-dirichlet",
+    "dirichlet-alpha": 100.0,
+    "local-epochs": 3,
+    "num-server-rounds": 6,
+    "min-clients": 2,
+}
+SIGN_FLIP = {"attack": "sign-flip", "malicious-clients": "1"}  # one of five, drawn by the seed
+
+
+def _final_accuracy(algorithm: str, **values) -> float:
+    config = RunConfig.from_flower({**TASK, "algorithm": algorithm, **values})
+    module = server_algorithm(algorithm)
+    rows: list[dict] = []
+    with task_identity():
+        run_rounds(
+            InProcessGrid(config.to_flower(), 5),
+            module.make_strategy(config),
+            config.num_server_rounds,
+            module.AGGREGATES,
+            config.min_clients,
+            60.0,
+            rows.append,
+        )
+    return rows[-1]["global_test_acc"]
+
+
+@pytest.fixture(scope="module")
+def clean() -> float:
+    return _final_accuracy("fedavg")
+
+
+def test_sign_flip_breaks_fedavg(clean):
+    assert clean > 0.75
+    assert _final_accuracy("fedavg", **SIGN_FLIP) < clean - 0.3
+
+
+@pytest.mark.parametrize("algorithm", ["krum", "fedmedian"])
+def test_robust_rules_stay_near_clean_under_sign_flip(clean, algorithm):
+    assert _final_accuracy(algorithm, **SIGN_FLIP) > clean - 0.1
