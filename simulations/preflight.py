@@ -92,7 +92,7 @@ def _check_with_data(config: RunConfig, num_clients: int) -> None:
 
     federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
     if config.unlearn_request:
-        from unlearn.requests import parse_request
+        from contract.requests import parse_request
 
         parse_request(config.unlearn_request, num_clients, int(federation.graph.num_classes))
     if config.privacy == "client-dp":
@@ -108,3 +108,8 @@ def _check_with_data(config: RunConfig, num_clients: int) -> None:
                 noise_multiplier(config, int(client.train_mask.sum()))
             except ValueError as error:
                 raise ValueError(f"client {index}: {error}") from None
+    from client.attacks import check_attack
+    from server.krum import check_federation
+
+    check_attack(config, num_clients)  # malicious ids in range, a benign client left
+    check_federation(config, num_clients)  # Krum, Multi-Krum and Bulyan have enough clients
