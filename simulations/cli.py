@@ -18,6 +18,7 @@ from simulations.errors import RunFailed, RunInterrupted
 SUMMARIES: dict[str, str] = {
     "run": "run a federated simulation (flwr run, offline, cleaned up)",
     "sweep": "run-config values x seeds, resumable, with mean +- std per config",
+    "compare": "several runs or sweep groups side by side: one table, overlaid curves",
     "partition": "preview a partition: nodes, edges and classes per client",
     "bench": "measure the headline figures into benchmarks/",
     "certify": "exact label-flip poisoning certificates (NTK + SVM/KRR, MILP)",
