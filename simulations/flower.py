@@ -24,8 +24,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source folder, or site-packages once installed
+# The app's pyproject.toml (its Flower config and run-config defaults): the source folder's, or the copy
+# that an installed wheel carries in simulations/app/.
+APP_CONFIG_DIR = PROJECT_ROOT if (PROJECT_ROOT / "pyproject.toml").is_file() else Path(__file__).resolve().parent / "app"
 FEDERATION = "stamen"
+STAGED = ".stamen-staged-app"  # marks the copy of the app that stage_app made
 
 
 def flower_environment(flwr_home: Path) -> dict[str, str]:
@@ -79,11 +83,17 @@ def stage_app(home: Path) -> Path:
     import tomllib
 
     app = home / "app"
-    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+    if (app / STAGED).is_file():  # an earlier copy of ours (a deployment's operator home is reused)
+        shutil.rmtree(app)
+    elif app.exists():
+        raise FileExistsError(f"{app} exists and is not a copy Stamen made; remove it or choose another folder")
+    config = tomllib.loads((APP_CONFIG_DIR / "pyproject.toml").read_text())
     for package in config["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]:
         shutil.copytree(PROJECT_ROOT / package, app / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(PROJECT_ROOT / name, app / name)
+        shutil.copy2(APP_CONFIG_DIR / name, app / name)
+    (app / STAGED).write_text("made by stamen: a copy of the app's files for flwr run\n")
+    (app / ".gitignore").write_text(f"{STAGED}\n")
     return app
 
 

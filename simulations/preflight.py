@@ -47,9 +47,9 @@ class PreparedRun:
 def default_run_config() -> dict[str, object]:
     from flwr.common.config import get_project_config
 
-    from simulations.flower import PROJECT_ROOT
+    from simulations.flower import APP_CONFIG_DIR
 
-    return dict(get_project_config(PROJECT_ROOT)["tool"]["flwr"]["app"]["config"])
+    return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
 
 
 def prepare(run_overrides: list[str], federation_overrides: list[str]) -> PreparedRun:

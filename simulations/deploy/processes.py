@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from simulations.deploy.certs import DeploymentFiles
-from simulations.flower import FEDERATION, PROJECT_ROOT, flower_environment, toml_value
+from simulations.flower import FEDERATION, flower_environment, stage_app, toml_value
 
 
 def flower_tool(name: str, flwr_home: Path) -> str:
@@ -154,7 +154,7 @@ def operator_run(
     flwr_home: Path, run_config: Mapping[str, object], prefix: Sequence[str] = (), log_file: Path | None = None
 ) -> int:
     """``flwr run`` of the Stamen app from the operator's seat ``prefix``; logs to ``log_file`` or the terminal."""
-    command = [*prefix, *flwr_run_command(flwr_home, PROJECT_ROOT, run_config)]
+    command = [*prefix, *flwr_run_command(flwr_home, stage_app(flwr_home), run_config)]
     if log_file is None:
         return subprocess.call(command, env=flower_environment(flwr_home))
     with open(log_file, "w") as log:
