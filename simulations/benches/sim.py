@@ -1,8 +1,11 @@
-"""``stamen bench sim``: ``flwr run`` simulations against the in-process FedAvg loop.
+"""``stamen bench sim``: the same job on three engines, side by side in one session.
 
-One real ``flwr run`` per algorithm and client count and, side by side in the same
-session, the in-process FedAvg loop of :mod:`simulations.benches.baseline` on the same
-federation (in a fresh process, so its time and peak memory are its own).
+Per algorithm and client count: ``stamen run`` on the Flower engine (a real ``flwr
+run``), ``stamen run --engine inprocess`` (the same ServerApp and ClientApp in one
+process), and, for FedAvg, a plain PyTorch FedAvg loop over the same federation
+(:mod:`simulations.benches.baseline`, the yardstick of in-process libraries). Each runs
+as its own command in a fresh process, timed from the command's start: its wall time,
+the time until round 1 was done, and its peak memory are its own.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from statistics import mean
 from typing import Any
 
 from simulations.benches.records import int_list, markdown_table, print_tables
-from simulations.commands.run import simulate
 from simulations.preflight import prepare
+from simulations.progress import read_rows
 
 NAME = "sim"
 HELP = "flwr run simulations against an in-process FedAvg loop"
@@ -84,6 +87,36 @@ def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _command(run_overrides: list[str], num_clients: int, engine: str, run_dir: Path) -> dict[str, float]:
+    """``stamen run`` as a user types it, timed: until round 1's row is written, and to the end."""
+    command = [
+        sys.executable,
+        "-m",
+        "simulations.cli",
+        "run",
+        "--quiet",
+        "--engine",
+        engine,
+        "--clients",
+        str(num_clients),
+    ]
+    for text in run_overrides:
+        command += ["-c", text]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    round_one = None
+    while process.poll() is None:
+        if round_one is None and any(
+            r.get("round") == 1 and "seconds" in r for r in read_rows(run_dir / "metrics.jsonl")
+        ):
+            round_one = time.perf_counter() - started
+        time.sleep(0.05)
+    wall = time.perf_counter() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"stamen run --engine {engine} failed: {process.stderr.read().strip()[-500:]}")
+    return {"command_wall_seconds": wall, "command_to_round_1_seconds": round_one if round_one is not None else wall}
+
+
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One ``flwr run`` per client count and algorithm; the in-process loop beside FedAvg."""
     out = Path(args.out).resolve()
@@ -101,13 +134,25 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "csbm-nodes": args.csbm_nodes,
                 "output-dir": str(out / "runs"),
             }
+            stem = f"{algorithm}-{num_clients}-{time.strftime('%Y%m%d-%H%M%S')}"
             run_overrides = [" ".join(f"{k}={json.dumps(v)}" for k, v in overrides.items())]
             federation_overrides = [f"num-supernodes={num_clients} client-resources-num-cpus={args.cpus_per_client}"]
             checking = time.perf_counter()
-            run = prepare(run_overrides, federation_overrides)
+            prepare([*run_overrides, f"run-name='{stem}-check'"], federation_overrides)  # the CLI's checks, timed
             check_seconds = time.perf_counter() - checking
             print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
-            summary = simulate(run, mode="quiet")
+            flower = _command(
+                [*run_overrides, f"run-name='{stem}-flower'"], num_clients, "flower", out / "runs" / f"{stem}-flower"
+            )
+            summary = json.loads((out / "runs" / f"{stem}-flower" / "summary.json").read_text())
+            print(f"[bench sim] {algorithm}, {num_clients} clients: stamen run --engine inprocess ...", flush=True)
+            inprocess = _command(
+                [*run_overrides, f"run-name='{stem}-inprocess'"],
+                num_clients,
+                "inprocess",
+                out / "runs" / f"{stem}-inprocess",
+            )
+            engine_summary = json.loads((out / "runs" / f"{stem}-inprocess" / "summary.json").read_text())
             rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
             actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
             breakdown = per_round_breakdown(rows, actors)
@@ -126,36 +171,54 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "actors": actors,
                     "per_round": breakdown,
                     "run_dir": summary["run_dir"],
+                    **flower,
+                },
+                "inprocess_engine": {
+                    **inprocess,
+                    "peak_memory_gb": engine_summary["peak_memory_gb"],
+                    "final_test_acc": engine_summary["final"]["global_test_acc"] or engine_summary["final"]["test_acc"],
+                    "test_acc_at_best_val": engine_summary["best"]["global_test_acc"]
+                    or engine_summary["best"]["test_acc"],
+                    "max_test_acc": engine_summary["max_test_acc"],
+                    "seconds_per_round": engine_summary["seconds_per_round"],
+                    "total_wall_seconds": engine_summary["total_wall_seconds"],
                 },
             }
             if algorithm == "fedavg" and not args.no_baseline:
                 print(f"[bench sim] in-process FedAvg loop, {num_clients} clients ...", flush=True)
                 entry["in_process"] = _baseline({k: v for k, v in overrides.items() if k != "output-dir"}, num_clients)
-                entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / entry["in_process"]["wall_seconds"]
+                plain = entry["in_process"]["wall_seconds"]
+                # run to run (after the command's checks): the plain loop's time excludes its imports too
+                entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / plain
+                entry["engine_ratio"] = entry["inprocess_engine"]["total_wall_seconds"] / plain
             results.append(entry)
             print(json.dumps(entry["flwr_run"]["per_round"]), flush=True)
     return results
 
 
 def sim_rows(record: dict[str, Any]) -> list[list[str]]:
+    """One row per job: each engine's run time and whole command time, ratios of run times to the plain loop."""
     rows = []
     for entry in record["results"]:
-        run, base = entry["flwr_run"], entry.get("in_process")
+        run, base, engine = entry["flwr_run"], entry.get("in_process"), entry.get("inprocess_engine")
         per_round = run["per_round"]
         rows.append(
             [
                 entry["algorithm"],
                 str(entry["clients"]),
-                f"{run['total_wall_seconds']:.1f}",
-                f"{run['start_up_seconds']:.1f}",
-                f"{per_round['first_round_seconds']:.1f}",
-                f"{per_round['seconds']:.3f}",
-                f"{per_round['client_train_seconds_max']:.3f}",
-                f"{run['peak_memory_gb']:.2f}",
-                f"{run['test_acc_at_best_val']:.3f} / {run['max_test_acc']:.3f}",
                 f"{base['wall_seconds']:.1f}" if base else "-",
-                f"{base['test_acc_at_best_val']:.3f} / {base['max_test_acc']:.3f}" if base else "-",
+                f"{engine['total_wall_seconds']:.1f}" if engine else "-",
+                f"{run['total_wall_seconds']:.1f}",
+                f"{engine['command_wall_seconds']:.1f}" if engine else "-",
+                f"{run['command_wall_seconds']:.1f}" if "command_wall_seconds" in run else "-",
+                f"{entry['engine_ratio']:.2f}x" if "engine_ratio" in entry else "-",
                 f"{entry['wall_ratio']:.2f}x" if base else "-",
+                f"{run['command_to_round_1_seconds']:.1f}" if "command_to_round_1_seconds" in run else "-",
+                f"{per_round['seconds']:.3f}",
+                f"{run['peak_memory_gb']:.2f}",
+                f"{base['test_acc_at_best_val']:.3f}" if base else "-",
+                f"{engine['test_acc_at_best_val']:.3f}" if engine else "-",
+                f"{run['test_acc_at_best_val']:.3f}",
             ]
         )
     return rows
@@ -164,16 +227,19 @@ def sim_rows(record: dict[str, Any]) -> list[list[str]]:
 SIM_COLUMNS = [
     "algorithm",
     "clients",
-    "flwr run wall s",
-    "s before round 1",
-    "round 1 s",
-    "s / later round",
-    "client train s / round (max)",
-    "peak GB",
-    "test acc (best val / max)",
-    "in-process wall s",
-    "in-process test acc",
-    "wall ratio",
+    "plain loop wall s",
+    "in-process engine wall s",
+    "flower engine wall s",
+    "in-process command s",
+    "flower command s",
+    "in-process / plain",
+    "flower / plain",
+    "flower: command to round 1 done, s",
+    "flower: s / later round",
+    "flower peak GB",
+    "plain test acc (best val)",
+    "in-process test acc (best val)",
+    "flower test acc (best val)",
 ]
 
 
