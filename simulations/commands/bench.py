@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from simulations.benches import attacks, deploy, fedlog, gpu, privacy, sim, unlearn
+from simulations.benches import attacks, deploy, fedlog, gpu, privacy, scale, sim, unlearn
 from simulations.benches.records import header, new_record, write_readme
 
-BENCHES: tuple[ModuleType, ...] = (sim, fedlog, privacy, unlearn, deploy, gpu, attacks)
+BENCHES: tuple[ModuleType, ...] = (sim, fedlog, privacy, unlearn, deploy, gpu, attacks, scale)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         sub = benches.add_parser(bench.NAME, help=bench.HELP, description=bench.__doc__)
         bench.add_arguments(sub)
         sub.add_argument("--name", default=bench.NAME, help="benchmark name: <out>/<name>.json")
-        sub.add_argument("--out", default="benchmarks", help="output folder")
+        sub.add_argument(
+            "--out", default="runs/benchmarks", help="output folder (the committed figures: --out benchmarks)"
+        )
         sub.set_defaults(func=run_bench, module=bench)
 
 
