@@ -27,7 +27,9 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source folder, or site-packages once installed
 # The app's pyproject.toml (its Flower config and run-config defaults): the source folder's, or the copy
 # that an installed wheel carries in simulations/app/.
-APP_CONFIG_DIR = PROJECT_ROOT if (PROJECT_ROOT / "pyproject.toml").is_file() else Path(__file__).resolve().parent / "app"
+APP_CONFIG_DIR = (
+    PROJECT_ROOT if (PROJECT_ROOT / "pyproject.toml").is_file() else Path(__file__).resolve().parent / "app"
+)
 FEDERATION = "stamen"
 STAGED = ".stamen-staged-app"  # marks the copy of the app that stage_app made
 
@@ -125,6 +127,18 @@ def kill_tree(root: int, timeout: float = 5.0) -> None:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             process.kill()
     psutil.wait_procs(list(frozen.values()), timeout=timeout)
+
+
+def stop_command(process: subprocess.Popen, grace: float = 15.0) -> None:
+    """Stop a ``stamen`` command this one started: SIGTERM (it stops its own processes and marks its
+    run interrupted), then, past ``grace`` seconds, every process left below it."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        kill_tree(process.pid)
 
 
 def free_port() -> int:

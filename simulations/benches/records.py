@@ -111,7 +111,9 @@ def write_readme(out: Path, sections: dict[str, Callable[[dict[str, Any]], list[
         render = sections.get(record.get("bench", "sim" if _is_sim(record) else ""))
         if render is not None:
             lines += header(record) + render(record) + [""]
-    (out / "README.md").write_text("\n".join(lines) + "\n")
+    from server.rundir import atomic_write
+
+    atomic_write(out / "README.md", "\n".join(lines) + "\n")
 
 
 def _is_sim(record: dict[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from statistics import mean
 from typing import Any
 
 from simulations.benches.records import int_list, markdown_table, print_tables
+from simulations.flower import stop_command
 
 NAME = "scale"
 HELP = "time to partition, per round and peak memory against graph size and client count, both engines"
@@ -45,11 +46,17 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
     command += ["--clients", str(clients), "-c", config]
     entry: dict[str, Any] = {"nodes": nodes, "clients": clients, "engine": engine}
     started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+        stdout, stderr = process.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
+        stop_command(process)
         entry.update(status="timeout", reason=f"over {args.timeout:.0f} s")
         return entry
+    except KeyboardInterrupt:
+        stop_command(process)
+        raise
+    result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     entry["command_seconds"] = time.perf_counter() - started
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines()

@@ -21,6 +21,7 @@ from statistics import mean
 from typing import Any
 
 from simulations.benches.records import int_list, markdown_table, print_tables
+from simulations.flower import stop_command
 from simulations.preflight import prepare
 from simulations.progress import read_rows
 
@@ -105,12 +106,15 @@ def _command(run_overrides: list[str], num_clients: int, engine: str, run_dir: P
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     round_one = None
-    while process.poll() is None:
-        if round_one is None and any(
-            r.get("round") == 1 and "seconds" in r for r in read_rows(run_dir / "metrics.jsonl")
-        ):
-            round_one = time.perf_counter() - started
-        time.sleep(0.05)
+    try:
+        while process.poll() is None:
+            rows = read_rows(run_dir / "metrics.jsonl")
+            if round_one is None and any(r.get("round") == 1 and "seconds" in r for r in rows):
+                round_one = time.perf_counter() - started
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        stop_command(process)
+        raise
     wall = time.perf_counter() - started
     if process.returncode != 0:
         raise RuntimeError(f"stamen run --engine {engine} failed: {process.stderr.read().strip()[-500:]}")

@@ -32,15 +32,36 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         sub.set_defaults(func=run_bench, module=bench)
 
 
+def check_replaceable(out: Path, name: str) -> None:
+    """Refuse an output folder whose files of these names Stamen did not write (a bench record, its table, the README)."""
+    record, table, readme = out / f"{name}.json", out / f"{name}.md", out / "README.md"
+    for path in (record, table, readme):
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise FileExistsError(f"{path} is not a plain file; choose another --out or --name")
+    if record.is_file():
+        try:
+            ours = "bench" in json.loads(record.read_text()) or "results" in json.loads(record.read_text())
+        except (ValueError, UnicodeDecodeError):
+            ours = False
+        if not ours:
+            raise FileExistsError(f"{record} is not a benchmark record; choose another --out or --name")
+    if readme.is_file() and not readme.read_text(errors="replace").startswith("# Benchmarks"):
+        raise FileExistsError(f"{readme} was not written by stamen bench; choose another --out")
+
+
 def run_bench(args: argparse.Namespace) -> int:
-    out = Path(args.out).resolve()
+    from server.rundir import atomic_write, check_output_dir, check_run_name
+
+    check_run_name(args.name)
+    out = check_output_dir(args.out)
+    check_replaceable(out, args.name)  # before the (long) measurement, never after
     out.mkdir(parents=True, exist_ok=True)
     bench: ModuleType = args.module
     results = bench.run(args)
     setting = {k: v for k, v in vars(args).items() if k not in ("func", "module", "out", "bench", "command")}
     record = new_record(bench.NAME, args.name, setting, results)
-    (out / f"{args.name}.json").write_text(json.dumps(record, indent=2) + "\n")
-    (out / f"{args.name}.md").write_text("\n".join(header(record) + bench.markdown(record)) + "\n")
+    atomic_write(out / f"{args.name}.json", json.dumps(record, indent=2) + "\n")
+    atomic_write(out / f"{args.name}.md", "\n".join(header(record) + bench.markdown(record)) + "\n")
     write_readme(out, {b.NAME: b.markdown for b in BENCHES})
     bench.print_table(record)
     return 0

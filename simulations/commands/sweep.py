@@ -98,7 +98,7 @@ def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> li
     """Run ``todo`` (``--jobs`` at a time); return the names of the runs that failed."""
     from rich.progress import Progress
 
-    from simulations.flower import kill_tree
+    from simulations.flower import stop_command
 
     failed: list[str] = []
     if not todo:
@@ -135,10 +135,7 @@ def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> li
             for process in running.values():  # each run stops its own processes and marks itself interrupted
                 process.terminate()
             for process in running.values():
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    kill_tree(process.pid)
+                stop_command(process)
             raise
     return failed
 
