@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from simulations.benches import deploy, fedlog, gpu, privacy, sim, unlearn
+from simulations.benches import deploy, dpsgd, fedlog, gpu, privacy, sim, unlearn
 from simulations.benches.records import header, new_record, write_readme
 
-BENCHES: tuple[ModuleType, ...] = (sim, fedlog, privacy, unlearn, deploy, gpu)
+BENCHES: tuple[ModuleType, ...] = (sim, fedlog, privacy, dpsgd, unlearn, deploy, gpu)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
