@@ -26,7 +26,7 @@ A DP-SGD step (Abadi et al., 2016, as Opacus does it) clips sample :math:`i` by
 An empty Poisson batch steps with the noise alone. Batches are Poisson samples: every
 step keeps each of the :math:`N` samples with probability :math:`q`, drawn as Opacus's
 sampler draws them (``torch.rand(N) < q`` from the caller's generator, ``int(1/q)``
-steps an epoch), so the same generator gives the same batches as Opacus. The noise is
+steps an epoch), so the same generator gives the same batches as Opacus's loader. The noise is
 drawn from torch's global generator, one ``torch.normal`` per parameter in the
 optimizer's order, as Opacus draws it (the ClientApp seeds it on every call).
 
@@ -61,7 +61,12 @@ def expected_batch_size(num_samples: int, rate: float) -> int:
 
 
 def poisson_epoch(num_samples: int, rate: float, generator: torch.Generator) -> Iterator[Tensor]:
-    """One epoch of Poisson batches: ``int(1 / rate)`` index tensors, each sample kept with probability ``rate``."""
+    """One epoch of Poisson batches: ``int(1 / rate)`` index tensors, each sample kept with probability ``rate``.
+
+    The epoch first draws one integer, as torch's ``DataLoader`` does for its workers' seed
+    when Opacus's loader starts an epoch, so the same generator gives Opacus's batches.
+    """
+    torch.empty((), dtype=torch.int64).random_(generator=generator)
     for _ in range(int(1 / rate)):
         yield (torch.rand(num_samples, generator=generator) < rate).nonzero().reshape(-1)
 

@@ -190,10 +190,11 @@ def model_cost(args: argparse.Namespace, model: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    models = _models(args.models)
     if args.repeats < 1 or args.clients < 1 or args.local_epochs < 1:
         raise ValueError("--repeats, --clients and --local-epochs must be at least 1")
     results = []
-    for model in _models(args.models):  # the whole list is checked before the first model runs
+    for model in models:
         results.append(model_cost(args, model))
         print(f"[bench dpsgd] {results[-1]}", flush=True)
     return results
