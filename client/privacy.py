@@ -44,12 +44,11 @@ from torch import Tensor, nn
 from torch_geometric.data import Data
 
 from client.job import LocalJob
-from models import NodeClassifier
 from contract import protocol as p
+from contract.run_config import RunConfig
+from models import NodeClassifier
 from models.dp_sgd import DpSgdSettings, LinearTape, expected_batch_size, poisson_epoch, private_step
 from models.names import check_decoupled
-from contract.run_config import RunConfig
-
 from models.opacus_quiet import opacus_quietly
 
 if TYPE_CHECKING:  # Opacus loads on first use: a run without DP-SGD never imports it (1-2 s per process)
@@ -142,7 +141,9 @@ def rdp_per_step(noise_multiplier: float, rate: float) -> np.ndarray:
     with opacus_quietly():
         from opacus.accountants import RDPAccountant
         from opacus.accountants.analysis import rdp as analysis
-    curve = analysis.compute_rdp(q=rate, noise_multiplier=noise_multiplier, steps=1, orders=RDPAccountant.DEFAULT_ALPHAS)
+    curve = analysis.compute_rdp(
+        q=rate, noise_multiplier=noise_multiplier, steps=1, orders=RDPAccountant.DEFAULT_ALPHAS
+    )
     curve.setflags(write=False)
     return curve
 

@@ -16,7 +16,8 @@ layer's output gives every per-sample gradient, and their norms without forming 
 
 .. math::
 
-    \|\nabla_\theta \ell_i\|^2 = \sum_{\text{layers}} \|\mathbf{g}_i\|^2 \left(\|\mathbf{x}_i\|^2 + [\text{bias}]\right).
+    \|\nabla_\theta \ell_i\|^2
+    = \sum_{\text{layers}} \|\mathbf{g}_i\|^2 \left(\|\mathbf{x}_i\|^2 + [\text{bias}]\right).
 
 A DP-SGD step (Abadi et al., 2016, as Opacus does it) clips sample :math:`i` by
 :math:`c_i = \min(1, C / (\|\nabla_\theta \ell_i\| + 10^{-6}))`, sums, adds
@@ -35,6 +36,7 @@ optimizer's order, as Opacus draws it (the ClientApp seeds it on every call).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -56,8 +58,13 @@ class DpSgdSettings:
 
 
 def expected_batch_size(num_samples: int, rate: float) -> int:
-    """Opacus's divisor for Poisson batches: ``int(N q)``."""
-    return int(num_samples * rate)
+    """The divisor of the noisy sum: ``floor(N q)``, Opacus's convention.
+
+    Opacus computes ``int(N * q)`` in floating point, where ``49 * (1 / 49)`` is
+    ``0.999...``: it would divide by 0 there (and by 7 for ``392 * (1 / 49)``). The
+    tolerance keeps the exact floor.
+    """
+    return math.floor(num_samples * rate + 1e-9)
 
 
 def poisson_epoch(num_samples: int, rate: float, generator: torch.Generator) -> Iterator[Tensor]:
@@ -138,12 +145,12 @@ def _check_covered(calls: list[LinearCall], params: list[nn.Parameter]) -> None:
 
 
 def output_gradients(calls: list[LinearCall], loss: Tensor) -> list[Tensor]:
-    r"""Rows :math:`\mathbf{g}_i` of :math:`\partial \mathcal{L} / \partial \mathbf{Y}` for each call (``loss`` a sum over samples)."""
+    r"""Rows :math:`\mathbf{g}_i` of :math:`\partial \mathcal{L} / \partial \mathbf{Y}` per call (``loss``: a sum)."""
     return list(torch.autograd.grad(loss, [call.outputs for call in calls]))
 
 
 def per_sample_gradients(calls: list[LinearCall], grads: list[Tensor]) -> dict[nn.Parameter, Tensor]:
-    r"""Every parameter's per-sample gradients, materialised: :math:`\mathbf{g}_i\mathbf{x}_i^\top` and :math:`\mathbf{g}_i`."""
+    r"""Each parameter's per-sample gradients, formed: :math:`\mathbf{g}_i\mathbf{x}_i^\top`, :math:`\mathbf{g}_i`."""
     out: dict[nn.Parameter, Tensor] = {}
     for call, g in zip(calls, grads, strict=True):
         out[call.layer.weight] = torch.einsum("bo,bi->boi", g, call.inputs)
@@ -168,7 +175,10 @@ def per_sample_norms(calls: list[LinearCall], grads: list[Tensor], params: list[
 def clipped_sums(
     calls: list[LinearCall], grads: list[Tensor], factors: Tensor, params: list[nn.Parameter]
 ) -> dict[nn.Parameter, Tensor]:
-    r""":math:`\sum_i c_i \nabla \ell_i` for each of ``params``: :math:`(\mathbf{c}\odot\mathbf{G})^\top\mathbf{X}` and :math:`\mathbf{G}^\top\mathbf{c}`."""
+    r""":math:`\sum_i c_i \nabla \ell_i` for each of ``params``.
+
+    Weights: :math:`(\mathbf{c}\odot\mathbf{G})^\top\mathbf{X}`; biases: :math:`\mathbf{G}^\top\mathbf{c}`.
+    """
     wanted = {id(p) for p in params}
     sums: dict[nn.Parameter, Tensor] = {}
     for call, g in zip(calls, grads, strict=True):

@@ -6,7 +6,8 @@ noise and divides by the expected batch; its data loader draws Poisson batches.
 Stamen trains with :mod:`models.dp_sgd` (the same step in closed form, several times
 faster on these small networks); this module is kept so that tests can prove both
 give the same gradients, steps and privacy accounting, and ``stamen bench dpsgd``
-can time both.
+can time both. They differ only where Opacus's floating-point divisor ``int(N q)``
+falls below ``floor(N q)`` (:func:`models.dp_sgd.expected_batch_size`).
 """
 
 from __future__ import annotations

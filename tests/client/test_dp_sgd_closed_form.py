@@ -29,6 +29,7 @@ from models.dp_sgd import (
     DpSgdSettings,
     LinearTape,
     clip_factors,
+    expected_batch_size,
     output_gradients,
     per_sample_gradients,
     per_sample_norms,
@@ -135,6 +136,22 @@ def test_one_noiseless_clipped_step_equals_opacus_step(name, bias):
     assert torch.allclose(_flat(model), _flat(reference_model), rtol=1e-6, atol=1e-6)
     moved = (_flat(model) - before).norm()
     assert 0 < moved <= clip * len(labels) / 10 * 1.001  # each clipped sample moves at most C / expected batch
+
+
+def test_expected_batch_is_the_exact_floor_of_n_q():
+    """Opacus's int(N q) in floating point gives 0 for N = 49, q = 1/49 (a division by zero) and 7 for 392, 1/49."""
+    cases = {(49, 1): 1, (392, 8): 8, (40, 10): 10, (162, 32): 27}
+    assert {(n, b): expected_batch_size(n, sample_rate(n, b)) for n, b in cases} == cases
+
+
+def test_where_opacus_divides_by_zero_the_round_stays_finite():
+    """49 training nodes at dp-batch-size 1: Opacus's divisor int(49 * (1/49)) is 0, its parameters go inf/NaN."""
+    data = _graph(train=49)
+    config = RunConfig.from_flower(
+        {"privacy": "dp-sgd", "model": "sgc", "dp-batch-size": 1, "local-epochs": 1, "noise-multiplier": 1.0}
+    )
+    flat = _round("closed form", "sgc", data, config, 0)[0]
+    assert torch.isfinite(flat).all() and not torch.equal(flat, _flat(_model("sgc", True)))
 
 
 def test_clip_factors_follow_opacus_formula():
