@@ -13,7 +13,10 @@ epoch, empty batches counted as steps):
 Each variant's time is the sum over clients of one round (propagation, batches,
 steps, and for DP the accountant's epsilon), the fastest of ``--repeats`` rounds,
 the variants interleaved. The ratio is DP over no DP. Both DP variants must spend the
-same epsilon; the record keeps both.
+same epsilon; the record keeps both. Stamen computes the accountant's per-step RDP curve
+once per ``(sigma, q)`` and process (:func:`client.privacy.rdp_per_step`), so the fastest
+repeat is a steady round; ``--repeats 1`` shows a fresh process's first round, which
+pays it once (Opacus pays it in every round).
 """
 
 from __future__ import annotations
