@@ -1,8 +1,8 @@
-r"""DP-SGD on a client's decoupled model (Opacus), its privacy spent composed over rounds.
+r"""DP-SGD on a client's decoupled model, its privacy spent composed over rounds (Opacus's RDP accountant).
 
-Opacus computes per-sample gradients layer by layer and cannot follow a sample
-through message passing. A *decoupled* classifier avoids it: the features are
-propagated once on the client's own subgraph, parameter-free,
+Per-sample gradients cannot follow a sample through message passing. A *decoupled*
+classifier avoids it: the features are propagated once on the client's own subgraph,
+parameter-free,
 
 .. math::
 
@@ -15,7 +15,10 @@ logits are :math:`f_\theta(\tilde{\mathbf{x}}_i)` and a training sample is the p
 :math:`(\tilde{\mathbf{x}}_i, y_i)`. DP-SGD (Abadi et al., 2016) then draws each
 batch by Poisson sampling with rate :math:`q`, clips every per-sample gradient to
 norm :math:`C` (``max-grad-norm``), sums, adds :math:`\mathcal{N}(0, \sigma^2 C^2 \mathbf{I})`
-(:math:`\sigma` = ``noise-multiplier``) and averages. Each step is a subsampled
+(:math:`\sigma` = ``noise-multiplier``) and averages. The per-node network is a stack of
+linear layers, whose per-sample gradients :mod:`models.dp_sgd` computes in closed form;
+the steps are Opacus's (:mod:`models.dp_sgd_opacus`, held equal by the tests), several
+times cheaper than its per-sample-gradient hooks. Each step is a subsampled
 Gaussian mechanism; the RDP accountant composes all steps the client ever took
 (its history lives in Flower's ``context.state`` between rounds) and converts to
 :math:`(\varepsilon, \delta)` at ``target-delta``.
@@ -32,20 +35,20 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp.mod import adaptiveclipping_mod, fixedclipping_mod
 from flwr.clientapp.typing import ClientAppCallable
 from torch import Tensor, nn
-from torch.utils.data import DataLoader, TensorDataset
 from torch_geometric.data import Data
 
 from client.job import LocalJob
-from models import NodeClassifier
 from contract import protocol as p
-from models.names import check_decoupled
 from contract.run_config import RunConfig
-
+from models import NodeClassifier
+from models.dp_sgd import DpSgdSettings, LinearTape, expected_batch_size, poisson_epoch, private_step
+from models.names import check_decoupled
 from models.opacus_quiet import opacus_quietly
 
 if TYPE_CHECKING:  # Opacus loads on first use: a run without DP-SGD never imports it (1-2 s per process)
@@ -128,6 +131,38 @@ def load_accountant(state: RecordDict) -> RDPAccountant:
     return accountant
 
 
+@functools.lru_cache(maxsize=256)
+def rdp_per_step(noise_multiplier: float, rate: float) -> np.ndarray:
+    """The RDP of one subsampled Gaussian step at each of the accountant's orders (read-only, remembered per process).
+
+    Opacus's accountant recomputes it on every ``get_epsilon`` (a few hundred ms,
+    more than a client's whole round of steps); it depends on ``(sigma, q)`` alone.
+    """
+    with opacus_quietly():
+        from opacus.accountants import RDPAccountant
+        from opacus.accountants.analysis import rdp as analysis
+    curve = analysis.compute_rdp(
+        q=rate, noise_multiplier=noise_multiplier, steps=1, orders=RDPAccountant.DEFAULT_ALPHAS
+    )
+    curve.setflags(write=False)
+    return curve
+
+
+def spent_epsilon(accountant: RDPAccountant, delta: float) -> float:
+    """``accountant.get_epsilon(delta)``, the same number, from the remembered per-step curves.
+
+    Opacus sums ``compute_rdp(q, sigma, n) = n * (one step's curve)`` over the history
+    and converts at its default orders; this does the same sums in the same order.
+    """
+    if not accountant.history:
+        return 0.0
+    with opacus_quietly():
+        from opacus.accountants.analysis import rdp as analysis
+    rdp = sum([rdp_per_step(z, q) * n for z, q, n in accountant.history])
+    epsilon, _ = analysis.get_privacy_spent(orders=accountant.DEFAULT_ALPHAS, rdp=rdp, delta=delta)
+    return float(epsilon)
+
+
 def save_accountant(state: RecordDict, accountant: RDPAccountant) -> None:
     z, q, n = zip(*accountant.history) if accountant.history else ((), (), ())
     state[ACCOUNTANT_STATE] = ConfigRecord(
@@ -160,43 +195,31 @@ def train_private(
     """``local-epochs`` epochs of DP-SGD on the training nodes' propagated rows.
 
     ``optimizer`` is over ``model``'s parameters; ``accountant`` gains this round's
-    steps. On return ``model`` is a plain :class:`NodeClassifier` again (no Opacus
-    hooks, no per-sample gradients), so its state dict is the non-private one.
+    steps. Batches are Poisson samples drawn from ``generator``, the noise from torch's
+    global generator (the ClientApp seeds both); per-sample gradients are computed in
+    closed form (:mod:`models.dp_sgd`), the same steps Opacus takes
+    (:mod:`models.dp_sgd_opacus`, held equal by the tests). On return ``model`` is a
+    plain :class:`NodeClassifier` (no hooks), so its state dict is the non-private one.
     """
     check_decoupled(config.model)
     rows = propagated_rows(model, data)[data.train_mask]
     labels = data.y[data.train_mask]
-    sample_rate(len(labels), config.dp_batch_size)  # refuses a batch larger than the training set
+    rate = sample_rate(len(labels), config.dp_batch_size)  # refuses a batch larger than the training set
     sigma = noise_multiplier(config, len(labels))
-    with opacus_quietly():
-        from opacus import PrivacyEngine
-    engine = PrivacyEngine(accountant="rdp")
-    engine.accountant = accountant
-    loader = DataLoader(TensorDataset(rows, labels), batch_size=config.dp_batch_size, generator=generator)
-    module, private_optimizer, private_loader = engine.make_private(
-        module=RowClassifier(model),
-        optimizer=optimizer,
-        data_loader=loader,
-        noise_multiplier=sigma,
-        max_grad_norm=config.max_grad_norm,
-        poisson_sampling=True,
-    )
-    module.train()
+    settings = DpSgdSettings(sigma, config.max_grad_norm, expected_batch_size(len(labels), rate))
+    module = RowClassifier(model).train()
     losses, steps = [], 0
-    for _ in range(config.local_epochs):
-        for batch_rows, batch_labels in private_loader:
-            private_optimizer.zero_grad()
-            logits = module(batch_rows)
-            loss = nn.functional.cross_entropy(logits, batch_labels)
-            loss.backward()
-            private_optimizer.step()  # an empty Poisson batch still steps: noise only, and it is accounted
-            steps += 1
-            if len(batch_labels) > 0:
-                losses.append(float(loss.detach()))
-    module.to_standard_module()  # removes the hooks and the per-sample gradients
+    with LinearTape(module) as tape:
+        for _ in range(config.local_epochs):
+            for index in poisson_epoch(len(labels), rate, generator):
+                loss = private_step(tape, optimizer, rows[index], labels[index], settings)
+                accountant.step(noise_multiplier=sigma, sample_rate=rate)  # an empty batch is a step too
+                steps += 1
+                if loss is not None:
+                    losses.append(loss)
     return PrivateTraining(
         loss=sum(losses) / max(len(losses), 1),
-        epsilon=accountant.get_epsilon(config.target_delta),
+        epsilon=spent_epsilon(accountant, config.target_delta),
         noise_multiplier=sigma,
         steps=steps,
     )

@@ -1,7 +1,7 @@
 """DP-SGD's noise observed: every coordinate of a step carries N(0, (sigma C / (q N))^2), scaled by the optimizer.
 
-Opacus sums the clipped per-sample gradients of a Poisson batch, adds
-:math:`\\mathcal{N}(0, \\sigma^2 C^2)` per coordinate and divides by the *expected* batch
+DP-SGD (:mod:`models.dp_sgd`, Opacus's convention) sums the clipped per-sample gradients of a
+Poisson batch, adds :math:`\\mathcal{N}(0, \\sigma^2 C^2)` per coordinate and divides by the *expected* batch
 :math:`qN`; SGD then moves the weights by ``-lr`` times that. With the model, the data and
 the batches fixed and only the noise seed varying, the deviations from the noiseless step
 are Gaussian with standard deviation :math:`\\mathrm{lr}\\,\\sigma C / (qN)`. The check is a
@@ -12,15 +12,13 @@ optimizer, clipping skipped) must be rejected by the same check.
 
 import pytest
 import torch
-from opacus import PrivacyEngine
 from opacus.accountants import RDPAccountant
-from opacus.optimizers import optimizer as opacus_optimizer
 from scipy import stats
 from torch_geometric.data import Data
 
 from client.privacy import RowClassifier, propagated_rows, train_private
 from contract.run_config import RunConfig
-from models import build_model
+from models import build_model, dp_sgd
 
 ALPHA = 1e-6
 SIGMA, CLIP, LR = 1.0, 0.5, 1.0
@@ -88,7 +86,7 @@ def full_batch_check(repeats: int = 60) -> tuple[bool, float]:
     for repeat in range(repeats):
         model = _model()
         before = _flat(model)
-        torch.manual_seed(1_000 + repeat)  # Opacus draws the noise from torch's global generator
+        torch.manual_seed(1_000 + repeat)  # the noise comes from torch's global generator
         optimizer = torch.optim.SGD(model.parameters(), lr=LR)
         train_private(model, data, config, optimizer, RDPAccountant(), torch.Generator().manual_seed(0))
         deviations.append(_flat(model) - before - expected)
@@ -140,25 +138,13 @@ def test_poisson_batch_noise_is_calibrated_to_the_expected_batch():
 
 
 def _noise_not_in_the_optimizer(monkeypatch):
-    """sigma reaches train_private's report and accountant, but the optimizer adds no noise."""
-    make_private = PrivacyEngine.make_private
-
-    def without_noise(self, *args, **kwargs):
-        module, optimizer, loader = make_private(self, *args, **kwargs)
-        optimizer.noise_multiplier = 0.0
-        return module, optimizer, loader
-
-    monkeypatch.setattr(PrivacyEngine, "make_private", without_noise)
+    """sigma reaches train_private's report and accountant, but the gradients handed to the optimizer carry no noise."""
+    monkeypatch.setattr(dp_sgd, "gaussian_noise", lambda reference, std: torch.zeros_like(reference))
 
 
 def _clipping_skipped(monkeypatch):
-    def accumulate_unclipped(self):
-        for p in self.params:
-            summed = self._get_flat_grad_sample(p).sum(dim=0)
-            p.summed_grad = summed if p.summed_grad is None else p.summed_grad + summed
-            opacus_optimizer._mark_as_processed(p.grad_sample)
-
-    monkeypatch.setattr(opacus_optimizer.DPOptimizer, "clip_and_accumulate", accumulate_unclipped)
+    """Every per-sample gradient enters the sum as it is."""
+    monkeypatch.setattr(dp_sgd, "clip_factors", lambda norms, max_grad_norm: torch.ones_like(norms))
 
 
 @pytest.mark.parametrize("check", [full_batch_check, poisson_batch_check])

@@ -15,8 +15,8 @@ from client.privacy import (
     save_accountant,
     train_private,
 )
-from models import build_model
 from contract.run_config import RunConfig
+from models import build_model
 
 DP = {"privacy": "dp-sgd", "model": "sgc", "dropout": 0.0, "dp-batch-size": 10, "local-epochs": 2}
 
