@@ -211,10 +211,12 @@ class RunConfig:
         1.0, "client-dp: the update clipping norm (the initial one when adaptive)", bound=gt(0)
     )
     secure_aggregation: bool = PRIVACY_SECTION.key(
-        False, "average through Flower's SecAgg+: the server sees only the clients' weighted sum (fedavg, fedprox, fedavgm)"
+        False, "average through Flower's SecAgg+: the server sees only the clients' weighted sum (server/secagg.py)"
     )
     secagg_shares: float = PRIVACY_SECTION.key(
-        1.0, "secure-aggregation: share of the round's clients each one secret-shares its keys with", bound=within(0, 1, "(]")
+        1.0,
+        "secure-aggregation: share of the round's clients each one secret-shares its keys with",
+        bound=within(0, 1, "(]"),
     )
     secagg_threshold: float = PRIVACY_SECTION.key(
         0.6, "secure-aggregation: share of those key shares needed to unmask (> 0.5: safer; lower: more dropouts)",

@@ -76,11 +76,13 @@ _PROTOCOL_RECORDS = frozenset(
 
 @dataclass
 class StageExchange:
-    """One stage of one round: the nodes asked and the replies (errors included)."""
+    """One stage of one round: the nodes asked, the replies (errors included) and, per node, the
+    content of its valid reply as the server received it (the masked vector in ``collect_masked_vectors``)."""
 
     stage: str
     sent: list[int]
     replies: list[Message] = field(default_factory=list)
+    received: dict[int, RecordDict] = field(default_factory=dict)
 
     @property
     def answered(self) -> list[int]:
@@ -159,7 +161,8 @@ class _StageGrid:
             return []
         stage = str(messages_stage(outgoing[0]))
         replies = send_and_receive(self.grid, outgoing, self.timeout)
-        self.stages.append(StageExchange(stage, [m.metadata.dst_node_id for m in outgoing], replies))
+        received = {reply.metadata.src_node_id: reply.content for reply in replies if not reply.has_error()}
+        self.stages.append(StageExchange(stage, [m.metadata.dst_node_id for m in outgoing], replies, received))
         return replies
 
     def _outgoing(self, message: Message) -> Message:
