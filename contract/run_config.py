@@ -215,7 +215,7 @@ class RunConfig:
     )
     secagg_shares: float = PRIVACY_SECTION.key(
         1.0,
-        "secure-aggregation: share of the round's clients each one secret-shares its keys with",
+        "secure-aggregation: share of the round's clients each shares its keys with (1: SecAgg; less: faster SecAgg+)",
         bound=within(0, 1, "(]"),
     )
     secagg_threshold: float = PRIVACY_SECTION.key(
