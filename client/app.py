@@ -28,6 +28,7 @@ from client.certification import certify_local
 from client.device import choose_device
 from client.job import LocalJob, client_data, new_client_data
 from client.privacy import client_dp_mod, train_round
+from client.secagg import secure_aggregation_mod
 from graphs import FederationSpec
 from contract import protocol as p
 from contract.run_config import RunConfig
@@ -125,7 +126,7 @@ class Laps:
         self._last = now
 
 
-@app.train(mods=[client_dp_mod])
+@app.train(mods=[secure_aggregation_mod, client_dp_mod])
 def train(message: Message, context: Context) -> Message:
     laps = Laps()
     job = _job(context)

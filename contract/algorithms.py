@@ -15,6 +15,9 @@ README know about an algorithm comes from its spec here, never from a second lis
 - ``options``: the run-config keys only this algorithm reads.
 - ``resumable``: ``resume-from`` can continue its run exactly (the server's state
   between rounds is the checkpoint: the weights and the client sampler).
+- ``averages``: the server's aggregate is the clients' weights averaged by training
+  nodes (then perhaps transformed, as FedAvgM's momentum), so ``secure-aggregation``
+  may compute it from their masked sum (:mod:`server.secagg`).
 
 Adding an algorithm: its server module, its client module (or an existing one) and
 one line in :data:`ALGORITHMS`.
@@ -39,6 +42,7 @@ class AlgorithmSpec:
     privacy: tuple[str, ...] = ("none",)
     options: tuple[str, ...] = ()
     resumable: bool = True
+    averages: bool = False
 
     def admits(self, privacy: str) -> bool:
         return privacy in self.privacy
@@ -60,11 +64,11 @@ _FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
     for spec in (
-        AlgorithmSpec("fedavg", "FedAvg, the clients' weights averaged by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp")),  # noqa: E501
-        AlgorithmSpec("fedprox", "FedProx, FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",)),  # noqa: E501
+        AlgorithmSpec("fedavg", "FedAvg, the clients' weights averaged by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp"), averages=True),  # noqa: E501
+        AlgorithmSpec("fedprox", "FedProx, FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",), averages=True),  # noqa: E501
         AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
         AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
-        AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False),  # noqa: E501
+        AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False, averages=True),  # noqa: E501
         # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
         AlgorithmSpec("fedsage-local", "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours (Zhang et al. 2021; use model='sage')", "server.fedsage", "client.fedsage", options=_FEDSAGE_OPTIONS, resumable=False),  # noqa: E501
         AlgorithmSpec("fedpub", "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)", "server.fedpub", "client.fedpub", options=_FEDPUB_OPTIONS, resumable=False),  # noqa: E501
@@ -100,3 +104,8 @@ def algorithm_spec(name: str) -> AlgorithmSpec:
 def admitting(privacy: str) -> tuple[str, ...]:
     """The algorithms that admit a ``privacy`` mode, in registry order."""
     return tuple(name for name, spec in ALGORITHMS.items() if spec.admits(privacy))
+
+
+def averaging() -> tuple[str, ...]:
+    """The algorithms whose aggregate is a weighted average of the clients' weights, in registry order."""
+    return tuple(name for name, spec in ALGORITHMS.items() if spec.averages)

@@ -115,3 +115,9 @@ FEDPROTO_UPLOAD = "fedproto-upload"  # ArrayRecord: the client's class prototype
 FEDPROTO_GLOBAL = "fedproto-global"  # ArrayRecord: the global prototypes and their class counts
 PROTOTYPES = "prototypes"  # (classes, embedding): mean embedding per class; zero rows where the count is 0
 PROTOTYPE_COUNTS = "class-counts"  # (classes,): training nodes behind each prototype
+
+# Secure aggregation (client/secagg.py -> server/secagg.py), in a training reply besides Flower's
+# SecAgg+ records: the names and dtypes of the masked weights, in the order they were masked.
+SECAGG_LAYOUT = "secagg-layout"  # ConfigRecord
+SECAGG_NAMES = "names"
+SECAGG_DTYPES = "dtypes"

@@ -8,6 +8,11 @@
 - ``train-frac + val-frac < 1``: the test split gets the rest.
 - ``attack`` and ``malicious-clients``: both or neither; an attack needs an algorithm
   that aggregates (:mod:`client.attacks`).
+- ``secure-aggregation``: only with an algorithm whose spec ``averages`` (the server
+  gets a weighted sum, nothing else), not with ``client-dp`` (its server-side clipping
+  and noise need each update in the clear; DP-SGD on top is distributed DP), not with
+  an unlearning request (its methods read or replay single clients' updates), and with
+  ``min-clients >= 2`` (the sum of one update is that update).
 
 Each rule fails with one line naming the keys and what to do.
 """
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contract.algorithms import ALGORITHMS, admitting
+from contract.algorithms import ALGORITHMS, admitting, averaging
 from contract.suggest import one_of
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from models.names import check_decoupled
@@ -42,6 +47,8 @@ def check_rules(config: RunConfig) -> None:
     if config.privacy != "none":
         _check_privacy(config)
     _check_attack(config)
+    if config.secure_aggregation:
+        _check_secure_aggregation(config)
     if not config.resume_from:
         return
     if config.privacy != "none":
@@ -84,4 +91,28 @@ def _check_attack(config: RunConfig) -> None:
         raise ValueError(
             f"attack={config.attack!r} needs an algorithm that aggregates the clients' replies; "
             f"algorithm={config.algorithm!r} does not"
+        )
+
+
+def _check_secure_aggregation(config: RunConfig) -> None:
+    if not ALGORITHMS[config.algorithm].averages:
+        raise ValueError(
+            f"secure-aggregation=true gives the server only a weighted sum of the clients' weights, which "
+            f"algorithm={config.algorithm!r} does not aggregate by; use algorithm {one_of(averaging())} "
+            "or secure-aggregation=false"
+        )
+    if config.privacy == "client-dp":
+        raise ValueError(
+            "secure-aggregation=true hides each client's update, which privacy='client-dp' clips and noises "
+            "on the server; use privacy='dp-sgd' (distributed DP: each client's noisy update is summed securely)"
+        )
+    if config.unlearn_request:
+        raise ValueError(
+            "secure-aggregation=true hides each client's update, which unlearning reads or replays; "
+            "leave unlearn-request empty or set secure-aggregation=false"
+        )
+    if config.min_clients < 2:
+        raise ValueError(
+            f"secure-aggregation=true needs min-clients >= 2 (the sum of one client's update is that update), "
+            f"got min-clients={config.min_clients}"
         )

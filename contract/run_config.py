@@ -255,6 +255,21 @@ class RunConfig:
     clipping_norm: float = PRIVACY_SECTION.key(
         1.0, "client-dp: the update clipping norm (the initial one when adaptive)", bound=gt(0)
     )
+    secure_aggregation: bool = PRIVACY_SECTION.key(
+        False, "average through Flower's SecAgg+: the server sees only the clients' weighted sum (server/secagg.py)"
+    )
+    secagg_shares: float = PRIVACY_SECTION.key(
+        1.0,
+        "secure-aggregation: share of the round's clients each shares its keys with (1: SecAgg; less: faster SecAgg+)",
+        bound=within(0, 1, "(]"),
+    )
+    secagg_threshold: float = PRIVACY_SECTION.key(
+        0.6, "secure-aggregation: share of those key shares needed to unmask (> 0.5: safer; lower: more dropouts)",
+        bound=within(0, 1, "(]"),
+    )
+    secagg_max_weight: float = PRIVACY_SECTION.key(
+        1000.0, "secure-aggregation: most training nodes one client may weigh (quantisation scale)", bound=gt(0)
+    )
     resume_from: str = RESUME.key(
         "", "a run directory (or a file in it) whose checkpoint the run continues (README: Run on several machines)"
     )

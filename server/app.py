@@ -19,6 +19,7 @@ from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
 from server.loop import Row, TooFewClientsError, run_rounds
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name
+from server.secagg import SecureAggregationGrid
 from server.unlearning import history_recorder, unlearn_federation, unlearning_method
 
 app = ServerApp()
@@ -146,7 +147,7 @@ def train_and_report(
         history = UpdateHistory(initial.to_torch_state_dict())
     try:
         arrays = run_rounds(
-            grid,
+            SecureAggregationGrid(grid, config) if config.secure_aggregation else grid,
             setup.strategy,
             config.num_server_rounds,
             aggregates=algorithm.AGGREGATES,
