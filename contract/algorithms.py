@@ -7,7 +7,7 @@ floor may not import either side, so a spec names them by dotted module path; bo
 sides load them with :mod:`importlib` only when a run asks for the algorithm.
 
 What the run config, its validation, ``stamen config``, ``--help`` choices and the
-README know about an algorithm comes from its spec here, never from a second list:
+docs know about an algorithm comes from its spec here, never from a second list:
 
 - ``aggregates``: the server keeps a global model (clients evaluate the model they
   receive; the run reports it). ``False``: every client keeps its own model.
@@ -67,7 +67,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         AlgorithmSpec("fedavg", "FedAvg, the clients' weights averaged by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp"), averages=True),  # noqa: E501
         AlgorithmSpec("fedprox", "FedProx, FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",), averages=True),  # noqa: E501
         AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
-        AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (README: FedLoG)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
+        AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (docs/algorithms.md)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
         AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False, averages=True),  # noqa: E501
         # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
         AlgorithmSpec("fedsage-local", "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours (Zhang et al. 2021; use model='sage')", "server.fedsage", "client.fedsage", options=_FEDSAGE_OPTIONS, resumable=False),  # noqa: E501

@@ -4,7 +4,7 @@
 made by :meth:`Section.key`; the field's metadata holds a :class:`Key`. From the
 declaration come the type checks and one-line errors (:meth:`Key.parse`), the
 ``pyproject.toml`` defaults (a test keeps them equal), ``stamen config`` and the
-README's key table. A key's constraint is at most one of
+key table of docs/reference.md. A key's constraint is at most one of
 
 - a :class:`Bound` on a number (``> 0``, ``>= 1``, ``lie in (0, 1]``);
 - ``choices``: the accepted names, each with a line of help, from a registry;
@@ -117,7 +117,7 @@ class Key:
             raise ValueError(f"{self.name} must be {self.form.text}, got {value!r}")
 
     def accepted(self) -> str:
-        """What the key accepts, in words (for ``stamen config`` and the README)."""
+        """What the key accepts, in words (for ``stamen config`` and docs/reference.md)."""
         if self.choices is not None:
             return "one of: " + ", ".join(self.choices)
         if self.bound is not None:

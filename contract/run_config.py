@@ -10,7 +10,7 @@ rules between keys (:mod:`contract.rules`), each failure one line. ``stamen run`
 preflight, the ServerApp of a plain ``flwr run``, the ClientApp and the benches all
 call it, so a mistake fails before any training. It gives a frozen object whose
 attribute names are the keys with ``-`` turned into ``_``. The defaults equal those in
-``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the README's key
+``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the reference's key
 table are printed from this declaration.
 """
 
@@ -102,7 +102,7 @@ CERTIFY = Section("certify", "federated label-flip certificates after training (
 UNLEARN = Section("unlearn", "federated unlearning after training (empty request: off)")
 FEDERATION = Section("federation", "client sampling and time-outs")
 OUTPUTS = Section("outputs", "where the run's results go")
-PRIVACY_SECTION = Section("privacy", "differential privacy (README: Privacy)")
+PRIVACY_SECTION = Section("privacy", "differential privacy (docs/privacy.md)")
 RESUME = Section("resume", "deployment: continue a run from its checkpoint")
 PERSONAL = Section("personal", "personalised FL's options (algorithm='fedrep', 'ditto', 'fedproto')")
 
@@ -114,9 +114,9 @@ class RunConfig:
     algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices={n: s.help for n, s in ALGORITHMS.items()})
     num_server_rounds: int = TRAINING.key(100, "federated rounds", bound=ge(1))
     dataset: str = DATA.key(
-        "csbm", "the graph (csbm: generated from the seed; the others read files, README: Datasets)", form=DATASET
+        "csbm", "the graph (csbm: generated from the seed; the others read files, docs/datasets.md)", form=DATASET
     )
-    data_root: str = DATA.key("", "folder holding the datasets' files (README: Datasets); empty: $STAMEN_DATA")
+    data_root: str = DATA.key("", "folder holding the datasets' files (docs/datasets.md); empty: $STAMEN_DATA")
     partitioner: str = DATA.key("louvain", "how the graph is cut into clients", choices=PARTITIONERS)
     dirichlet_alpha: float = DATA.key(0.5, "label skew of label-dirichlet (smaller: more skewed)", bound=gt(0))
     train_frac: float = DATA.key(0.6, "per-client random split: training share", bound=within(0, 1, "()"))
@@ -271,7 +271,7 @@ class RunConfig:
         1000.0, "secure-aggregation: most training nodes one client may weigh (quantisation scale)", bound=gt(0)
     )
     resume_from: str = RESUME.key(
-        "", "a run directory (or a file in it) whose checkpoint the run continues (README: Run on several machines)"
+        "", "a run directory (or a file in it) whose checkpoint the run continues (docs/runs.md)"
     )
     rep_head_epochs: int = PERSONAL.key(10, "fedrep: steps on the local head (encoder frozen) per round", bound=ge(0))
     ditto_lambda: float = PERSONAL.key(1.0, "ditto: pull of the personal model to the global one", bound=ge(0))

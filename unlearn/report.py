@@ -60,7 +60,7 @@ def rich_table(result: dict[str, Any]):
 def targets_table(result: dict[str, Any]):
     from rich.table import Table
 
-    table = Table(title="the issue's targets")
+    table = Table(title="targets")
     for name in ("method", "target", "value", "threshold", "met", "missed by"):
         table.add_column(name, overflow="fold")
     for check in result["targets"]:
@@ -101,7 +101,7 @@ def method_lines(result: dict[str, Any]) -> list[str]:
 
 
 def target_lines(result: dict[str, Any]) -> list[str]:
-    """The issue's targets as a Markdown table, with how far each missed one falls short."""
+    """The targets as a Markdown table, with how far each missed one falls short."""
     lines = ["| method | target | value | threshold | met | missed by |", "|---|---|---|---|---|---|"]
     for c in result["targets"]:
         met = met_text(c)

@@ -4,7 +4,7 @@ For each request, :func:`simulations.unlearning.harness.run_request` trains the 
 per seed (the app's round loop and ClientApp in-process, shared by every request), retrains from
 scratch without the
 forgotten data, runs every method and evaluates them all. The record holds each
-request's mean figures and the issue's targets, with how far a missed target falls short.
+request's mean figures and the targets against retraining, with how far a missed target falls short.
 """
 
 from __future__ import annotations

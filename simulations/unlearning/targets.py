@@ -1,4 +1,4 @@
-r"""The figures over seeds and the issue's targets of ``stamen unlearn`` and ``stamen bench unlearn``.
+r"""The figures over seeds and the targets against retraining of ``stamen unlearn`` and ``stamen bench unlearn``.
 
 Figures are averaged over seeds. Gap closure compares membership-inference AUCs,
 :math:`(\mathrm{AUC}_{orig} - \mathrm{AUC}_{m}) / (\mathrm{AUC}_{orig} - \mathrm{AUC}_{retrain})`, from the mean
@@ -63,7 +63,7 @@ def measurable(gap: dict[str, float | None] | None) -> bool:
 def check_targets(
     kind: str, mean: dict[str, dict[str, Any]], methods: list[str], gap: dict[str, float | None] | None = None
 ) -> list[dict[str, Any]]:
-    """The issue's targets, per method where they apply: value, threshold, met.
+    """The targets against retraining, per method where they apply: value, threshold, met.
 
     ``met`` is ``None`` where a target cannot be checked: a missing figure, or gap closure
     when the MIA ``gap`` is not :func:`measurable` (then ``note`` says why).

@@ -189,7 +189,7 @@ def test_help_choices_come_from_the_registries(capsys):
     assert command.DATASET_NAMES == ("csbm-paper", *DATASETS)
 
 
-# ----------------------------------------------------------------------------- issue 20 item 3
+# ------------------------------------------ federated certificates equal stamen certify's, node by node
 FEDERATION = {
     "csbm-nodes": 300,
     "certify-budgets": "0,1,2",

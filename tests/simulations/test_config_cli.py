@@ -1,14 +1,16 @@
-"""``stamen config``: every run-config key by section, one key in full, the README's table; no PyTorch."""
+"""``stamen config``: every run-config key by section, one key in full, the reference's table; no PyTorch."""
 
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from contract.run_config import KEYS, SECTIONS
 from simulations.cli import main
-from simulations.commands.config import markdown_table
+from simulations.commands.config import REFERENCE, TABLE_MARK, markdown_table, update_table
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def test_lists_every_key_by_section_with_default_and_help(capsys):
@@ -43,12 +45,26 @@ def test_an_unknown_key_is_one_line_with_a_suggestion(capsys):
     )
 
 
-def test_the_readme_table_is_the_generated_one(capsys):
+def test_the_reference_table_is_the_generated_one(capsys):
     assert main(["config", "--markdown"]) == 0
     table = capsys.readouterr().out.strip()
     assert table == markdown_table()
-    assert table in README.read_text()
+    assert REFERENCE == PROJECT / "docs" / "reference.md"
+    assert f"{TABLE_MARK}\n{table}\n" in REFERENCE.read_text()
     assert all(f"| `{name}` |" in table for name in KEYS)
+
+
+def test_the_generator_replaces_only_the_table_after_the_mark(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(f"# keys\n\n{TABLE_MARK}\n| old | table |\n|---|---|\n\nafter the table\n")
+    assert update_table(page) is True
+    assert page.read_text() == f"# keys\n\n{TABLE_MARK}\n{markdown_table()}\n\nafter the table\n"
+    assert update_table(page) is False
+    unmarked = tmp_path / "unmarked.md"
+    unmarked.write_text("| a | b |\n")
+    with pytest.raises(ValueError, match="has no line"):
+        update_table(unmarked)
+    assert unmarked.read_text() == "| a | b |\n"
 
 
 def test_loads_neither_torch_nor_flower():

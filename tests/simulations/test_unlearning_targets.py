@@ -1,4 +1,4 @@
-"""The issue's targets: how far a missed one falls short."""
+"""The unlearning targets against retraining: how far a missed one falls short."""
 
 import pytest
 
