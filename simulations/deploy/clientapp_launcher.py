@@ -48,9 +48,10 @@ import traceback
 from dataclasses import dataclass, field
 
 # What ``client.app`` and its plug-ins import that is not Stamen's own (measured with
-# ``python -X importtime``): about 95 % of a cold ClientApp's start. Optional ones are
+# ``python -X importtime``; httpcore and h11 are what Flower's HTTP client imports on first use):
+# about 95 % of a cold ClientApp's start. Optional ones are
 # imported when installed.
-PRELOAD = ("numpy", "scipy.sparse", "torch", "torch_geometric", "flwr.app", "flwr.clientapp")
+PRELOAD = ("numpy", "scipy.sparse", "torch", "torch_geometric", "flwr.app", "flwr.clientapp", "httpcore", "h11")
 PRELOAD_OPTIONAL = ("opacus", "pulp")
 REAP_INTERVAL = 0.02  # seconds between checks for ended processes (and a parent gone)
 TOKEN = re.compile(r"[0-9a-fA-F]{16,256}")
@@ -142,6 +143,10 @@ def _same_user(conn: socket.socket) -> bool:
     return uid == os.getuid()
 
 
+def _say(text: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')}.{int(time.time() * 1000) % 1000:03d} stamen launcher: {text}", flush=True)
+
+
 def _send(conn: socket.socket, reply: dict[str, object]) -> None:
     try:
         conn.sendall((json.dumps(reply) + "\n").encode())
@@ -157,7 +162,7 @@ class Launcher:
     runtime_port: int
     entry: object
     parent: int = field(default_factory=os.getppid)
-    running: dict[int, socket.socket] = field(default_factory=dict)
+    running: dict[int, tuple[socket.socket, float]] = field(default_factory=dict)
 
     def serve(self) -> None:
         selector = selectors.DefaultSelector()
@@ -188,7 +193,8 @@ class Launcher:
             self.listener.close()
             conn.close()
             _run_child(argv, self.entry)
-        self.running[pid] = conn
+        self.running[pid] = (conn, time.perf_counter())
+        _say(f"flwr-clientapp started as process {pid}")
         _send(conn, {"pid": pid})
 
     def reap(self) -> None:
@@ -199,9 +205,11 @@ class Launcher:
                 return
             if pid == 0:
                 return
-            conn = self.running.pop(pid, None)
+            conn, started = self.running.pop(pid, (None, 0.0))
             if conn is not None:
-                _send(conn, {"exit": os.waitstatus_to_exitcode(status)})
+                code = os.waitstatus_to_exitcode(status)
+                _say(f"process {pid} exited with {code} after {time.perf_counter() - started:.2f} s")
+                _send(conn, {"exit": code})
                 conn.close()
 
 
@@ -240,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     listener = bind(args.socket)
     try:
         seconds = preload()
+        threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+        if threads > 1:  # a fork copies one thread only: locks held by the others would stay held
+            raise SystemExit(f"stamen launcher: the imports started {threads - 1} threads; forking is unsafe, giving up")
         print(
             f"stamen launcher: {', '.join(PRELOAD)} imported in {seconds:.1f} s; "
             f"launching flwr-clientapp for the Runtime API on port {args.runtime_port} from {args.socket}",
