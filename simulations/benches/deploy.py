@@ -25,15 +25,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contract.run_config import RunConfig
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
-from contract.run_config import RunConfig
 from simulations.benches.records import markdown_table, print_tables
 from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import simulate
-from simulations.preflight import prepare
 from simulations.deploy.local import LocalDeployment
 from simulations.options import renamed
+from simulations.preflight import prepare
 
 NAME = "deploy"
 HELP = "wall time per round: real deployment (TLS, node auth) against simulation"
@@ -167,7 +167,9 @@ def rows(record: dict[str, Any]) -> list[list[str]]:
                     f"{per_round['first_round_seconds']:.1f}",
                     f"{per_round['seconds']:.2f}",
                     f"{per_round['exchange_seconds']:.2f}",
-                    f"{per_round['client_handler_seconds_max']:.2f}" if "client_handler_seconds_max" in per_round else "-",
+                    f"{per_round['client_handler_seconds_max']:.2f}"
+                    if "client_handler_seconds_max" in per_round
+                    else "-",
                     f"{per_round['engine_seconds']:.2f}" if "engine_seconds" in per_round else "-",
                     f"{figures['final_test_acc']:.4f}",
                 ]

@@ -45,6 +45,7 @@ import struct
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # What ``client.app`` and its plug-ins import that is not Stamen's own (measured with
@@ -233,36 +234,49 @@ def bind(path: str) -> socket.socket:
     return listener
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--socket", required=True, help="Unix socket path (in a folder only this user can enter)")
-    parser.add_argument("--runtime-port", type=int, required=True, help="this node's SuperNode Runtime API port")
-    args = parser.parse_args(argv)
+def serve_on(socket_path: str, runtime_port: int, warm_up: Callable[[], Callable[[], object]]) -> None:
+    """Listen on ``socket_path``, call ``warm_up`` (it returns the entry point to fork into), serve until stopped.
+
+    SIGTERM and SIGINT stop it; the socket is removed on the way out. It listens before
+    warming up: a launch that comes early waits in the backlog instead of going cold.
+    """
 
     def stop(signum: int, frame: object) -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    # Listen before the imports: a launch that comes early waits in the backlog instead of going cold.
-    listener = bind(args.socket)
+    listener = bind(socket_path)
     try:
-        seconds = preload()
-        threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
-        if threads > 1:  # a fork copies one thread only: locks held by the others would stay held
-            raise SystemExit(f"stamen launcher: the imports started {threads - 1} threads; forking is unsafe, giving up")
-        print(
-            f"stamen launcher: {', '.join(PRELOAD)} imported in {seconds:.1f} s; "
-            f"launching flwr-clientapp for the Runtime API on port {args.runtime_port} from {args.socket}",
-            flush=True,
-        )
-        Launcher(listener, args.runtime_port, flwr_clientapp_entry_point()).serve()
+        Launcher(listener, runtime_port, warm_up()).serve()
     finally:
         listener.close()
         try:
-            os.unlink(args.socket)
+            os.unlink(socket_path)
         except FileNotFoundError:
             pass
+
+
+def warm_up(runtime_port: int, socket_path: str) -> Callable[[], object]:
+    """Import :data:`PRELOAD`; return Flower's ``flwr-clientapp`` entry point."""
+    seconds = preload()
+    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+    if threads > 1:  # a fork copies one thread only: locks held by the others would stay held
+        raise SystemExit(f"stamen launcher: the imports started {threads - 1} threads; forking is unsafe, giving up")
+    print(
+        f"stamen launcher: {', '.join(PRELOAD)} imported in {seconds:.1f} s; "
+        f"launching flwr-clientapp for the Runtime API on port {runtime_port} from {socket_path}",
+        flush=True,
+    )
+    return flwr_clientapp_entry_point()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--socket", required=True, help="Unix socket path (in a folder only this user can enter)")
+    parser.add_argument("--runtime-port", type=int, required=True, help="this node's SuperNode Runtime API port")
+    args = parser.parse_args(argv)
+    serve_on(args.socket, args.runtime_port, lambda: warm_up(args.runtime_port, args.socket))
     return 0
 
 

@@ -30,7 +30,9 @@ CONNECT_TIMEOUT = 5.0  # seconds to reach the launcher; the launch itself may ta
 
 
 def _cold(real: str, argv: list[str], why: str) -> None:
-    print(f"stamen: the warm ClientApp launcher is not answering ({why}); starting a cold flwr-clientapp", file=sys.stderr)
+    print(
+        f"stamen: the warm ClientApp launcher is not answering ({why}); starting a cold flwr-clientapp", file=sys.stderr
+    )
     sys.stderr.flush()
     os.execv(real, [real, *argv])
 
