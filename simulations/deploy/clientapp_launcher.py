@@ -251,9 +251,20 @@ def serve_on(socket_path: str, runtime_port: int, warm_up: Callable[[], Callable
         Launcher(listener, runtime_port, warm_up()).serve()
     finally:
         listener.close()
+        remove_socket(socket_path)
+
+
+def remove_socket(socket_path: str) -> None:
+    """Remove the socket, and its folder when that is an empty ``stamen-clientapp-*`` one (Stamen made it)."""
+    try:
+        os.unlink(socket_path)
+    except FileNotFoundError:
+        pass
+    folder = os.path.dirname(socket_path)
+    if os.path.basename(folder).startswith("stamen-clientapp-"):
         try:
-            os.unlink(socket_path)
-        except FileNotFoundError:
+            os.rmdir(folder)  # only an empty folder goes
+        except OSError:
             pass
 
 

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simulations.deploy.certs import DeploymentFiles, make_certificates
+from simulations.deploy.clientapp_launcher import remove_socket
 from simulations.deploy.netns import VirtualNetwork, namespaces_available
 from simulations.deploy.processes import (
     Service,
@@ -86,6 +87,7 @@ class LocalDeployment:
         self.superlink: Service | None = None
         self.supernodes: list[Service] = []
         self.launchers: list[Service] = []  # the warm ClientApp launchers, beside their SuperNodes
+        self._sockets: list[Path] = []  # theirs, removed on stop should one be killed before it could
         self.node_ids: list[int] = []
         self.port = 0  # the SuperLink's, chosen in start()
         self.operator_home = self.workdir / "operator"  # the FLWR_HOME of whoever runs `flwr`
@@ -224,6 +226,7 @@ class LocalDeployment:
                     self._prefix(index),
                 ).start()
             )
+            self._sockets.append(warm_files.socket)
             env = warm_files.supernode_environment(env)
         log = self.workdir / "logs" / f"{name}.log"
         return Service(f"SuperNode {name}", command, env, log, self._prefix(index)).start()
@@ -265,6 +268,8 @@ class LocalDeployment:
         with signals_held():
             try:
                 stop_services([*self.supernodes, *self.launchers, self.superlink], grace)
+                for socket_path in self._sockets:
+                    remove_socket(str(socket_path))
             finally:
                 if self.network is not None:
                     self.network.close()

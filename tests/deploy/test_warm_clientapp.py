@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simulations.deploy.clientapp_launcher import Refused, check_arguments
+from simulations.deploy.clientapp_launcher import Refused, check_arguments, remove_socket
 from simulations.deploy.warm_clientapp import prepare_warm_clientapp
 
 PORT = 49321
@@ -74,6 +74,7 @@ def warm(tmp_path):
     if launcher.poll() is None:
         launcher.kill()
         launcher.wait(timeout=10)
+    remove_socket(str(files.socket))
 
 
 def _flwr_clientapp(files, argv: list[str]) -> subprocess.CompletedProcess:
@@ -104,18 +105,21 @@ def test_without_a_launcher_flowers_own_clientapp_starts_cold(warm):
     deadline = time.monotonic() + 10
     while files.socket.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not files.socket.exists()  # the launcher removes its socket on the way out
+    assert not files.socket_folder.exists()  # the launcher removes its socket and that folder on the way out
     result = _flwr_clientapp(files, ARGV)
     assert result.returncode == 0
     assert result.stdout.strip() == " ".join(["cold", *ARGV])
     assert "not answering" in result.stderr and not argv_file.exists()
 
 
-def test_a_folder_that_is_a_link_or_too_deep_is_refused(tmp_path):
+def test_a_link_is_refused_and_a_deep_folder_keeps_its_socket_short(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(FileExistsError, match="is a link or a file"):
         prepare_warm_clientapp(tmp_path / "link", "/bin/true")
-    with pytest.raises(ValueError, match="too long for a Unix socket"):
-        prepare_warm_clientapp(tmp_path / ("x" * 120), "/bin/true")
     assert list((tmp_path / "elsewhere").iterdir()) == []
+    deep = tmp_path / ("x" * 120) / "clientapp"  # a long working folder: the socket lives elsewhere
+    files = prepare_warm_clientapp(deep, "/bin/true")
+    assert len(str(files.socket)) < 100 and stat.S_IMODE(files.socket_folder.stat().st_mode) == 0o700
+    assert (deep / "bin" / "flwr-clientapp").is_file()
+    files.socket_folder.rmdir()
