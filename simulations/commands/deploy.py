@@ -8,7 +8,8 @@ Subcommands, in the order an operator uses them:
   SuperNodes connect on ``--host``, runs are submitted only on ``--control-host``
   (the SuperLink host's loopback unless told otherwise);
 - ``register``: register SuperNodes' public keys with the SuperLink (on its host);
-- ``supernode``: start one SuperNode with its key, the CA and its node config (foreground);
+- ``supernode``: start one SuperNode with its key, the CA and its node config (foreground),
+  with its warm ClientApp launcher beside it (:mod:`simulations.deploy.warm_clientapp`);
 - ``run``: ``flwr run`` of the app against the SuperLink (on its host), streaming the logs;
 - ``local``: all of the above on this machine (network namespaces as hosts when root).
 
@@ -23,6 +24,7 @@ import argparse
 import ipaddress
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from flwr.common.config import parse_config_args
@@ -30,18 +32,20 @@ from flwr.common.config import parse_config_args
 from graphs import FederationSpec
 from graphs.node_data import PARTITION_FILE, export_partitions
 from server.app import check_run_config
-from simulations.preflight import default_run_config
 from simulations.deploy.certs import DeploymentFiles, make_certificates
 from simulations.deploy.local import SUPERLINK_PORT, LocalDeployment, interrupted_by_sigterm
 from simulations.deploy.processes import (
+    flower_tool,
     register_supernode,
     superlink_command,
     supernode_command,
     write_connection,
 )
+from simulations.deploy.warm_clientapp import prepare_warm_clientapp
 from simulations.deploy.workdir import check_output_folder, prepare_workdir
 from simulations.flower import flower_environment, flower_state, flwr_run
 from simulations.options import renamed
+from simulations.preflight import default_run_config
 
 OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
 
@@ -96,6 +100,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     supernode.add_argument("--data-root", default="", help="this host's data folder (e.g. from `deploy partition`)")
     supernode.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     supernode.add_argument("--port", type=int, default=9094, help="local port of the ClientApp runtime API")
+    supernode.add_argument(
+        "--cold-clientapps",
+        action="store_true",
+        help="no warm ClientApp launcher: Flower imports PyTorch and PyG afresh for every message",
+    )
     supernode.set_defaults(func=supernode_main)
 
     run = commands.add_parser("run", help="flwr run the app against the SuperLink")
@@ -212,7 +221,16 @@ def supernode_main(args: argparse.Namespace) -> int:
         config["data-root"] = str(Path(args.data_root).resolve())
     home = flower_state() / f"supernode-{args.partition_id}"
     ca, key = _require(args.ca, "CA certificate"), _require(args.key, "private key")
-    return _exec(supernode_command(args.superlink, ca, key, config, args.port, home), flower_environment(home))
+    env = flower_environment(home)
+    if not args.cold_clientapps:
+        # The launcher is this process's child; it stays with the SuperNode this process becomes
+        # (same PID), shares its terminal (Ctrl-C stops both) and exits when it does.
+        warm = prepare_warm_clientapp(
+            home.parent / f"clientapp-{args.partition_id}", flower_tool("flwr-clientapp", home)
+        )
+        subprocess.Popen(warm.launcher_command(args.port), env=env)
+        env = warm.supernode_environment(env)
+    return _exec(supernode_command(args.superlink, ca, key, config, args.port, home), env)
 
 
 def run_main(args: argparse.Namespace) -> int:

@@ -8,7 +8,10 @@ lifespan: the SuperExec that launches ServerApps), with two differences:
   unless told otherwise), the same port on both; ``--host`` stays what Flower thinks
   it listens on, so the ServerApp dials its Runtime API there;
 - the gate admits Control and Runtime API requests only on connections to the
-  control address; SuperNodes' Fleet API requests are admitted on both.
+  control address; SuperNodes' Fleet API requests are admitted on both;
+- a SuperNode's pull that finds no message is held up to a few seconds until one
+  arrives (:mod:`simulations.deploy.long_poll`), instead of sending the SuperNode
+  into Flower's fixed 3 s nap before it asks again.
 
 A fleet address of ``0.0.0.0``/``::`` is one listening socket for every interface
 (loopback included); the gate still tells the two apart by the address each
@@ -28,6 +31,7 @@ import socket
 import sys
 
 from simulations.deploy.gate import OperatorGate
+from simulations.deploy.long_poll import HOLD, FleetLongPoll
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -63,10 +67,10 @@ def main(argv: list[str] | None = None) -> None:
     sys.argv = [sys.argv[0], *flower_args]
     config = _parse_superlink_lifespan_config()
     sockets = listening_sockets(config.host, own.fleet_host, config.port)
-    app = OperatorGate(create_app(config, SuperLinkLifespan), control_hosts=[config.host])
+    app = OperatorGate(FleetLongPoll(create_app(config, SuperLinkLifespan)), control_hosts=[config.host])
     print(
         f"stamen gated SuperLink: Fleet API on {own.fleet_host}:{config.port}, "
-        f"Control and Runtime APIs only on {config.host}:{config.port}",
+        f"Control and Runtime APIs only on {config.host}:{config.port}; empty message pulls held up to {HOLD:.0f} s",
         flush=True,
     )
     server = uvicorn.Server(

@@ -4,6 +4,8 @@
 (one host for the SuperLink, one per SuperNode; the root namespace is a further host
 on the LAN), starts the SuperLink with TLS and SuperNode authentication, registers the
 SuperNodes' public keys, starts the SuperNodes, and runs ``flwr run`` against it.
+Each SuperNode host also runs a warm ClientApp launcher
+(:mod:`simulations.deploy.warm_clientapp`) unless ``warm_clientapps=False``.
 
 The SuperLink's Fleet API listens on the LAN; its Control API (run submission, node
 registration) answers only on the SuperLink host's loopback, so the operator's
@@ -25,9 +27,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simulations.deploy.certs import DeploymentFiles, make_certificates
+from simulations.deploy.clientapp_launcher import remove_socket
 from simulations.deploy.netns import VirtualNetwork, namespaces_available
 from simulations.deploy.processes import (
     Service,
+    flower_tool,
     listening,
     operator_run,
     register_supernode,
@@ -37,6 +41,7 @@ from simulations.deploy.processes import (
     supernode_statuses,
     write_connection,
 )
+from simulations.deploy.warm_clientapp import prepare_warm_clientapp
 from simulations.flower import flower_environment, free_port
 
 SUPERLINK_PORT = 9092  # Flower's customary Fleet port; each namespace has its own
@@ -53,6 +58,8 @@ class LocalDeployment:
         node_config: extra node config for every SuperNode (e.g. ``device``).
         data_roots: a data root per node (e.g. from :func:`graphs.node_data.export_partitions`).
         use_namespaces: ``None`` to use them when possible, ``False`` to force loopback.
+        warm_clientapps: a ClientApp launcher with PyTorch, PyG and Flower imported beside
+            each SuperNode (``False``: Flower's cold ``flwr-clientapp`` per message).
     """
 
     def __init__(
@@ -62,6 +69,7 @@ class LocalDeployment:
         node_config: Mapping[str, object] | None = None,
         data_roots: list[Path] | None = None,
         use_namespaces: bool | None = None,
+        warm_clientapps: bool = True,
     ) -> None:
         if data_roots is not None and len(data_roots) != num_nodes:
             raise ValueError(f"{len(data_roots)} data roots for {num_nodes} SuperNodes")
@@ -69,6 +77,7 @@ class LocalDeployment:
         self.num_nodes = num_nodes
         self.node_config = dict(node_config or {})
         self.data_roots = data_roots
+        self.warm_clientapps = warm_clientapps
         possible, reason = namespaces_available()
         if use_namespaces and not possible:
             raise RuntimeError(f"network namespaces are unavailable: {reason}")
@@ -77,6 +86,8 @@ class LocalDeployment:
         self.network: VirtualNetwork | None = None
         self.superlink: Service | None = None
         self.supernodes: list[Service] = []
+        self.launchers: list[Service] = []  # the warm ClientApp launchers, beside their SuperNodes
+        self._sockets: list[Path] = []  # theirs, removed on stop should one be killed before it could
         self.node_ids: list[int] = []
         self.port = 0  # the SuperLink's, chosen in start()
         self.operator_home = self.workdir / "operator"  # the FLWR_HOME of whoever runs `flwr`
@@ -178,28 +189,47 @@ class LocalDeployment:
         ca_certificate: Path | None | bool = True,
         private_key: Path | None | bool = True,
         label: str = "",
+        warm: bool | None = None,
     ) -> Service:
         """Start a SuperNode for partition ``index`` on host ``node-<index>``.
 
         ``ca_certificate`` and ``private_key``: ``True`` for the deployment's CA and
         the node's own key, a path for another file, ``None`` to leave the flag out.
-        ``label`` names a further SuperNode on the same host (its log file).
+        ``label`` names a further SuperNode on the same host (its log file). ``warm``
+        (default: the deployment's ``warm_clientapps``) starts its ClientApp launcher
+        first, on the same host.
         """
         config = {"partition-id": index, "num-partitions": self.num_nodes, **self.node_config}
         if self.data_roots is not None:
             config["data-root"] = str(self.data_roots[index])
         name = self._host_name(index) + (f"-{label}" if label else "")
         home = self.workdir / "hosts" / name / "flwr-home"
+        port = free_port()  # the ClientApp's Runtime API, on the host's loopback
         command = supernode_command(
             self.superlink_address,
             self.files.ca_certificate if ca_certificate is True else ca_certificate,
             self.files.node_private_key(index) if private_key is True else private_key,
             config,
-            port=free_port(),  # the ClientApp's Runtime API, on the host's loopback
+            port=port,
             flwr_home=home,
         )
+        env = flower_environment(home)
+        if self.warm_clientapps if warm is None else warm:
+            warm_files = prepare_warm_clientapp(home.parent / "clientapp", flower_tool("flwr-clientapp", home))
+            launcher_log = self.workdir / "logs" / f"{name}-launcher.log"
+            self.launchers.append(
+                Service(
+                    f"ClientApp launcher {name}",
+                    warm_files.launcher_command(port),
+                    env,
+                    launcher_log,
+                    self._prefix(index),
+                ).start()
+            )
+            self._sockets.append(warm_files.socket)
+            env = warm_files.supernode_environment(env)
         log = self.workdir / "logs" / f"{name}.log"
-        return Service(f"SuperNode {name}", command, flower_environment(home), log, self._prefix(index)).start()
+        return Service(f"SuperNode {name}", command, env, log, self._prefix(index)).start()
 
     def wait_online(self, node_ids: list[int], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -237,7 +267,9 @@ class LocalDeployment:
         """
         with signals_held():
             try:
-                stop_services([*self.supernodes, self.superlink], grace)
+                stop_services([*self.supernodes, *self.launchers, self.superlink], grace)
+                for socket_path in self._sockets:
+                    remove_socket(str(socket_path))
             finally:
                 if self.network is not None:
                     self.network.close()

@@ -253,9 +253,7 @@ class Service:
 
         def running() -> bool:
             return (
-                self.process.poll() is None
-                or _group_alive(self.pid)
-                or any(_running(child) for child in descendants)
+                self.process.poll() is None or _group_alive(self.pid) or any(_running(child) for child in descendants)
             )
 
         while running() and time.monotonic() < deadline:

@@ -11,8 +11,6 @@ the Control API answers only on the SuperLink host's loopback.
 """
 
 import json
-
-from server.checkpoint import load_checkpoint
 import ssl
 import subprocess
 import threading
@@ -24,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from contract.run_config import RunConfig
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
-from contract.run_config import RunConfig
+from server.checkpoint import load_checkpoint
 from simulations.deploy.certs import make_node_key
-from simulations.deploy.local import LocalDeployment
 from simulations.deploy.gate import REFUSAL
+from simulations.deploy.local import LocalDeployment
 from simulations.deploy.processes import (
     flwr_run_command,
     register_supernode,
@@ -64,8 +63,10 @@ def deployment(tmp_path_factory):
             warnings.warn(f"deployment test ran on {running.mode}, not on separate network namespaces", stacklevel=1)
         make_node_key(workdir / "rogue.key", workdir / "rogue.pub")  # never registered
         refused = {
-            "unregistered key": running.start_supernode(0, private_key=workdir / "rogue.key", label="rogue"),
-            "no CA certificate": running.start_supernode(1, ca_certificate=None, label="no-ca"),
+            "unregistered key": running.start_supernode(
+                0, private_key=workdir / "rogue.key", label="rogue", warm=False
+            ),
+            "no CA certificate": running.start_supernode(1, ca_certificate=None, label="no-ca", warm=False),
         }
         try:
             yield running, refused
@@ -110,6 +111,11 @@ def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deplo
     assert failure["node_id"] == deployment.node_ids[2] and failure["partition_id"] == 2
     assert rows[2]["global_test_acc"] > rows[0]["global_test_acc"] + 0.1
     assert (run_dir / "model.pt").is_file() and (run_dir / "checkpoint.npz").is_file()
+    # Every message was served by a process forked from its node's warm launcher, none cold.
+    assert len(deployment.launchers) == NUM_NODES
+    for launcher, node in zip(deployment.launchers, deployment.supernodes, strict=True):
+        assert "exited with 0" in launcher.log_file.read_text(), launcher.log_tail()
+        assert "starting a cold flwr-clientapp" not in node.log_file.read_text()
 
     # The SuperLink restarts (its state database keeps the registrations), then the
     # run continues from round 2's checkpoint to round 3 with the two nodes left.
