@@ -67,6 +67,20 @@ def _delivered(message: Message) -> Message:
 
 
 @contextlib.contextmanager
+def flower_log_level(level: int) -> Iterator[None]:
+    """Flower's logger at ``level`` inside the block (an in-process experiment runs many rounds)."""
+    import logging
+
+    logger = logging.getLogger("flwr")
+    saved = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(saved)
+
+
+@contextlib.contextmanager
 def task_identity() -> Iterator[None]:
     """Flower stamps messages with the running task's identity; give this process one meanwhile."""
     from flwr.supercore.task_identity import TaskIdentity

@@ -95,6 +95,8 @@ def main(args: argparse.Namespace) -> int:
     rows = [line.row() for line in lines]
     if args.plot is not None:
         _plot(lines, args.plot)
+        if not args.json:
+            print(f"wrote {args.plot}")
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

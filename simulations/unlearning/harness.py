@@ -25,6 +25,7 @@ Means, spreads and targets: :mod:`simulations.unlearning.targets`.
 
 from __future__ import annotations
 
+import logging
 import dataclasses
 import random
 from collections.abc import Callable, Iterable
@@ -177,7 +178,15 @@ def _model_of(config: RunConfig, split: ForgetSplit, state: State) -> NodeClassi
     return model
 
 
-def run_request(
+def run_request(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """See :func:`_run_request`; Flower's per-round INFO lines stay out of the way (warnings still show)."""
+    from simulations.inprocess import flower_log_level
+
+    with flower_log_level(logging.WARNING):
+        return _run_request(*args, **kwargs)
+
+
+def _run_request(
     config: RunConfig,
     num_clients: int,
     request: str | Request,
