@@ -36,8 +36,8 @@ from certify import exhaustive
 from certify.milp import check_inputs
 from certify.milp_collective import CollectiveMILP
 from certify.milp_sample import PairwiseMILP, SampleWiseMILP
-from certify.registry import ENUMERATE_LIMIT, METHODS
 from certify.outcome import BudgetOutcome, CollectiveOutcome, Method, MILPResult, SolveStatus, Status, TargetOutcome
+from certify.registry import ENUMERATE_LIMIT, METHODS
 from certify.screening import RetrainCache, greedy_attack, stability_radius
 from certify.solvers import SolverSpec
 from certify.svm import KernelSVM, OneVsAllSVM

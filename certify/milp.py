@@ -61,6 +61,7 @@ from __future__ import annotations
 import numpy as np
 import pulp
 
+
 def check_inputs(k_ll, y, c: float, flippable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated ``(k_ll, y, flippable)``; ``flippable=None`` means every label."""
     k_ll = np.asarray(k_ll, dtype=np.float64)

@@ -89,6 +89,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.names import NTK_ARCHITECTURES as ARCHITECTURES
+
 NORMALIZATIONS = ("row", "sym")
 VARIANTS = ("textbook", "reference")
 MAX_DENSE_NODES = 12000

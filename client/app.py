@@ -29,9 +29,9 @@ from client.device import choose_device
 from client.job import LocalJob, client_data, new_client_data
 from client.privacy import client_dp_mod, train_round
 from client.secagg import secure_aggregation_mod
-from graphs import FederationSpec
 from contract import protocol as p
 from contract.run_config import RunConfig
+from graphs import FederationSpec
 from models.training import Evaluation, evaluate
 
 app = ClientApp()

@@ -10,10 +10,10 @@ import torch
 from flwr.app import ArrayRecord, RecordDict
 from torch_geometric.data import Data
 
+from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from graphs.node_data import load_partition
 from models import NodeClassifier, build_model
-from contract.run_config import RunConfig
 from models.training import adam_state_record, restore_adam_state
 
 OPTIMIZER_STATE = "optimizer-state"

@@ -64,29 +64,172 @@ _FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
     for spec in (
-        AlgorithmSpec("fedavg", "FedAvg, the clients' weights averaged by training nodes", "server.fedavg", "client.fedavg", privacy=("none", "dp-sgd", "client-dp"), averages=True),  # noqa: E501
-        AlgorithmSpec("fedprox", "FedProx, FedAvg with a proximal term around the global model", "server.fedprox", "client.fedprox", privacy=("none", "client-dp"), options=("proximal-mu",), averages=True),  # noqa: E501
-        AlgorithmSpec("local", "no aggregation, each client trains alone", "server.local", "client.local", aggregates=False, privacy=("none", "dp-sgd")),  # noqa: E501
-        AlgorithmSpec("fedlog", "FedLoG, prototype branches and global synthetic nodes (docs/algorithms.md)", "server.fedlog", "client.fedlog", options=_FEDLOG_OPTIONS),  # noqa: E501
-        AlgorithmSpec("fedavgm", "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)", "server.fedavgm", "client.fedavg", privacy=("none", "dp-sgd"), options=("server-momentum", "server-learning-rate"), resumable=False, averages=True),  # noqa: E501
+        AlgorithmSpec(
+            "fedavg",
+            "FedAvg, the clients' weights averaged by training nodes",
+            "server.fedavg",
+            "client.fedavg",
+            privacy=("none", "dp-sgd", "client-dp"),
+            averages=True,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedprox",
+            "FedProx, FedAvg with a proximal term around the global model",
+            "server.fedprox",
+            "client.fedprox",
+            privacy=("none", "client-dp"),
+            options=("proximal-mu",),
+            averages=True,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "local",
+            "no aggregation, each client trains alone",
+            "server.local",
+            "client.local",
+            aggregates=False,
+            privacy=("none", "dp-sgd"),
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedlog",
+            "FedLoG, prototype branches and global synthetic nodes (docs/algorithms.md)",
+            "server.fedlog",
+            "client.fedlog",
+            options=_FEDLOG_OPTIONS,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedavgm",
+            "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)",
+            "server.fedavgm",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=("server-momentum", "server-learning-rate"),
+            resumable=False,
+            averages=True,
+        ),  # noqa: E501
         # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
-        AlgorithmSpec("fedsage-local", "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours (Zhang et al. 2021; use model='sage')", "server.fedsage", "client.fedsage", options=_FEDSAGE_OPTIONS, resumable=False),  # noqa: E501
-        AlgorithmSpec("fedpub", "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)", "server.fedpub", "client.fedpub", options=_FEDPUB_OPTIONS, resumable=False),  # noqa: E501
-        AlgorithmSpec("fedgta", "FedGTA, personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)", "server.fedgta", "client.fedgta", options=_FEDGTA_OPTIONS, resumable=False),  # noqa: E501
+        AlgorithmSpec(
+            "fedsage-local",
+            "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours (Zhang et al. 2021; use model='sage')",
+            "server.fedsage",
+            "client.fedsage",
+            options=_FEDSAGE_OPTIONS,
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedpub",
+            "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)",
+            "server.fedpub",
+            "client.fedpub",
+            options=_FEDPUB_OPTIONS,
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedgta",
+            "FedGTA, personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)",
+            "server.fedgta",
+            "client.fedgta",
+            options=_FEDGTA_OPTIONS,
+            resumable=False,
+        ),  # noqa: E501
         # personalised FL: the personal parts live in the clients' state, outside the checkpoint: not resumable
-        AlgorithmSpec("fedper", "FedPer, the encoder averaged, each client's head kept local", "server.shared_encoder", "client.fedper", resumable=False),  # noqa: E501
-        AlgorithmSpec("fedrep", "FedRep, local head trained first, then the shared encoder (averaged)", "server.shared_encoder", "client.fedrep", options=("rep-head-epochs",), resumable=False),  # noqa: E501
-        AlgorithmSpec("ditto", "Ditto, FedAvg plus a personal model held near the global one", "server.fedavg", "client.ditto", options=("ditto-lambda", "ditto-personal-epochs"), resumable=False),  # noqa: E501
-        AlgorithmSpec("fedproto", "FedProto, class prototypes shared instead of weights", "server.fedproto", "client.fedproto", options=("fedproto-lambda",), resumable=False),  # noqa: E501
+        AlgorithmSpec(
+            "fedper",
+            "FedPer, the encoder averaged, each client's head kept local",
+            "server.shared_encoder",
+            "client.fedper",
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedrep",
+            "FedRep, local head trained first, then the shared encoder (averaged)",
+            "server.shared_encoder",
+            "client.fedrep",
+            options=("rep-head-epochs",),
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "ditto",
+            "Ditto, FedAvg plus a personal model held near the global one",
+            "server.fedavg",
+            "client.ditto",
+            options=("ditto-lambda", "ditto-personal-epochs"),
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedproto",
+            "FedProto, class prototypes shared instead of weights",
+            "server.fedproto",
+            "client.fedproto",
+            options=("fedproto-lambda",),
+            resumable=False,
+        ),  # noqa: E501
         # Flower's strategies as algorithms (server/fedopt.py, server/median.py, server/krum.py)
-        AlgorithmSpec("fedadam", "FedAdam, Adam steps on the server over the averaged update (Flower's FedAdam)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=_FEDOPT_OPTIONS, resumable=False),  # noqa: E501
-        AlgorithmSpec("fedyogi", "FedYogi, Yogi steps on the server over the averaged update (Flower's FedYogi)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=_FEDOPT_OPTIONS, resumable=False),  # noqa: E501
-        AlgorithmSpec("fedadagrad", "FedAdagrad, Adagrad steps on the server over the averaged update (Flower's FedAdagrad)", "server.fedopt", "client.fedavg", privacy=("none", "dp-sgd"), options=("fedopt-eta", "fedopt-tau"), resumable=False),  # noqa: E501
-        AlgorithmSpec("fedmedian", "coordinate-wise median of the clients' weights (Flower's FedMedian)", "server.median", "client.fedavg", privacy=("none", "dp-sgd")),  # noqa: E501
-        AlgorithmSpec("fedtrimmedavg", "coordinate-wise trimmed mean of the clients' weights (Flower's FedTrimmedAvg)", "server.median", "client.fedavg", privacy=("none", "dp-sgd"), options=("trimmed-beta",)),  # noqa: E501
-        AlgorithmSpec("krum", "Krum, the one reply closest to its neighbours (Flower's Krum)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes",)),  # noqa: E501
-        AlgorithmSpec("multikrum", "Multi-Krum, the average of the replies Krum scores best (Flower's MultiKrum)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes", "num-nodes-to-select")),  # noqa: E501
-        AlgorithmSpec("bulyan", "Bulyan, Krum selection then a trimmed mean around the median (Flower's Bulyan)", "server.krum", "client.fedavg", privacy=("none", "dp-sgd"), options=("num-malicious-nodes",)),  # noqa: E501
+        AlgorithmSpec(
+            "fedadam",
+            "FedAdam, Adam steps on the server over the averaged update (Flower's FedAdam)",
+            "server.fedopt",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=_FEDOPT_OPTIONS,
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedyogi",
+            "FedYogi, Yogi steps on the server over the averaged update (Flower's FedYogi)",
+            "server.fedopt",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=_FEDOPT_OPTIONS,
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedadagrad",
+            "FedAdagrad, Adagrad steps on the server over the averaged update (Flower's FedAdagrad)",
+            "server.fedopt",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=("fedopt-eta", "fedopt-tau"),
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedmedian",
+            "coordinate-wise median of the clients' weights (Flower's FedMedian)",
+            "server.median",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedtrimmedavg",
+            "coordinate-wise trimmed mean of the clients' weights (Flower's FedTrimmedAvg)",
+            "server.median",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=("trimmed-beta",),
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "krum",
+            "Krum, the one reply closest to its neighbours (Flower's Krum)",
+            "server.krum",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=("num-malicious-nodes",),
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "multikrum",
+            "Multi-Krum, the average of the replies Krum scores best (Flower's MultiKrum)",
+            "server.krum",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=("num-malicious-nodes", "num-nodes-to-select"),
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "bulyan",
+            "Bulyan, Krum selection then a trimmed mean around the median (Flower's Bulyan)",
+            "server.krum",
+            "client.fedavg",
+            privacy=("none", "dp-sgd"),
+            options=("num-malicious-nodes",),
+        ),  # noqa: E501
     )
 }
 

@@ -16,10 +16,10 @@ import it cheaply. The masks and the remaining federation a request makes are to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class RequestKind(str, Enum):
+class RequestKind(StrEnum):
     """What a request forgets (the value is the prefix of its text)."""
 
     CLIENT = "client"

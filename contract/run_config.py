@@ -264,7 +264,8 @@ class RunConfig:
         bound=within(0, 1, "(]"),
     )
     secagg_threshold: float = PRIVACY_SECTION.key(
-        0.6, "secure-aggregation: share of those key shares needed to unmask (> 0.5: safer; lower: more dropouts)",
+        0.6,
+        "secure-aggregation: share of those key shares needed to unmask (> 0.5: safer; lower: more dropouts)",
         bound=within(0, 1, "(]"),
     )
     secagg_max_weight: float = PRIVACY_SECTION.key(

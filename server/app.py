@@ -11,8 +11,8 @@ from flwr.app import Context
 from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
 
-from contract.run_config import RunConfig
 from contract.provenance import provenance
+from contract.run_config import RunConfig
 from server import outputs, privacy
 from server.algorithms import server_algorithm
 from server.certification import certify_federation

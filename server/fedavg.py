@@ -9,6 +9,7 @@ from flwr.serverapp.strategy import FedAvg, Strategy
 from contract import protocol as p
 from contract.run_config import RunConfig
 
+
 def strategy_options(config: RunConfig) -> dict[str, Any]:
     """What every weight-averaging strategy of Stamen shares: sampling, minimum clients, and the
     record keys and FedAvg weight (training nodes) of :mod:`contract.protocol`."""

@@ -28,6 +28,7 @@ from contract.run_config import RunConfig
 from server.condensation import class_weights, condense, per_class_average
 from server.fedavg import strategy_options
 
+
 class FedLoG(FedAvg):
     """Flower's FedAvg with FedLoG's condensation and generator aggregation.
 

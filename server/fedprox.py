@@ -7,6 +7,7 @@ from flwr.serverapp.strategy import FedProx, Strategy
 from contract.run_config import RunConfig
 from server.fedavg import strategy_options
 
+
 def make_strategy(config: RunConfig) -> Strategy:
     return FedProx(
         **strategy_options(config),

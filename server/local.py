@@ -11,5 +11,6 @@ from flwr.serverapp.strategy import Strategy
 from contract.run_config import RunConfig
 from server import fedavg
 
+
 def make_strategy(config: RunConfig) -> Strategy:
     return fedavg.make_strategy(config)  # used for client sampling only

@@ -58,7 +58,6 @@ from contract.run_config import RunConfig
 from server.transport import send_and_receive
 
 
-
 class AdaptiveRuleFix:
     """Andrew et al.'s clipping-norm update and noise calibration for Flower's adaptive wrappers.
 

@@ -39,6 +39,7 @@ __all__ = [
     "split_federation",
 ]
 
+
 @dataclass
 class ForgetSplit:
     """The federation seen through one request.

@@ -101,9 +101,7 @@ class UnlearningJob:
         holding = set(self.request.holders(len(self.grid.get_node_ids())))
         return [node for node, part in self.partitions.items() if part in holding]
 
-    def train(
-        self, nodes: list[int], rounds: int, flag: str, initial: ArrayRecord | None, what: str
-    ) -> ArrayRecord:
+    def train(self, nodes: list[int], rounds: int, flag: str, initial: ArrayRecord | None, what: str) -> ArrayRecord:
         """``rounds`` rounds of the run's strategy on ``nodes`` only, every training message flagged
         ``flag`` (a key of :mod:`contract.protocol` whose value is the request); returns the weights."""
         min_clients = min(self.config.min_clients, len(nodes))

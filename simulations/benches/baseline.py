@@ -19,11 +19,10 @@ from typing import Any
 
 import torch
 
+from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from models import build_model
-from contract.run_config import RunConfig
 from models.training import evaluate, fit
-
 
 State = dict[str, torch.Tensor]
 

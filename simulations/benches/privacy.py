@@ -27,9 +27,9 @@ from flwr.app import RecordDict
 
 from client.job import client_data
 from client.privacy import RowClassifier, load_accountant, noise_multiplier, propagated_rows, train_private
+from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import build_model
-from contract.run_config import RunConfig
 from models.training import fit
 from server.algorithms import server_algorithm
 from server.loop import run_rounds

@@ -33,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def check_replaceable(out: Path, name: str) -> None:
-    """Refuse an output folder whose files of these names Stamen did not write (a bench record, its table, the README)."""
+    """Refuse an output folder holding files of these names that Stamen did not write (record, table, README)."""
     record, table, readme = out / f"{name}.json", out / f"{name}.md", out / "README.md"
     for path in (record, table, readme):
         if path.is_symlink() or (path.exists() and not path.is_file()):

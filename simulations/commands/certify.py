@@ -70,9 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default="svm",
         help="; ".join(f"{name}: {entry.help}" for name, entry in MODELS.items()) + " (default svm)",
     )
-    m.add_argument(
-        "--arch", default="gcn", help=f"comma list of {', '.join(ARCHITECTURES)} (default gcn)"
-    )
+    m.add_argument("--arch", default="gcn", help=f"comma list of {', '.join(ARCHITECTURES)} (default gcn)")
     m.add_argument("--depth", type=int, default=1)
     m.add_argument("--normalization", default=None, help="row or sym (default: row; appnp: sym)")
     m.add_argument("--ntk-variant", default="textbook", help="textbook (default) or reference")

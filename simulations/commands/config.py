@@ -65,7 +65,7 @@ def listing() -> str:
                 assignment = f"{key.name} = {default_text(key)}"
                 lines.append(f"  {assignment:<{width}}  {key.help} ({key.accepted()})")
         lines.append("")
-    lines.append("one key in full: stamen config KEY; set keys with stamen run -c \"key=value ...\"")
+    lines.append('one key in full: stamen config KEY; set keys with stamen run -c "key=value ..."')
     return "\n".join(lines)
 
 

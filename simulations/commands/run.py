@@ -37,6 +37,7 @@ every run-config key, its default, choices and help: stamen config (one key: sta
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
     """The module docstring and examples as written, each option's default shown."""
 
+
 ENGINES = ("flower", "inprocess")
 
 

@@ -8,8 +8,8 @@ from the config with that many clients. For the run's own seed (``seed`` in
 config, initialised from that seed (the partition and splits stay those of the run).
 Retraining from scratch, every method and the evaluation then run in-process
 (:func:`simulations.unlearning.harness.run_request`: the app's round loop and ClientApp over an
-in-process grid, and the server's unlearning flow for every method). ``federaser`` replays the clients' recorded training
-updates, which a run directory does not hold, so ``--methods all`` leaves it out here (and
+in-process grid, and the server's unlearning flow for every method). ``federaser`` replays the clients'
+recorded training updates, which a run directory does not hold, so ``--methods all`` leaves it out here (and
 says so); ``stamen bench unlearn`` runs it on originals trained in-process.
 
 Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
@@ -65,7 +65,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
     """``(RunConfig, number of clients, saved state dict)`` of a run directory."""
     from contract.run_config import RunConfig
-
     from server.rundir import RunDirectory, RunStatus
 
     if not run_dir.is_dir():

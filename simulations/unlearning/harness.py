@@ -25,8 +25,8 @@ Means, spreads and targets: :mod:`simulations.unlearning.targets`.
 
 from __future__ import annotations
 
-import logging
 import dataclasses
+import logging
 import random
 from collections.abc import Callable, Iterable
 from typing import Any

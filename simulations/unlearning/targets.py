@@ -12,6 +12,7 @@ from typing import Any
 
 from unlearn.evaluate import METRICS
 
+
 def mia_gap(per_seed: list[dict[str, Any]]) -> dict[str, float | None]:
     r"""The gap-closure denominator :math:`\mathrm{AUC}_{orig} - \mathrm{AUC}_{retrain}`: its mean and its spread
     over seeds. Gap closure means something only where the mean gap is well above the spread."""

@@ -25,9 +25,7 @@ def _instance(seed: int, m: int = 8, num_targets: int = 6, d: int = 4):
     y = (np.arange(n) >= m // 2).astype(np.int64)  # class 0 (+1) first
     y[m:] = rng.integers(0, 2, num_targets)
     y[rng.choice(m, size=2, replace=False)] ^= 1  # label noise: alphas hit the box
-    inst = Instance(
-        x, np.zeros((2, 0), np.int64), y, 2, np.arange(m), np.arange(m, n), [7, 9], np.arange(100, 100 + n)
-    )
+    inst = Instance(x, np.zeros((2, 0), np.int64), y, 2, np.arange(m), np.arange(m, n), [7, 9], np.arange(100, 100 + n))
     return inst, kernel
 
 

@@ -6,9 +6,9 @@ import torch
 from flwr.app import ArrayRecord, Message
 
 from client.job import client_data
-from graphs import FederationSpec
 from contract import protocol as p
 from contract.run_config import RunConfig
+from graphs import FederationSpec
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from simulations.inprocess import InProcessGrid, task_identity

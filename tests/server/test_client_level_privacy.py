@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp.mod import centraldp_mods
 from flwr.serverapp.strategy import (
     DifferentialPrivacyClientSideAdaptiveClipping,
@@ -99,7 +99,7 @@ def _rounds(clipping: str, updates: np.ndarray, sigma: float = SIGMA, rounds: in
             node = message.metadata.dst_node_id
             message.metadata.__dict__["_message_id"] = f"m{server_round}-{node}"
             reply = client_dp_mod(
-                message, _context(config, node), lambda m, c, k=node: _trained(start + updates[k], m)
+                message, _context(config, node), lambda m, c, k=node, s=start: _trained(s + updates[k], m)
             )
             replies.append(reply)
         received = [r.content[p.ARRAYS].to_numpy_ndarrays()[0] - start for r in replies]

@@ -5,13 +5,13 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, MessageType
 
-from graphs import FederationSpec, build_federation
 from contract import protocol as p
+from contract.requests import parse_request
 from contract.run_config import RunConfig
+from graphs import FederationSpec, build_federation
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from server.privacy import initial_arrays
-from contract.requests import parse_request
 from server.unlearning import history_recorder, unlearn_federation
 from server.unlearning.rollcall import query
 from server.unlearning.wash import check_statistics

@@ -205,9 +205,7 @@ def _client_graph_file(task, path):
     """The client's certification subgraph as a ``--graph`` file (original class ids)."""
     inst = task.instance
     names = np.asarray(inst.class_names)
-    np.savez(
-        path, x=inst.x, edge_index=inst.edge_index, y=names[inst.y], labeled=inst.labeled, targets=inst.targets
-    )
+    np.savez(path, x=inst.x, edge_index=inst.edge_index, y=names[inst.y], labeled=inst.labeled, targets=inst.targets)
     return ["--graph", str(path), "--classes", ",".join(str(c) for c in inst.class_names)]
 
 
@@ -219,9 +217,9 @@ def test_in_run_client_certificates_equal_stamen_certify_node_by_node(tmp_path):
 
     from client.certification import client_certificate
     from client.job import client_data
-    from graphs import FederationSpec
     from contract import protocol as p
     from contract.run_config import RunConfig
+    from graphs import FederationSpec
     from server.certification import certify_federation
     from simulations.inprocess import InProcessGrid, task_identity
 

@@ -71,7 +71,10 @@ def test_help_lists_every_command_as_its_module_describes_it_without_importing_t
         subparsers = argparse.ArgumentParser().add_subparsers()
         importlib.import_module(f"simulations.commands.{name}").add_parser(subparsers)
         assert subparsers._choices_actions[0].help == summary, name
-    probe = "import sys; from simulations.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\nprint('torch' in sys.modules)"
+    probe = (
+        "import sys; from simulations.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("False") and "sweep" in out
     version = subprocess.run([sys.executable, "-m", "simulations.cli", "--version"], capture_output=True, text=True)
