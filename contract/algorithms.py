@@ -109,7 +109,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
         AlgorithmSpec(
             "fedsage-local",
-            "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours (Zhang et al. 2021; use model='sage')",
+            "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours "
+            "(Zhang et al. 2021; use model='sage')",
             "server.fedsage",
             "client.fedsage",
             options=_FEDSAGE_OPTIONS,
@@ -125,7 +126,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         ),  # noqa: E501
         AlgorithmSpec(
             "fedgta",
-            "FedGTA, personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)",
+            "FedGTA, personalised confidence-weighted averages over clients with similar label moments "
+            "(Li et al. 2024)",
             "server.fedgta",
             "client.fedgta",
             options=_FEDGTA_OPTIONS,
