@@ -18,18 +18,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
-from flwr.serverapp import Grid
-from flwr.serverapp.strategy import FedAvg, Strategy
+from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
+from flwr.serverapp.strategy import Strategy
 from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
 
 from contract import protocol as p
 from contract.run_config import RunConfig
 from server.condensation import class_weights, condense, per_class_average
 from server.fedavg import strategy_options
+from server.per_node import PerNodeContent
 
 
-class FedLoG(FedAvg):
+class FedLoG(PerNodeContent):
     """Flower's FedAvg with FedLoG's condensation and generator aggregation.
 
     Args:
@@ -50,7 +50,7 @@ class FedLoG(FedAvg):
         self.node_versions: dict[int, int] = {}  # node id -> generators version it confirmed holding
         self.sent_versions: dict[int, int] = {}  # node id -> generators version in its pending message
 
-    def _attach(self, messages: Iterable[Message]) -> list[Message]:
+    def attach(self, messages: Iterable[Message]) -> list[Message]:
         messages = list(messages)
         for message in messages:
             # FedAvg gives every message of a round the same RecordDict: each gets its own
@@ -64,16 +64,6 @@ class FedLoG(FedAvg):
                 self.sent_versions[node] = self.generators_version
             message.content = content
         return messages
-
-    def configure_train(
-        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
-    ) -> Iterable[Message]:
-        return self._attach(super().configure_train(server_round, arrays, config, grid))
-
-    def configure_evaluate(
-        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
-    ) -> Iterable[Message]:
-        return self._attach(super().configure_evaluate(server_round, arrays, config, grid))
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]

@@ -27,14 +27,14 @@ from collections.abc import Iterable
 from logging import WARNING
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
 from flwr.common import log
-from flwr.serverapp import Grid
-from flwr.serverapp.strategy import FedAvg, Strategy
+from flwr.serverapp.strategy import Strategy
 
 from contract import protocol as p
 from contract.run_config import RunConfig
 from server.fedavg import strategy_options
+from server.per_node import PerNodeContent
 
 
 def average_prototypes(prototypes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,7 +61,7 @@ def _upload(content: RecordDict) -> tuple[np.ndarray, np.ndarray] | None:
     return prototypes, counts
 
 
-class FedProto(FedAvg):
+class FedProto(PerNodeContent):
     """Flower's FedAvg for sampling and messages; prototypes instead of weights (module docstring).
 
     Args:
@@ -72,7 +72,7 @@ class FedProto(FedAvg):
         super().__init__(**fedavg)
         self.global_prototypes: ArrayRecord | None = None
 
-    def _attach(self, messages: Iterable[Message]) -> list[Message]:
+    def attach(self, messages: Iterable[Message]) -> list[Message]:
         messages = list(messages)
         for message in messages:
             content = RecordDict(dict(message.content.items()))  # FedAvg shares one RecordDict among messages
@@ -80,16 +80,6 @@ class FedProto(FedAvg):
                 content[p.FEDPROTO_GLOBAL] = self.global_prototypes
             message.content = content
         return messages
-
-    def configure_train(
-        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
-    ) -> Iterable[Message]:
-        return self._attach(super().configure_train(server_round, arrays, config, grid))
-
-    def configure_evaluate(
-        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
-    ) -> Iterable[Message]:
-        return self._attach(super().configure_evaluate(server_round, arrays, config, grid))
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]

@@ -21,11 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
-from flwr.serverapp import Grid
-from flwr.serverapp.strategy import FedAvg
+from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
 
 from contract import protocol as p
+from server.per_node import PerNodeContent
 
 
 def weighted_average(records: list[ArrayRecord], weights: np.ndarray) -> ArrayRecord:
@@ -41,7 +40,7 @@ def weighted_average(records: list[ArrayRecord], weights: np.ndarray) -> ArrayRe
     return ArrayRecord(averaged)
 
 
-class PersonalisedAverage(FedAvg):
+class PersonalisedAverage(PerNodeContent):
     """FedAvg that sends each client the aggregate of its row of :meth:`mixing` (see the module docstring)."""
 
     def __init__(self, **fedavg) -> None:
@@ -53,7 +52,7 @@ class PersonalisedAverage(FedAvg):
         """The row-stochastic ``(n, n)`` mixing matrix of a round's replies (in order)."""
         raise NotImplementedError
 
-    def _attach(self, messages: Iterable[Message]) -> list[Message]:
+    def attach(self, messages: Iterable[Message]) -> list[Message]:
         messages = list(messages)
         for message in messages:
             node = message.metadata.dst_node_id
@@ -63,16 +62,6 @@ class PersonalisedAverage(FedAvg):
                 content[p.ARRAYS] = self.personal[node]
                 message.content = content
         return messages
-
-    def configure_train(
-        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
-    ) -> Iterable[Message]:
-        return self._attach(super().configure_train(server_round, arrays, config, grid))
-
-    def configure_evaluate(
-        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
-    ) -> Iterable[Message]:
-        return self._attach(super().configure_evaluate(server_round, arrays, config, grid))
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
