@@ -356,6 +356,9 @@ def main(args: argparse.Namespace) -> int:
             report = run(task, lambda n, bar=bar: progress.advance(bar, n))
             name = task.arch if not given_kernel else f"{task.arch} (user kernel)"
             payload["architectures"][name] = report.as_dict()
+    from contract.provenance import provenance
+
+    payload["provenance"] = provenance(seeds=[args.seed])
     payload = clean_floats(payload)
     out = Path(args.out)
     write_outputs(out, payload)

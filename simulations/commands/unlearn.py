@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from contract.provenance import provenance
 from contract.requests import parse_request
 from simulations.options import renamed
 from simulations.unlearning.harness import (
@@ -148,6 +149,7 @@ def main(args: argparse.Namespace) -> int:
 
             result = run_request(config, num_clients, request, methods, seeds, originals=originals, progress=progress)
         result["run_dir"] = str(run_dir)
+        result["provenance"] = provenance(seeds=seeds)
         out.mkdir(parents=True, exist_ok=True)
         from server.rundir import atomic_write
         from unlearn.report import bar_plot, markdown
