@@ -235,6 +235,9 @@ class RunConfig:
     output_dir: str = OUTPUTS.key("runs", "folder of the run directories")
     run_name: str = OUTPUTS.key("", "the run directory's name; empty: <dataset>-<algorithm>-<time>")
     overwrite: bool = OUTPUTS.key(False, "replace an earlier run directory of the same name")
+    tensorboard: bool = OUTPUTS.key(
+        False, "also write TensorBoard event files into the run directory (needs: pip install 'stamen[tensorboard]')"
+    )
     privacy: str = PRIVACY_SECTION.key("none", "differential privacy", choices=PRIVACY)
     noise_multiplier: float = PRIVACY_SECTION.key(
         1.0, "Gaussian noise std over the clipping norm (per sample for dp-sgd, per update for client-dp)", bound=gt(0)

@@ -169,6 +169,8 @@ def train_and_report(
     run_dir.write_json(SUMMARY_FILE, summary)
     if len(arrays) > 0:
         outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)
+    if config.tensorboard:
+        outputs.write_tensorboard(run_dir.path, rows)
     outputs.plot_curves(
         run_dir.path,
         rows,

@@ -91,6 +91,24 @@ def fairness(row: Row) -> dict[str, Any]:
     }
 
 
+def write_tensorboard(run_dir: Path, rows: list[Row]) -> None:
+    """TensorBoard event files in the run directory, from the run's rows: every accuracy, the loss,
+    epsilon, and each client's test accuracy (``tensorboard --logdir <output-dir>`` shows every run)."""
+    from tensorboardX import SummaryWriter
+
+    with SummaryWriter(logdir=str(run_dir), flush_secs=3600) as writer:
+        for row in rows:
+            step = int(row["round"])
+            for key, value in row.items():
+                if isinstance(value, int | float) and not isinstance(value, bool) and not key.endswith("seconds"):
+                    if key != "round":
+                        writer.add_scalar(f"run/{key}", value, step)
+            for pid, figures in row.get("per_client", {}).items():
+                for key in ("test_acc", "global_test_acc"):
+                    if key in figures:
+                        writer.add_scalar(f"client/{pid}/{key}", figures[key], step)
+
+
 def failure_counts(rows: list[Row]) -> dict[str, int]:
     """How many client replies failed over the run, by category (``lost``, ``error``, ``malformed``)."""
     counts = {category.value: 0 for category in FailureCategory}

@@ -70,6 +70,7 @@ RUN_FILES = frozenset(
         "run.log",
     }
 )
+EVENTS_PREFIX = "events.out.tfevents."  # TensorBoard's event files (tensorboard=true)
 # The environment variable through which a command hands its run a token (see the module docstring).
 TOKEN_ENV = "STAMEN_RUN_TOKEN"
 # Keys a resumed run may change: they decide how long and where, not what is trained.
@@ -300,8 +301,8 @@ class RunDirectory:
 
 
 def _is_run_file(name: str) -> bool:
-    """One of Stamen's run files, or a temporary file of its atomic writes (``.<name>.*``)."""
-    return name in RUN_FILES or any(name.startswith(f".{f}.") for f in RUN_FILES)
+    """One of Stamen's run files, a TensorBoard event file it wrote, or a temporary file of its atomic writes."""
+    return name in RUN_FILES or name.startswith(EVENTS_PREFIX) or any(name.startswith(f".{f}.") for f in RUN_FILES)
 
 
 @contextlib.contextmanager
