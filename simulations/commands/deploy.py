@@ -27,8 +27,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from flwr.common.config import parse_config_args
-
 from graphs import FederationSpec
 from graphs.node_data import PARTITION_FILE, export_partitions
 from server.app import check_run_config
@@ -45,6 +43,7 @@ from simulations.deploy.warm_clientapp import prepare_warm_clientapp
 from simulations.deploy.workdir import check_output_folder, prepare_workdir
 from simulations.flower import flower_environment, flower_state, flwr_run
 from simulations.options import renamed
+from simulations.overrides import parse_overrides
 from simulations.preflight import default_run_config
 
 OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
@@ -133,7 +132,7 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _overrides(texts: list[str]) -> dict[str, object]:
     values = default_run_config()
-    values.update(parse_config_args(texts) if texts else {})
+    values.update(parse_overrides(texts))
     check_run_config(values)
     return values
 
@@ -235,7 +234,7 @@ def supernode_main(args: argparse.Namespace) -> int:
 
 def run_main(args: argparse.Namespace) -> int:
     write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
-    overrides = parse_config_args(args.run_config) if args.run_config else {}
+    overrides = parse_overrides(args.run_config)
     check_run_config({**default_run_config(), **overrides})
     return flwr_run(OPERATOR_HOME, overrides, {})
 
@@ -244,7 +243,7 @@ def local_main(args: argparse.Namespace) -> int:
     values = _overrides(args.run_config)
     if values["min-clients"] > args.nodes:
         raise ValueError(f"min-clients={values['min-clients']} exceeds --nodes={args.nodes}")
-    overrides = parse_config_args(args.run_config) if args.run_config else {}
+    overrides = parse_overrides(args.run_config)
     with interrupted_by_sigterm():  # SIGTERM, like Ctrl-C, stops every process started here
         workdir = prepare_workdir(args.workdir)  # refuses a folder Stamen did not make, before removing anything
         spec = FederationSpec.from_run_config(values, args.nodes)
