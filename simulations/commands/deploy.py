@@ -196,6 +196,7 @@ def superlink_main(args: argparse.Namespace) -> int:
     if ipaddress.ip_address(control).is_unspecified:
         raise ValueError("--control-host must be one address (default 127.0.0.1), not every interface")
     home = flower_state() / "superlink"
+    home.mkdir(parents=True, exist_ok=True)  # Flower's state and the SuperLink's log live here
     command = superlink_command(
         files, host, args.port, args.state.resolve(), home / "superlink.log", control_host=control
     )
@@ -219,6 +220,7 @@ def supernode_main(args: argparse.Namespace) -> int:
     if args.data_root:
         config["data-root"] = str(Path(args.data_root).resolve())
     home = flower_state() / f"supernode-{args.partition_id}"
+    home.mkdir(parents=True, exist_ok=True)
     ca, key = _require(args.ca, "CA certificate"), _require(args.key, "private key")
     env = flower_environment(home)
     if not args.cold_clientapps:

@@ -12,6 +12,14 @@ import pytest
 from simulations.deploy.netns import namespaces_available
 
 
+def _command_line(process: psutil.Process) -> list[str]:
+    """A process's command line; nothing for one that has just ended (a zombie until reaped)."""
+    try:
+        return process.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return []
+
+
 def _namespace_of(pid: int) -> str:
     result = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True)
     return result.stdout.strip()
@@ -28,7 +36,7 @@ def test_a_signal_mid_run_leaves_no_process_and_no_namespace(tmp_path, signum):
         deadline = time.monotonic() + 300
         while True:  # mid-run: the operator's `flwr run` is streaming and a ServerApp has started
             tree = root.children(recursive=True)
-            names = " ".join(" ".join(p.cmdline()) for p in tree if p.is_running())
+            names = " ".join(" ".join(_command_line(p)) for p in tree)
             if "flwr run" in names and "flwr-serverapp" in names:
                 break
             assert stamen.poll() is None and time.monotonic() < deadline, (tmp_path / "out.log").read_text()[-3000:]
@@ -46,7 +54,7 @@ def test_a_signal_mid_run_leaves_no_process_and_no_namespace(tmp_path, signum):
             print(f"stamen exited {time.monotonic() - signalled:.1f} s after the signal")
         assert code == 130
         _, alive = psutil.wait_procs(tree, timeout=max(0.0, signalled + 10 - time.monotonic()))
-        assert alive == [], [" ".join(p.cmdline()) for p in alive if p.is_running()]
+        assert alive == [], [" ".join(_command_line(p)) for p in alive]
         assert "interrupted" in (tmp_path / "out.log").read_text()
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert not [name for name in namespaces if name in listed]

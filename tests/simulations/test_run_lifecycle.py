@@ -46,7 +46,7 @@ def _rounds(run_dir: Path) -> int:
 @pytest.mark.slow
 def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     run_dir = tmp_path / "runs" / "long"
-    config = f"num-server-rounds=500 csbm-nodes=300 output-dir='{tmp_path / 'runs'}' run-name='long'"
+    config = f"num-server-rounds=100000 csbm-nodes=300 output-dir='{tmp_path / 'runs'}' run-name='long'"
     cli = _stamen("run", "--quiet", "-c", config, *FEDERATION, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while _rounds(run_dir) < 3:  # a few rounds done: the checkpoint exists, the engine is busy
