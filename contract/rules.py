@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from contract.algorithms import ALGORITHMS, admitting, averaging
 from contract.suggest import one_of
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
-from models.names import check_decoupled
+from models.names import check_decoupled, encoder_has_weights
 
 if TYPE_CHECKING:
     from contract.run_config import RunConfig
@@ -47,6 +47,18 @@ def check_rules(config: RunConfig) -> None:
     if config.privacy != "none":
         _check_privacy(config)
     _check_attack(config)
+    if spec.server == "server.shared_encoder" and not encoder_has_weights(config.model, config.num_layers):
+        raise ValueError(
+            f"algorithm={config.algorithm!r} shares the encoder, and model={config.model!r} with "
+            f"num-layers={config.num_layers} has no encoder weights; choose a model with a trained encoder "
+            "(gcn, sage, gat, appnp, or mlp with num-layers >= 2)"
+        )
+    if config.unlearn_request and spec.client not in ("client.fedavg", "client.fedprox"):
+        raise ValueError(
+            f"unlearn-request edits or retrains the run's global node classifier, which algorithm="
+            f"{config.algorithm!r} does not train as FedAvg's clients do; use fedavg, fedprox or a strategy on "
+            "their clients, or leave unlearn-request empty"
+        )
     if config.secure_aggregation:
         _check_secure_aggregation(config)
     if not config.resume_from:

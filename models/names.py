@@ -17,3 +17,8 @@ def check_decoupled(model: str) -> None:
             f"privacy='dp-sgd' needs a decoupled model (propagate once, then a per-node network); "
             f"model {model!r} is not one; choose one of: {', '.join(DECOUPLED_MODELS)}"
         )
+
+
+def encoder_has_weights(model: str, num_layers: int) -> bool:
+    """Whether ``model``'s encoder has trained weights (sgc propagates only; a one-layer mlp is all head)."""
+    return not (model == "sgc" or (model == "mlp" and num_layers == 1))

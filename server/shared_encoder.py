@@ -15,12 +15,13 @@ from __future__ import annotations
 from flwr.serverapp.strategy import Strategy
 
 from contract.run_config import RunConfig
+from models.names import encoder_has_weights
 from server import fedavg
 
 
 def encoder_is_empty(config: RunConfig) -> bool:
-    """Whether the run's model has no encoder weights (see :mod:`models.node_classifier`)."""
-    return config.model == "sgc" or (config.model == "mlp" and config.num_layers == 1)
+    """Whether the run's model has no encoder weights (the run config refuses it before training)."""
+    return not encoder_has_weights(config.model, config.num_layers)
 
 
 def make_strategy(config: RunConfig) -> Strategy:

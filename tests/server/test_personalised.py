@@ -111,9 +111,8 @@ def test_fedper_shares_the_encoder_only_and_keeps_a_head_per_client():
 
 def test_shared_encoder_algorithms_refuse_a_model_without_encoder_weights():
     for algorithm, values in (("fedper", {"model": "sgc"}), ("fedrep", {"model": "mlp", "num-layers": 1})):
-        config = RunConfig.from_flower({"algorithm": algorithm, **values})
-        with pytest.raises(ValueError, match="has no encoder weights"):
-            server_algorithm(algorithm).make_strategy(config)
+        with pytest.raises(ValueError, match="has no encoder weights"):  # now at config time, before training
+            server_algorithm(algorithm).make_strategy(RunConfig.from_flower({"algorithm": algorithm, **values}))
 
 
 def test_fedrep_differs_from_fedper():
