@@ -12,15 +12,14 @@ The message flows of every method are :mod:`server.unlearning` and :mod:`client.
 the in-process experiment is :mod:`simulations.unlearning`.
 """
 
-from unlearn.requests import ForgetSplit, Request, parse_request, split_federation
+from unlearn.requests import ForgetRequest, ForgetSplit, split_federation
 from unlearn.wash import EditStatistics, client_statistics, solve_edit
 
 __all__ = [
     "EditStatistics",
+    "ForgetRequest",
     "ForgetSplit",
-    "Request",
     "client_statistics",
-    "parse_request",
     "solve_edit",
     "split_federation",
 ]

@@ -34,7 +34,7 @@ from torch_geometric.data import Data
 
 from models import NodeClassifier
 from unlearn.mia import attack_features, membership_auc
-from unlearn.requests import ForgetSplit, Request
+from unlearn.requests import ForgetRequest, ForgetSplit
 
 METRICS = (
     "acc_remaining",
@@ -69,7 +69,7 @@ COUNTS = ("remaining", "forget", "test", "forgotten_class", "other_classes")
 
 @torch.no_grad()
 def client_counts(
-    model: NodeClassifier, data: Data, forget: Tensor, serving: Data, request: Request, stays: bool
+    model: NodeClassifier, data: Data, forget: Tensor, serving: Data, request: ForgetRequest, stays: bool
 ) -> dict[str, int]:
     """One client's correct and total counts, ``{name}_correct`` and ``{name}_total`` for :data:`COUNTS`.
 
@@ -96,7 +96,7 @@ def client_counts(
     return counts
 
 
-def accuracies(counts: list[dict[str, int]], request: Request, client: dict[str, int] | None = None) -> dict:
+def accuracies(counts: list[dict[str, int]], request: ForgetRequest, client: dict[str, int] | None = None) -> dict:
     """The accuracies of :data:`METRICS` (all but the MIA AUC) from clients' summed counts.
 
     ``client`` is the requesting client's counts (its test accuracy), if any.

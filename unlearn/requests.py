@@ -1,6 +1,8 @@
 r"""The federation a forgetting request leaves behind: forget masks, dropped nodes, the split.
 
-The request itself is a light typed value parsed once (:mod:`contract.requests`):
+The request itself is a light typed value parsed once, in the run config's contract
+(``contract.requests.Request``, one floor up); here it is any object with its four
+fields (:class:`ForgetRequest`):
 
 - ``client:i``: everything client ``i`` contributed. :math:`D_f` is its training nodes
   (the labelled data the model was fitted on); the client leaves the federation, so
@@ -19,25 +21,31 @@ federation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import subgraph
 
-from contract.requests import KINDS, Request, parse_request
-
 __all__ = [
-    "KINDS",
+    "ForgetRequest",
     "ForgetSplit",
-    "Request",
     "client_forget_mask",
     "drop_nodes",
     "forget_masks",
-    "parse_request",
     "remaining_view",
     "split_federation",
 ]
+
+
+class ForgetRequest(Protocol):
+    """What a request says: its kind (``client``, ``nodes`` or ``class``), the client, the share, the class."""
+
+    kind: str
+    client: int | None
+    fraction: float | None
+    label: int | None
 
 
 @dataclass
@@ -54,7 +62,7 @@ class ForgetSplit:
         num_classes: number of classes.
     """
 
-    request: Request
+    request: ForgetRequest
     original: list[Data]
     remaining: list[Data]
     remaining_clients: list[int]
@@ -89,7 +97,7 @@ def drop_nodes(data: Data, drop: torch.Tensor) -> Data:
     return out
 
 
-def client_forget_mask(data: Data, index: int, request: Request, seed: int) -> torch.Tensor:
+def client_forget_mask(data: Data, index: int, request: ForgetRequest, seed: int) -> torch.Tensor:
     """Boolean mask of :math:`D_f` on client ``index``'s subgraph ``data`` (a subset of its training nodes).
 
     A client computes its own mask from the request alone: no other client's data is needed.
@@ -108,12 +116,12 @@ def client_forget_mask(data: Data, index: int, request: Request, seed: int) -> t
     return mask
 
 
-def forget_masks(clients: list[Data], request: Request, seed: int) -> list[torch.Tensor]:
+def forget_masks(clients: list[Data], request: ForgetRequest, seed: int) -> list[torch.Tensor]:
     """Per-client boolean masks of :math:`D_f` (always a subset of the training nodes)."""
     return [client_forget_mask(data, index, request, seed) for index, data in enumerate(clients)]
 
 
-def remaining_view(data: Data, index: int, request: Request, forget: torch.Tensor) -> Data | None:
+def remaining_view(data: Data, index: int, request: ForgetRequest, forget: torch.Tensor) -> Data | None:
     """What client ``index`` keeps after the request: ``None`` if it leaves, else its subgraph
     without the nodes of ``forget`` and their edges."""
     if request.kind == "client" and index == request.client:
@@ -121,7 +129,7 @@ def remaining_view(data: Data, index: int, request: Request, forget: torch.Tenso
     return drop_nodes(data, forget) if bool(forget.any()) else data.clone()
 
 
-def split_federation(clients: list[Data], request: Request, seed: int = 0) -> ForgetSplit:
+def split_federation(clients: list[Data], request: ForgetRequest, seed: int = 0) -> ForgetSplit:
     """Apply ``request`` to the clients' subgraphs (``seed`` picks the nodes of ``nodes:`` requests)."""
     num_classes = int(clients[0].num_classes)
     if request.client is not None and not 0 <= request.client < len(clients):

@@ -64,7 +64,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from models import NodeClassifier
-from unlearn.requests import ForgetSplit, Request
+from unlearn.requests import ForgetRequest, ForgetSplit
 
 TARGETS = ("drop-class", "neighbor")
 
@@ -368,7 +368,7 @@ class WashConfig:
     margin: float = 3.0
 
 
-def resolve_target(target: str, request: Request) -> str:
+def resolve_target(target: str, request: ForgetRequest) -> str:
     """``auto`` is ``drop-class`` for a class request and ``neighbor`` otherwise; check the name."""
     if target == "auto":
         target = "drop-class" if request.kind == "class" else "neighbor"
@@ -383,7 +383,7 @@ def client_wash_statistics(
     data: Data,
     forget: Tensor,
     remaining: Data | None,
-    request: Request,
+    request: ForgetRequest,
     config: WashConfig,
 ) -> EditStatistics:
     """One client's :class:`EditStatistics`, computed where its data lives.

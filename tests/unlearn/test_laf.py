@@ -5,9 +5,10 @@ import math
 import pytest
 import torch
 
+from contract.requests import parse_request
 from graphs import FederationSpec, build_federation
 from unlearn.laf import LAFConfig, alignment_loss, bounded, extractor_loss, laf, laf_traced
-from unlearn.requests import parse_request, split_federation
+from unlearn.requests import split_federation
 
 
 @pytest.fixture(scope="module")

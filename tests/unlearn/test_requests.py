@@ -3,8 +3,9 @@
 import pytest
 import torch
 
+from contract.requests import Request, parse_request
 from graphs import FederationSpec, build_federation
-from unlearn.requests import Request, parse_request, split_federation
+from unlearn.requests import split_federation
 
 
 def test_parse_good_requests():
