@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 # about 95 % of a cold ClientApp's start. Optional ones are
 # imported when installed.
 PRELOAD = ("numpy", "scipy.sparse", "torch", "torch_geometric", "flwr.app", "flwr.clientapp", "httpcore", "h11")
-PRELOAD_OPTIONAL = ("opacus", "pulp")
+PRELOAD_OPTIONAL = ("pulp",)  # not opacus: its import calls logging.basicConfig (every log line twice)
 REAP_INTERVAL = 0.02  # seconds between checks for ended processes (and a parent gone)
 TOKEN = re.compile(r"[0-9a-fA-F]{16,256}")
 FLAGS_WITH_VALUE = {"--runtime-api-address", "--token", "--root-certificates", "--parent-pid"}
