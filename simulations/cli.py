@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     names = {_command(entry)[0] for entry in COMMANDS}
     args = build_parser(argv[0] if argv and argv[0] in names else None).parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a command as Ctrl-C does, cleanly
+    # A shell starts background jobs with SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: a command started so could not be stopped by SIGINT at all.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.update(handed_down())  # the processes a command starts record its commit and command line
     try:
         return int(args.func(args))
