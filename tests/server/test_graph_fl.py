@@ -11,29 +11,18 @@ from contract import protocol as p
 from contract.run_config import RunConfig
 from models.mending import mend
 from models.neighgen import Impaired, NeighGen, train_neighgen
-from server.algorithms import server_algorithm
 from server.fedgta import topology_weights
 from server.fedpub import FedPub
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from simulations.inprocess import run_in_process, task_identity
 
 RUN = {"num-server-rounds": 5, "csbm-nodes": 600, "local-epochs": 2, "min-clients": 2}
 
 
 def _rows(algorithm: str, **values) -> list[dict]:
     config = RunConfig.from_flower({**RUN, "algorithm": algorithm, **values})
-    module = server_algorithm(algorithm)
     rows: list[dict] = []
     with task_identity():
-        run_rounds(
-            InProcessGrid(config.to_flower(), 3),
-            module.make_strategy(config),
-            config.num_server_rounds,
-            module.AGGREGATES,
-            config.min_clients,
-            60.0,
-            rows.append,
-        )
+        run_in_process(config, 3, rows.append)
     return rows
 
 

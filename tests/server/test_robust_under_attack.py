@@ -3,9 +3,7 @@
 import pytest
 
 from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from simulations.inprocess import run_in_process, task_identity
 
 # the easy, near-IID task of tests/server/test_strategies.py, on which every rule learns
 TASK = {
@@ -23,18 +21,9 @@ SIGN_FLIP = {"attack": "sign-flip", "malicious-clients": "1"}  # one of five, dr
 
 def _final_accuracy(algorithm: str, **values) -> float:
     config = RunConfig.from_flower({**TASK, "algorithm": algorithm, **values})
-    module = server_algorithm(algorithm)
     rows: list[dict] = []
     with task_identity():
-        run_rounds(
-            InProcessGrid(config.to_flower(), 5),
-            module.make_strategy(config),
-            config.num_server_rounds,
-            module.AGGREGATES,
-            config.min_clients,
-            60.0,
-            rows.append,
-        )
+        run_in_process(config, 5, rows.append)
     return rows[-1]["global_test_acc"]
 
 

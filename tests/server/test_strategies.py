@@ -8,8 +8,7 @@ from contract import protocol as p
 from contract.algorithms import ALGORITHMS
 from contract.run_config import RunConfig
 from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from simulations.inprocess import run_in_process, task_identity
 
 STRATEGIES = ("fedadam", "fedyogi", "fedadagrad", "fedmedian", "fedtrimmedavg", "krum", "multikrum", "bulyan")
 # an easy, near-IID task on which every rule, Krum's single pick included, learns in a few rounds
@@ -36,17 +35,8 @@ def _config(algorithm: str, **values) -> RunConfig:
 
 
 def _rows(config: RunConfig, clients: int) -> list[dict]:
-    module = server_algorithm(config.algorithm)
     rows: list[dict] = []
-    run_rounds(
-        InProcessGrid(config.to_flower(), clients),
-        module.make_strategy(config),
-        config.num_server_rounds,
-        module.AGGREGATES,
-        config.min_clients,
-        60.0,
-        rows.append,
-    )
+    run_in_process(config, clients, rows.append)
     return rows
 
 
