@@ -9,7 +9,9 @@ the one evaluation left after the last round.
 
 from __future__ import annotations
 
+import functools
 import time
+from typing import Any
 
 import torch
 from flwr.app import (
@@ -25,7 +27,7 @@ from flwr.clientapp import ClientApp
 from client.algorithms import ClientAlgorithm, client_algorithm
 from client.attacks import attacked
 from client.certification import certify_local
-from client.device import choose_device
+from client.device import choose_device, seed_device
 from client.job import LocalJob, client_data, new_client_data
 from client.privacy import client_dp_mod, train_round
 from client.secagg import secure_aggregation_mod
@@ -38,16 +40,33 @@ app = ClientApp()
 
 
 def _job(context: Context) -> LocalJob:
-    config = RunConfig.from_flower(context.run_config)
-    partition_id = int(context.node_config["partition-id"])
-    num_partitions = int(context.node_config["num-partitions"])
-    device = choose_device(str(context.node_config.get("device", config.device)))
-    values = config.to_flower()
-    if "data-root" in context.node_config:  # a deployment's host names its own data root
-        values["data-root"] = str(context.node_config["data-root"])
-    spec = FederationSpec.from_run_config(values, num_partitions)
+    node = context.node_config
+    config, spec, device = _setting(
+        tuple(sorted(context.run_config.items())),
+        int(node["num-partitions"]),
+        str(node["device"]) if "device" in node else None,
+        str(node["data-root"]) if "data-root" in node else None,
+    )
+    partition_id = int(node["partition-id"])
     data = client_data(spec, partition_id, device)
     return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device))
+
+
+@functools.lru_cache(maxsize=16)
+def _setting(
+    run_config: tuple[tuple[str, Any], ...], num_partitions: int, device: str | None, data_root: str | None
+) -> tuple[RunConfig, FederationSpec, torch.device]:
+    """The checked run config, the federation and the device of a node, once per process and run.
+
+    A process serves message after message of the same run; checking its ~90 keys each
+    time was a tenth of a small client's handler. Both results are immutable.
+    """
+    config = RunConfig.from_flower(dict(run_config))
+    chosen = choose_device(device if device is not None else config.device)
+    values = config.to_flower()
+    if data_root is not None:  # a deployment's host names its own data root
+        values["data-root"] = data_root
+    return config, FederationSpec.from_run_config(values, num_partitions), chosen
 
 
 def _received_model(job: LocalJob, algorithm: ClientAlgorithm, message: Message) -> torch.nn.Module:
@@ -110,7 +129,7 @@ def _seed(job: LocalJob, server_round: int, purpose: int) -> None:
     makes each client's numbers the same on every transport, every time.
     """
     base = job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id
-    torch.manual_seed(base if purpose == TRAINING else base * 31 + 17 * purpose)
+    seed_device(base if purpose == TRAINING else base * 31 + 17 * purpose, job.device)
 
 
 class Laps:

@@ -31,6 +31,20 @@ def choose_device(spec: str) -> torch.device:
     return torch.device("cuda", index)
 
 
+def seed_device(seed: int, device: torch.device) -> None:
+    """Seed the random draws a client makes on ``device``: the CPU generator, and that GPU's.
+
+    The same CPU stream as :func:`torch.manual_seed`, at a fraction of its cost:
+    ``torch.manual_seed`` also queues a lazy seeding call for every accelerator backend,
+    each capturing a stack trace (about 1 ms a call on a machine without a GPU, paid
+    twice per client message).
+    """
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            torch.cuda.manual_seed(seed)
+
+
 @functools.cache
 def _warn_fallback(spec: str, reason: str) -> None:
     logger.warning("device %r requested but %s: training on the CPU", spec, reason)

@@ -31,7 +31,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord
 
 from client.fedavg import FedAvgClient
-from client.job import LocalJob
+from client.job import LocalJob, private_record, private_tensors
 from contract import protocol as p
 from models import NodeClassifier
 from models.personal_training import fit_personal
@@ -49,7 +49,7 @@ class DittoClient(FedAvgClient):
         received = {key: value.detach().clone() for key, value in model.state_dict().items()}
         anchor = [param.detach().clone() for param in model.parameters()]
         if PERSONAL in job.state:
-            model.load_state_dict(job.state[PERSONAL].to_torch_state_dict())
+            model.load_state_dict(private_tensors(job.state[PERSONAL]))
         optimizer = self._personal_optimizer(model, job)
         devices = [job.device] if job.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):  # the global update below draws as FedAvg's would
@@ -57,9 +57,9 @@ class DittoClient(FedAvgClient):
                 model, job.data, job.config.ditto_personal_epochs, optimizer, anchor, job.config.ditto_lambda
             )
         if job.config.keep_optimizer_state:
-            job.state[PERSONAL_OPTIMIZER] = ArrayRecord(adam_state_record(optimizer))
+            job.state[PERSONAL_OPTIMIZER] = private_record(adam_state_record(optimizer))
         personal = {key: value.detach().clone() for key, value in model.state_dict().items()}
-        job.state[PERSONAL] = ArrayRecord(personal)
+        job.state[PERSONAL] = private_record(personal)
 
         model.load_state_dict(received)
         super().train(model, job, round_config)  # the global model's FedAvg update
@@ -71,7 +71,7 @@ class DittoClient(FedAvgClient):
         config = job.config
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         if config.keep_optimizer_state and PERSONAL_OPTIMIZER in job.state:
-            saved = job.state[PERSONAL_OPTIMIZER].to_torch_state_dict()
+            saved = private_tensors(job.state[PERSONAL_OPTIMIZER])
             restore_adam_state(optimizer, {key: value.to(job.device) for key, value in saved.items()})
         return optimizer
 

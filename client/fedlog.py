@@ -20,7 +20,8 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
-from client.job import LocalJob
+from client.device import seed_device
+from client.job import LocalJob, private_record, private_tensors
 from contract import protocol as p
 from models.fedlog import SYNTHETIC_KEYS, FedLoGNet
 from models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
@@ -33,7 +34,7 @@ GENERATOR_LR = 0.01
 
 def new_model(job: LocalJob) -> FedLoGNet:
     """The seeded initial model; every client builds the same weights."""
-    torch.manual_seed(job.config.seed)
+    seed_device(job.config.seed, job.device)
     config = job.config
     model = FedLoGNet(
         job.data.num_features,
@@ -100,7 +101,7 @@ def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
     hyper = hyperparameters(job)
     num_classes = int(job.data.num_classes)
     if PERSONAL in job.state:
-        personal = job.state[PERSONAL].to_torch_state_dict()
+        personal = private_tensors(job.state[PERSONAL])
         with torch.no_grad():
             for key in SYNTHETIC_KEYS:
                 getattr(model, key).copy_(personal[key].to(job.device))
@@ -120,7 +121,7 @@ def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
         lam = torch.zeros(num_classes, device=job.device)
     loss, lam = local_epochs(model, job.data, hyper, job.config.local_epochs, lam, _global_synthetic(job))
     state = {key: getattr(model, key).detach() for key in SYNTHETIC_KEYS}
-    job.state[PERSONAL] = ArrayRecord({**state, "lambda": lam.detach()})
+    job.state[PERSONAL] = private_record({**state, "lambda": lam.detach()})
     return loss
 
 

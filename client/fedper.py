@@ -21,7 +21,7 @@ from __future__ import annotations
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.fedavg import FedAvgClient
-from client.job import LocalJob
+from client.job import LocalJob, private_record, private_tensors
 from contract import protocol as p
 from models import NodeClassifier
 from models.personal_training import ENCODER, HEAD, load_part, part_state
@@ -36,10 +36,10 @@ class SharedEncoderClient(FedAvgClient):
         if len(content[p.ARRAYS]) > 0:
             load_part(model, content[p.ARRAYS].to_torch_state_dict(), ENCODER)
         if HEAD_STATE in job.state:
-            load_part(model, job.state[HEAD_STATE].to_torch_state_dict(), HEAD)
+            load_part(model, private_tensors(job.state[HEAD_STATE]), HEAD)
 
     def keep_head(self, model: NodeClassifier, job: LocalJob) -> None:
-        job.state[HEAD_STATE] = ArrayRecord(part_state(model, HEAD))
+        job.state[HEAD_STATE] = private_record(part_state(model, HEAD))
 
     def reply_records(  # type: ignore[override]
         self, model: NodeClassifier, job: LocalJob, server_round: int

@@ -29,7 +29,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
-from client.job import LocalJob
+from client.job import LocalJob, private_record, private_tensors
 from contract import protocol as p
 from models.prototypes import PrototypeClassifier, class_prototypes, fit_prototypes
 
@@ -42,7 +42,7 @@ class FedProtoClient(ClientAlgorithm):
 
     def receive(self, model: PrototypeClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
         if PERSONAL in job.state:
-            model.model.load_state_dict(job.state[PERSONAL].to_torch_state_dict())
+            model.model.load_state_dict(private_tensors(job.state[PERSONAL]))
         if p.FEDPROTO_GLOBAL in content:
             record = content[p.FEDPROTO_GLOBAL]
             if p.PROTOTYPES not in record or p.PROTOTYPE_COUNTS not in record:
@@ -66,7 +66,7 @@ class FedProtoClient(ClientAlgorithm):
             job.config.fedproto_lambda,
         )
         job.keep_optimizer(optimizer)
-        job.state[PERSONAL] = ArrayRecord(model.model.state_dict())
+        job.state[PERSONAL] = private_record(model.model.state_dict())
         return loss
 
     def reply_records(  # type: ignore[override]

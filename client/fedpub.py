@@ -20,7 +20,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
-from client.job import LocalJob
+from client.job import LocalJob, private_record, private_tensors
 from contract import protocol as p
 from models.masked import MaskedClassifier, fit_masked, functional_embedding, proxy_graph
 
@@ -38,7 +38,7 @@ class FedPubClient(ClientAlgorithm):
     def new_model(self, job: LocalJob) -> MaskedClassifier:
         model = MaskedClassifier(job.model(), prune_below=job.config.fedpub_l1).to(job.device)
         if MASKS in job.state:
-            model.masks.load_state_dict(job.state[MASKS].to_torch_state_dict())
+            model.masks.load_state_dict(private_tensors(job.state[MASKS]))
         return model
 
     def receive(self, model: MaskedClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
@@ -55,7 +55,7 @@ class FedPubClient(ClientAlgorithm):
             lr=config.lr,
         )
         loss = fit_masked(model, job.data, config.local_epochs, optimizer, config.fedpub_l1, config.fedpub_loc_l2)
-        job.state[MASKS] = ArrayRecord({k: v.detach() for k, v in model.masks.state_dict().items()})
+        job.state[MASKS] = private_record(model.masks.state_dict())
         return loss
 
     def reply_records(  # type: ignore[override]

@@ -6,10 +6,10 @@ is only reported, never used by another client.
 
 from __future__ import annotations
 
-from flwr.app import ArrayRecord, ConfigRecord
+from flwr.app import ConfigRecord
 
 from client.fedavg import FedAvgClient
-from client.job import LocalJob
+from client.job import LocalJob, private_record, private_tensors
 from models import NodeClassifier
 
 STATE_KEY = "local-model"
@@ -20,9 +20,9 @@ class LocalClient(FedAvgClient):
         self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
     ) -> float:
         if STATE_KEY in job.state:
-            model.load_state_dict(job.state[STATE_KEY].to_torch_state_dict())
+            model.load_state_dict(private_tensors(job.state[STATE_KEY]))
         loss = super().train(model, job, round_config)
-        job.state[STATE_KEY] = ArrayRecord(model.state_dict())
+        job.state[STATE_KEY] = private_record(model.state_dict())
         return loss
 
 

@@ -99,13 +99,15 @@ def evaluate(model: nn.Module, data: Data, new_client: Data | None = None) -> Ev
 
     Validation and test nodes are predicted on the training graph (``edge_index``);
     unseen and missing-class nodes, when ``data`` has their masks, on the client's whole
-    subgraph (``full_edge_index``); ``new_client``'s nodes, all of them, on its own graph.
+    subgraph (``full_edge_index``; one forward pass serves both when no node is unseen, as the
+    two graphs are then the same); ``new_client``'s nodes, all of them, on its own graph.
     """
     model.eval()
     hits = model(data.x, data.edge_index).argmax(dim=-1) == data.y
     settings: dict[str, tuple[int, int]] = {}
     if hasattr(data, "unseen_mask"):
-        full_hits = model(data.x, data.full_edge_index).argmax(dim=-1) == data.y
+        same_graph = data.full_edge_index is data.edge_index or torch.equal(data.full_edge_index, data.edge_index)
+        full_hits = hits if same_graph else model(data.x, data.full_edge_index).argmax(dim=-1) == data.y
         for name, mask in (("unseen-node", data.unseen_mask), ("missing-class", data.missing_mask)):
             settings[name] = (int(full_hits[mask].sum()), int(mask.sum()))
     if new_client is not None:

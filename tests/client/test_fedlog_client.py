@@ -5,7 +5,7 @@ import pytest
 import torch
 from flwr.app import ArrayRecord, Message
 
-from client.job import client_data
+from client.job import client_data, private_tensors
 from contract import protocol as p
 from contract.run_config import RunConfig
 from graphs import FederationSpec
@@ -138,6 +138,6 @@ def test_a_node_that_missed_the_generators_gets_them_again():
 def test_lambda_and_synthetic_nodes_persist_in_the_client_state(recorded):
     _, grid, _ = recorded
     for context in grid.contexts.values():
-        personal = context.state["fedlog-personal"].to_torch_state_dict()
+        personal = private_tensors(context.state["fedlog-personal"])
         assert set(personal) == {"synthetic_head", "synthetic_tail", "lambda"}
         assert personal["lambda"].shape == (7,) and ((personal["lambda"] >= 0) & (personal["lambda"] <= 1)).all()

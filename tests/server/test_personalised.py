@@ -7,6 +7,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, Met
 
 from client import ditto, fedper, fedproto, local
 from client.app import _job
+from client.job import private_tensors
 from contract import protocol as p
 from contract.run_config import RunConfig
 from models.personal_training import ENCODER, HEAD, load_part
@@ -88,7 +89,7 @@ def test_fedper_shares_the_encoder_only_and_keeps_a_head_per_client():
             names = list(reply.content[p.ARRAYS].keys())
             assert names and all(name.startswith(ENCODER) for name in names)
     assert list(run.final.keys()) == names  # the server's weights: the encoder alone
-    heads = [run.state(i)[fedper.HEAD_STATE].to_torch_state_dict() for i in range(3)]
+    heads = [private_tensors(run.state(i)[fedper.HEAD_STATE]) for i in range(3)]
     assert not torch.allclose(heads[0]["head.weight"], heads[1]["head.weight"])
     # the final aggregate is the training-node-weighted mean of the last round's encoders
     last = run.replies[RUN["num-server-rounds"]]
@@ -132,7 +133,7 @@ def test_ditto_with_a_huge_lambda_keeps_the_personal_model_at_the_global_one():
     last = RUN["num-server-rounds"]
     sent = run.sent[last].to_torch_state_dict()
     for i in range(3):
-        personal = run.state(i)[ditto.PERSONAL].to_torch_state_dict()
+        personal = private_tensors(run.state(i)[ditto.PERSONAL])
         assert all(torch.allclose(personal[k], sent[k], atol=1e-5) for k in sent)
     # so the personal figures of round r are those of the global model the clients received in round r
     for key in SETTINGS:
@@ -145,8 +146,8 @@ def test_ditto_without_lambda_is_local_training():
     for key in SETTINGS:
         assert [row[key] for row in run.rows[1:]] == [row[key] for row in alone.rows]
     for i in range(3):
-        personal = run.state(i)[ditto.PERSONAL].to_torch_state_dict()
-        own = alone.state(i)[local.STATE_KEY].to_torch_state_dict()
+        personal = private_tensors(run.state(i)[ditto.PERSONAL])
+        own = private_tensors(alone.state(i)[local.STATE_KEY])
         assert all(torch.equal(personal[k], own[k]) for k in own)
 
 
@@ -189,7 +190,7 @@ def test_fedproto_sends_prototypes_and_no_weights():
             upload = reply.content[p.FEDPROTO_UPLOAD]
             assert upload[p.PROTOTYPES].numpy().shape == (7, 64)  # csbm's classes x the GCN's hidden width
     # the clients hold their own models, which differ
-    first, second = (run.state(i)[fedproto.PERSONAL].to_torch_state_dict() for i in (0, 1))
+    first, second = (private_tensors(run.state(i)[fedproto.PERSONAL]) for i in (0, 1))
     assert not torch.allclose(first["head.weight"], second["head.weight"])
 
 
