@@ -180,7 +180,9 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, int]], lis
     datasets, partitioners = names(args.datasets, "--datasets"), names(args.partitioners, "--partitioners")
     seeds = parse_seeds(args.seeds)
     if args.jobs < 1 or args.clients < 1 or args.rounds < 1:
-        raise ValueError(f"--jobs, --clients and --rounds must be at least 1, got {args.jobs}, {args.clients}, {args.rounds}")
+        raise ValueError(
+            f"--jobs, --clients and --rounds must be at least 1, got {args.jobs}, {args.clients}, {args.rounds}"
+        )
     for dataset in datasets:
         for partitioner in partitioners:
             reference = RunConfig.from_flower(run_values(args, "fedavg", dataset, partitioner, seeds[0]))
@@ -279,7 +281,9 @@ def _cell(values: list[float | None]) -> str:
     numbers = [100 * value for value in values if value is not None]
     if not numbers:
         return "-"
-    return f"{mean(numbers):.1f} ± {pstdev(numbers):.1f}" + ("" if len(numbers) == len(values) else f" ({len(numbers)} runs)")
+    return f"{mean(numbers):.1f} ± {pstdev(numbers):.1f}" + (
+        "" if len(numbers) == len(values) else f" ({len(numbers)} of {len(values)} runs)"
+    )
 
 
 def openfgl(algorithm: str, dataset: str, partitioner: str, clients: int) -> str:
@@ -300,7 +304,9 @@ def summarize(results: list[dict[str, Any]], dataset: str, partitioner: str, cli
             cells = [f"n/a: {reasons}", *(["n/a"] * (2 * len(FIGURES) - 1))]
             table.append([algorithm, *cells, "-", openfgl(algorithm, dataset, partitioner, clients)])
             continue
-        row = [algorithm + (f" ({len(runs) - len(ran)} seed(s) n/a)" if len(ran) < len(runs) else "")]
+        missing = [r for r in runs if r["status"] != Status.RAN.value]
+        note = "; ".join(dict.fromkeys(f"seed {r['seed']} n/a: {r['reason']}" for r in missing))
+        row = [algorithm + (f" ({note})" if note else "")]
         for key, _ in FIGURES:
             row += [_cell([r["best"].get(key) for r in ran]), _cell([r["final"].get(key) for r in ran])]
         row += [f"{mean(r['wall_seconds'] for r in ran):.1f}", openfgl(algorithm, dataset, partitioner, clients)]
@@ -344,12 +350,16 @@ def _ours(results: list[dict[str, Any]]) -> str:
 
 def _footnote(results: list[dict[str, Any]]) -> str:
     sources = sorted({source for _, source in OPENFGL.values()})
-    found = f"Figures from: {'; '.join(sources)}. " if sources else (
-        "No figure of OpenFGL for these settings was found in the sources searched (its repository's README, "
-        "docs and appendix; the stored arXiv page, whose result tables were not readable), so none is shown. "
+    found = (
+        f"Figures from: {'; '.join(sources)}. "
+        if sources
+        else (
+            "No figure of OpenFGL for these settings was found in the sources searched (its repository's README, "
+            "docs and appendix; the stored arXiv page, whose result tables were not readable), so none is shown. "
+        )
     )
     return (
-        "[1] OpenFGL (Li et al., \"OpenFGL: A Comprehensive Benchmark for Federated Graph Learning\", PVLDB; "
+        '[1] OpenFGL (Li et al., "OpenFGL: A Comprehensive Benchmark for Federated Graph Learning", PVLDB; '
         f"arXiv 2408.16288, 2024). {found}{OPENFGL_SETTING} Ours: {_ours(results) or '-'} "
         "(`stamen config` describes the keys)."
     )
