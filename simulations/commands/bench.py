@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from simulations.benches import attacks, deploy, dpsgd, fedlog, gpu, privacy, scale, sim, unlearn
+from simulations.benches import algorithms, attacks, deploy, dpsgd, fedlog, gpu, privacy, scale, sim, unlearn
 from simulations.benches.records import header, new_record, write_readme
 
-BENCHES: tuple[ModuleType, ...] = (sim, fedlog, privacy, dpsgd, unlearn, deploy, gpu, attacks, scale)
+BENCHES: tuple[ModuleType, ...] = (sim, fedlog, algorithms, privacy, dpsgd, unlearn, deploy, gpu, attacks, scale)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

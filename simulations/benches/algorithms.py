@@ -1,0 +1,385 @@
+"""``stamen bench algorithms``: every registered FL algorithm, per dataset and partitioner, over seeds.
+
+The algorithms are those of the registry (:data:`contract.algorithms.ALGORITHMS`), in
+its order, so an algorithm added there is benched with no change here. Each
+(algorithm, dataset, partitioner, seed) is one federated run of the app's own round
+loop, strategies and ClientApp, in this process (:mod:`simulations.inprocess`), with
+the run config's defaults for everything the options below do not set.
+
+What a run reports is the app's own summary (:func:`server.outputs.summarize`), read,
+never recomputed: the round of best validation accuracy :math:`r^*` (on the global
+model's validation accuracy where the algorithm keeps one, else on the clients'
+models'), and at :math:`r^*` and at the final round
+
+- the global model's test accuracy ``global_test_acc`` (the weights every client
+  received; absent when the algorithm keeps none), and
+- the clients' models' test accuracy ``test_acc``: every client's model after its
+  local training, pooled over the clients' test nodes (the personalised figure of
+  FedPer, FedRep, Ditto, FED-PUB, FedGTA, FedProto, FedLoG and ``local``).
+
+The table gives, per algorithm, the mean and population standard deviation of each
+figure over the seeds, and the mean wall seconds per run. A setting an algorithm's
+preconditions exclude (a Krum-family rule with too few clients, a model without the
+encoder FedPer shares, ...) is checked before any run, with the app's own validation
+(:meth:`contract.run_config.RunConfig.from_flower`, :func:`simulations.preflight.check_with_data`),
+and listed as ``n/a: <the validation's reason>``.
+
+OpenFGL (Xunkai Li, Yinlin Zhu, Boyang Pang, Guochen Yan, Zening Li, Yeyu Yan, Zhengyu
+Wu, Wentao Zhang, Rong-Hua Li, Guoren Wang; "OpenFGL: A Comprehensive Benchmark for
+Federated Graph Learning", PVLDB; arXiv 2408.16288, 2024) is the reference benchmark of
+subgraph FL; :data:`OPENFGL` holds the figures of it we could read, beside ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import logging
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import mean, pstdev
+from typing import Any
+
+from flwr.common.config import parse_config_args
+
+from contract.algorithms import ALGORITHMS
+from contract.run_config import RunConfig
+from simulations.benches.records import markdown_table, print_tables
+from simulations.options import renamed
+from simulations.sweep import parse_seeds
+
+NAME = "algorithms"
+HELP = "every registered FL algorithm per dataset and partitioner, mean ± std over seeds"
+
+# OpenFGL's figures for (algorithm, dataset, partitioner, clients): (test accuracy %, source and table).
+# Empty: no figure of OpenFGL for these settings could be read. Routes tried: the repository
+# github:xkLi-Allen/OpenFGL (README.md: a usage example, no results; docs/source/index.rst: no results;
+# OpenFGL-Appendix.pdf: settings and heterogeneous-graph results only, no Cora table); the stored
+# pages of arXiv 2408.16288v2 (only the abstract is readable there, not the result tables); the
+# docs and code corpora (OpenFGL's own README copies and scripts of others, no reported table).
+OPENFGL: dict[tuple[str, str, str, int], tuple[str, str]] = {}
+
+# What OpenFGL's appendix (OpenFGL-Appendix.pdf in github:xkLi-Allen/OpenFGL, A.5 and A.7) says of
+# its Subgraph-FL setting, for the footnote: read there, not recalled.
+OPENFGL_SETTING = (
+    "OpenFGL's Subgraph-FL setting (its appendix, OpenFGL-Appendix.pdf in github:xkLi-Allen/OpenFGL, A.7): "
+    "GCN, 100 rounds, 3 local epochs, learning rate 1e-2, weight decay 5e-4, dropout 0.5, Adam, three runs "
+    "without fixed seeds, 10-client Metis partitions by default; A.5: the default evaluation is each "
+    "client's local model on its local data (our client-model column)."
+)
+
+
+class Status(enum.Enum):
+    """Whether a run took place, or the setting is outside the algorithm's preconditions."""
+
+    RAN = "ran"
+    NOT_APPLICABLE = "n/a"
+
+
+@dataclass
+class AlgorithmRun:
+    """One (algorithm, dataset, partitioner, seed): the app's summary figures, or why it did not run."""
+
+    algorithm: str
+    dataset: str
+    partitioner: str
+    seed: int
+    status: str = Status.RAN.value
+    reason: str = ""
+    wall_seconds: float | None = None
+    best_round: int | None = None
+    best: dict[str, float | None] = field(default_factory=dict)
+    final: dict[str, float | None] = field(default_factory=dict)
+    setting: dict[str, Any] = field(default_factory=dict)
+
+
+# The run-config keys each run records, for the footnote's comparison of settings.
+SETTING_KEYS = ("model", "hidden", "local-epochs", "lr", "weight-decay", "dropout", "train-frac", "val-frac")
+
+
+# The summary figures a run keeps: (summary key, column label).
+FIGURES = (("global_test_acc", "global model"), ("test_acc", "client models"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--datasets", default="cora,csbm", help="comma-separated datasets")
+    parser.add_argument("--partitioners", default="louvain,label-dirichlet", help="comma-separated partitioners")
+    parser.add_argument(
+        "--algorithms", default="all", help=f"comma-separated, or all (default) of: {', '.join(ALGORITHMS)}"
+    )
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--clients", type=int, default=10)
+    parser.add_argument("--data-root", default="", help="folder holding the datasets' files (<root>/Cora/raw)")
+    parser.add_argument("--csbm-nodes", type=int, default=3000)
+    parser.add_argument(
+        "--run-config",
+        "-c",
+        dest="set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run-config values for every run (as stamen run -c)",
+    )
+    renamed(parser, "--set", "--run-config")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times overlap)"
+    )
+
+
+def names(text: str, what: str) -> list[str]:
+    """``"a,b"`` as ``["a", "b"]`` (no repeats); ValueError naming ``what`` if empty."""
+    values = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not values:
+        raise ValueError(f"{what} names nothing, got {text!r}")
+    return values
+
+
+def chosen_algorithms(text: str) -> list[str]:
+    """``--algorithms``: ``all`` (the registry, in order) or names of it; ValueError naming the choices."""
+    if text.strip() == "all":
+        return list(ALGORITHMS)
+    chosen = names(text, "--algorithms")
+    unknown = [name for name in chosen if name not in ALGORITHMS]
+    if unknown:
+        raise ValueError(
+            f"unknown algorithm(s) {', '.join(unknown)} for bench algorithms; choose all or from: "
+            f"{', '.join(ALGORITHMS)}"
+        )
+    return chosen
+
+
+def run_values(args: argparse.Namespace, algorithm: str, dataset: str, partitioner: str, seed: int) -> dict[str, Any]:
+    """The run config of one run, as Flower's mapping (the defaults fill the rest)."""
+    values: dict[str, Any] = {
+        "dataset": dataset,
+        "data-root": str(Path(args.data_root).resolve()) if args.data_root else "",
+        "partitioner": partitioner,
+        "num-server-rounds": args.rounds,
+        "seed": seed,
+        "min-clients": min(2, args.clients),
+    }
+    if dataset == "csbm":
+        values["csbm-nodes"] = args.csbm_nodes
+    values.update(parse_config_args(args.set) if args.set else {})
+    values["algorithm"] = algorithm
+    return values
+
+
+def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, int]], list[AlgorithmRun]]:
+    """The runs to make, and the settings each algorithm's preconditions exclude (checked now, before any run).
+
+    A setting that fails for the reference algorithm (FedAvg) too is bad input: ValueError.
+    """
+    from simulations.preflight import check_with_data
+
+    algorithms = chosen_algorithms(args.algorithms)
+    datasets, partitioners = names(args.datasets, "--datasets"), names(args.partitioners, "--partitioners")
+    seeds = parse_seeds(args.seeds)
+    if args.jobs < 1 or args.clients < 1 or args.rounds < 1:
+        raise ValueError(
+            f"--jobs, --clients and --rounds must be at least 1, got {args.jobs}, {args.clients}, {args.rounds}"
+        )
+    for dataset in datasets:
+        for partitioner in partitioners:
+            reference = RunConfig.from_flower(run_values(args, "fedavg", dataset, partitioner, seeds[0]))
+            check_with_data(reference, args.clients)  # the dataset, its files and the partitioner
+    tasks, excluded = [], []
+    for dataset in datasets:
+        for partitioner in partitioners:
+            for seed in seeds:
+                for algorithm in algorithms:
+                    try:
+                        config = RunConfig.from_flower(run_values(args, algorithm, dataset, partitioner, seed))
+                        check_with_data(config, args.clients)
+                    except ValueError as error:
+                        excluded.append(
+                            AlgorithmRun(algorithm, dataset, partitioner, seed, Status.NOT_APPLICABLE.value, str(error))
+                        )
+                        continue
+                    tasks.append((algorithm, dataset, partitioner, seed))
+    return tasks, excluded
+
+
+def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    tasks, excluded = plan(args)
+    started = time.perf_counter()
+    results: list[AlgorithmRun] = list(excluded)
+    for algorithm, reason in dict.fromkeys((entry.algorithm, entry.reason) for entry in excluded):
+        print(f"[bench algorithms] {algorithm}: n/a: {reason}", flush=True)
+
+    def report(entry: AlgorithmRun) -> None:
+        results.append(entry)
+        done = len(results) - len(excluded)
+        elapsed = time.perf_counter() - started
+        print(
+            f"[bench algorithms {done}/{len(tasks)}] {_label(entry)}: {entry.wall_seconds:.0f} s, "
+            f"best round {entry.best_round}, {_short(entry)}; {elapsed / 60:.1f} min so far, "
+            f"about {elapsed / done * (len(tasks) - done) / 60:.0f} min left",
+            flush=True,
+        )
+
+    work = [(run_values(args, *task), args.clients) for task in tasks]
+    if args.jobs == 1:
+        for values, clients in work:
+            report(one_run(values, clients))
+    else:
+        # Spawned workers: each imports torch afresh with the parent's thread settings, no forked state.
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for future in as_completed([pool.submit(one_run, values, clients) for values, clients in work]):
+                report(future.result())
+    order = {key: index for index, key in enumerate(_order(args))}
+    results.sort(key=lambda r: order[(r.dataset, r.partitioner, r.algorithm, r.seed)])
+    return [asdict(entry) for entry in results]
+
+
+def _order(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
+    return [
+        (dataset, partitioner, algorithm, seed)
+        for dataset in names(args.datasets, "--datasets")
+        for partitioner in names(args.partitioners, "--partitioners")
+        for algorithm in chosen_algorithms(args.algorithms)
+        for seed in parse_seeds(args.seeds)
+    ]
+
+
+def one_run(values: dict[str, Any], num_clients: int) -> AlgorithmRun:
+    """One federated run in process; its figures are the app's summary of its rows."""
+    from server.outputs import summarize
+    from simulations.inprocess import run_in_process
+
+    logging.getLogger("flwr").setLevel(logging.WARNING)  # Flower's per-round INFO lines would drown the progress
+    config = RunConfig.from_flower(values)
+    entry = AlgorithmRun(config.algorithm, config.dataset, config.partitioner, config.seed)
+    print(f"[bench algorithms] {_label(entry)} ...", flush=True)
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    run_in_process(config, num_clients, rows.append)
+    wall = time.perf_counter() - started
+    summary = summarize(rows, wall, config)
+    entry.wall_seconds = wall
+    entry.best_round = summary["best_round"]
+    entry.best = {key: summary["best"][key] for key, _ in FIGURES}
+    entry.final = {key: summary["final"][key] for key, _ in FIGURES}
+    entry.setting = {key: config.to_flower()[key] for key in SETTING_KEYS}
+    return entry
+
+
+def _label(entry: AlgorithmRun) -> str:
+    return f"{entry.algorithm}, {entry.dataset}, {entry.partitioner}, seed {entry.seed}"
+
+
+def _short(entry: AlgorithmRun) -> str:
+    shown = [f"{label} {entry.best[key]:.3f}" for key, label in FIGURES if entry.best.get(key) is not None]
+    return "test acc at best round: " + (", ".join(shown) or "-")
+
+
+def _cell(values: list[float | None]) -> str:
+    numbers = [100 * value for value in values if value is not None]
+    if not numbers:
+        return "-"
+    return f"{mean(numbers):.1f} ± {pstdev(numbers):.1f}" + (
+        "" if len(numbers) == len(values) else f" ({len(numbers)} of {len(values)} runs)"
+    )
+
+
+def openfgl(algorithm: str, dataset: str, partitioner: str, clients: int) -> str:
+    """OpenFGL's figure for the setting, with its footnote mark, or ``not found``."""
+    found = OPENFGL.get((algorithm, dataset, partitioner, clients))
+    return f"{found[0]} [1]" if found else "not found [1]"
+
+
+def summarize(results: list[dict[str, Any]], dataset: str, partitioner: str, clients: int) -> list[list[str]]:
+    """Rows = algorithms of the setting: each figure's mean ± std over seeds, wall seconds, OpenFGL's figure."""
+    entries = [r for r in results if r["dataset"] == dataset and r["partitioner"] == partitioner]
+    table = []
+    for algorithm in dict.fromkeys(r["algorithm"] for r in entries):
+        runs = [r for r in entries if r["algorithm"] == algorithm]
+        ran = [r for r in runs if r["status"] == Status.RAN.value]
+        if not ran:
+            reasons = "; ".join(dict.fromkeys(r["reason"] for r in runs))
+            cells = [f"n/a: {reasons}", *(["n/a"] * (2 * len(FIGURES) - 1))]
+            table.append([algorithm, *cells, "-", openfgl(algorithm, dataset, partitioner, clients)])
+            continue
+        missing = [r for r in runs if r["status"] != Status.RAN.value]
+        note = "; ".join(dict.fromkeys(f"seed {r['seed']} n/a: {r['reason']}" for r in missing))
+        row = [algorithm + (f" ({note})" if note else "")]
+        for key, _ in FIGURES:
+            row += [_cell([r["best"].get(key) for r in ran]), _cell([r["final"].get(key) for r in ran])]
+        row += [f"{mean(r['wall_seconds'] for r in ran):.1f}", openfgl(algorithm, dataset, partitioner, clients)]
+        table.append(row)
+    return table
+
+
+def columns() -> list[str]:
+    figures = [f"{label} {when}" for _, label in FIGURES for when in ("at best val", "final")]
+    return ["algorithm", *figures, "wall s / run", "OpenFGL"]
+
+
+def settings(results: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((r["dataset"], r["partitioner"]) for r in results))
+
+
+def markdown(record: dict[str, Any]) -> list[str]:
+    results, setting = record["results"], record["setting"]
+    seeds = sorted({r["seed"] for r in results})
+    lines = [
+        f"Test accuracy (%), mean ± std over seeds {seeds}, {setting.get('clients')} clients, "
+        f"{setting.get('rounds')} rounds, in process; each figure is the run's own summary: at the round of best "
+        "validation accuracy (the global model's where the algorithm keeps one, else the client models') and at "
+        "the final round. Global model: the weights every client received (- where the algorithm keeps none); "
+        "client models: every client's model after its local training, pooled over the clients' test nodes "
+        "(the personalised figure)." + _overlap_note(setting.get("jobs", 1)),
+    ]
+    for dataset, partitioner in settings(results):
+        lines += ["", f"### {dataset}, {partitioner}", ""]
+        lines += markdown_table(columns(), summarize(results, dataset, partitioner, setting.get("clients", 0)))
+    lines += ["", _footnote(results)]
+    return lines
+
+
+def _ours(results: list[dict[str, Any]]) -> str:
+    """The settings our runs used (each key's values over the runs), from the record."""
+    ran = [r for r in results if r["status"] == Status.RAN.value]
+    values = {key: sorted({str(r["setting"].get(key)) for r in ran}) for key in SETTING_KEYS}
+    return ", ".join(f"{key} {'/'.join(found)}" for key, found in values.items() if found)
+
+
+def _footnote(results: list[dict[str, Any]]) -> str:
+    sources = sorted({source for _, source in OPENFGL.values()})
+    found = (
+        f"Figures from: {'; '.join(sources)}. "
+        if sources
+        else (
+            "No figure of OpenFGL for these settings was found in the sources searched (its repository's README, "
+            "docs and appendix; the stored arXiv page, whose result tables were not readable), so none is shown. "
+        )
+    )
+    return (
+        '[1] OpenFGL (Li et al., "OpenFGL: A Comprehensive Benchmark for Federated Graph Learning", PVLDB; '
+        f"arXiv 2408.16288, 2024). {found}{OPENFGL_SETTING} Ours: {_ours(results) or '-'} "
+        "(`stamen config` describes the keys)."
+    )
+
+
+def _overlap_note(jobs: int) -> str:
+    if jobs == 1:
+        return ""
+    return f" {jobs} runs at once, one per process: each wall time includes sharing the machine with the others."
+
+
+def print_table(record: dict[str, Any]) -> None:
+    results, clients = record["results"], record["setting"].get("clients", 0)
+    print_tables(
+        [
+            (
+                f"stamen bench {record['name']}: {dataset}, {partitioner}, test accuracy % (mean ± std over seeds)",
+                columns(),
+                summarize(results, dataset, partitioner, clients),
+            )
+            for dataset, partitioner in settings(results)
+        ]
+    )

@@ -1,0 +1,93 @@
+"""`stamen bench algorithms` on a tiny csbm setting: its figures are the runs' own summaries, its bad input exits 2."""
+
+import json
+from statistics import mean, pstdev
+
+import pytest
+
+from contract.algorithms import ALGORITHMS
+from contract.run_config import RunConfig
+from server.outputs import summarize
+from simulations.benches.algorithms import chosen_algorithms
+from simulations.cli import main
+from simulations.inprocess import run_in_process
+
+SETTING = ["--datasets", "csbm", "--csbm-nodes", "200", "--partitioners", "louvain", "--clients", "3"]
+SETTING += ["--seeds", "0,1", "--rounds", "3", "-c", "csbm-features=16"]
+
+
+def own_summary(algorithm: str, seed: int) -> dict:
+    """The same run made here, summarized by the app's own summary."""
+    values = {"dataset": "csbm", "csbm-nodes": 200, "csbm-features": 16, "partitioner": "louvain"}
+    values.update({"num-server-rounds": 3, "seed": seed, "min-clients": 2, "algorithm": algorithm})
+    config = RunConfig.from_flower(values)
+    rows: list = []
+    run_in_process(config, 3, rows.append)
+    return summarize(rows, 0.0, config)
+
+
+def cell(values: list) -> str:
+    if all(value is None for value in values):
+        return "-"
+    numbers = [100 * value for value in values]
+    return f"{mean(numbers):.1f} ± {pstdev(numbers):.1f}"
+
+
+def test_bench_algorithms_reports_each_runs_own_summary(tmp_path, capsys):
+    out = tmp_path / "benchmarks"
+    assert main(["bench", "algorithms", *SETTING, "--algorithms", "fedavg,local,krum", "--out", str(out)]) == 0
+    record = json.loads((out / "algorithms.json").read_text())
+    ran = [r for r in record["results"] if r["status"] == "ran"]
+    assert [(r["algorithm"], r["seed"]) for r in ran] == [("fedavg", 0), ("fedavg", 1), ("local", 0), ("local", 1)]
+    table = (out / "algorithms.md").read_text()
+    for algorithm in ("fedavg", "local"):
+        summaries = [own_summary(algorithm, seed) for seed in (0, 1)]
+        entries = [r for r in ran if r["algorithm"] == algorithm]
+        for entry, summary in zip(entries, summaries, strict=True):
+            assert entry["best_round"] == summary["best_round"] and entry["wall_seconds"] > 0
+            for key in ("global_test_acc", "test_acc"):
+                assert entry["best"][key] == summary["best"][key] and entry["final"][key] == summary["final"][key]
+        cells = [
+            cell([s[when][key] for s in summaries])
+            for key in ("global_test_acc", "test_acc")
+            for when in ("best", "final")
+        ]
+        assert f"| {algorithm} | {' | '.join(cells)} | " in table
+    assert cells[:2] == ["-", "-"]  # local keeps no global model
+    # Krum's rule needs 2f + 3 = 5 clients: listed with the validation's reason, never dropped
+    assert "| krum | n/a: krum with num-malicious-nodes=1 needs at least 2f+3 = 5 clients per round" in table
+    assert {r["status"] for r in record["results"] if r["algorithm"] == "krum"} == {"n/a"}
+    assert "### csbm, louvain" in table and "not found [1]" in table and "[1] OpenFGL (Li et al." in table
+    assert "## algorithms" in (out / "README.md").read_text()
+
+
+def test_every_registered_algorithm_is_benched_by_default():
+    assert chosen_algorithms("all") == list(ALGORITHMS) and chosen_algorithms(" krum,fedavg ") == ["krum", "fedavg"]
+
+
+def test_help_lists_the_options(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "algorithms", "--help"])
+    assert stop.value.code == 0
+    shown = capsys.readouterr().out
+    for option in ("--datasets", "--partitioners", "--algorithms", "--seeds", "--rounds", "--clients", "--jobs"):
+        assert option in shown
+    assert "--csbm-nodes" in shown and "--data-root" in shown
+
+
+def test_an_unknown_algorithm_exits_2_naming_the_choices(tmp_path, capsys):
+    assert main(["bench", "algorithms", *SETTING, "--algorithms", "fedavg,fedsage", "--out", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "unknown algorithm(s) fedsage" in error
+    assert all(name in error for name in ALGORITHMS)
+    assert not (tmp_path / "algorithms.json").exists()
+
+
+def test_cora_without_its_files_exits_2_before_any_run(tmp_path, capsys):
+    empty = tmp_path / "data"
+    empty.mkdir()
+    command = ["bench", "algorithms", "--datasets", "cora", "--data-root", str(empty), "--out", str(tmp_path / "b")]
+    assert main(command) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "Cora" in captured.err and "[bench algorithms" not in captured.out
+    assert not (tmp_path / "b" / "algorithms.json").exists()
