@@ -116,6 +116,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=_FEDSAGE_OPTIONS,
             resumable=False,
         ),  # noqa: E501
+        AlgorithmSpec("fedsage+", "FedSage+: fedsage-local whose generators also learn from the other clients' subgraphs (cross-client feature matching, gradients computed where the data lives)", "server.fedsage_plus", "client.fedsage_plus", options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight"), resumable=False),  # noqa: E501  # fmt: skip
         AlgorithmSpec(
             "fedpub",
             "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)",
