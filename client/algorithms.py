@@ -10,7 +10,10 @@ weight exchange overrides the hooks, whose defaults are FedAvg's:
   ``arrays`` record when it is not empty; round 1 sends none, as every client builds
   the same seeded model);
 - :meth:`~ClientAlgorithm.reply_records`: the array records of the training reply
-  (default: ``{"arrays": the model's weights}``).
+  (default: ``{"arrays": the model's weights}``);
+- :meth:`~ClientAlgorithm.query`: the reply to a query message of a kind the ClientApp
+  does not answer itself, e.g. an algorithm's own phase before its rounds (default:
+  None, the kind is unknown).
 
 Whether the client evaluates the model it receives (the algorithm keeps a global
 model) is the spec's ``aggregates``.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import importlib
 
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
 
 from client.job import LocalJob
 from contract import protocol as p
@@ -44,6 +47,10 @@ class ClientAlgorithm:
 
     def reply_records(self, model: torch.nn.Module, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
         return {p.ARRAYS: ArrayRecord(model.state_dict())}
+
+    def query(self, job: LocalJob, message: Message) -> Message | None:
+        """The reply to an algorithm-specific query (``config["query"]`` names the kind); None: not one of ours."""
+        return None
 
 
 def client_algorithm(name: str) -> tuple[AlgorithmSpec, ClientAlgorithm]:

@@ -224,6 +224,9 @@ def query(message: Message, context: Context) -> Message:
             int(context.node_config["num-partitions"]),
         )
     if kind != p.CERTIFY_QUERY:
+        reply = client_algorithm(job.config.algorithm)[1].query(job, message)  # the algorithm's own kinds
+        if reply is not None:
+            return reply
         raise ValueError(
             f"unknown query {kind!r}; this client answers "
             f"{', '.join((p.CERTIFY_QUERY, p.INITIAL_MODEL_QUERY, *p.UNLEARN_QUERIES))}"

@@ -9,11 +9,11 @@ state; from then on its classifier (the run's ``model``; the paper's is GraphSAG
 in every evaluation. Only the classifier's weights travel; the generator never
 leaves the client.
 
-This is FedSage with *local* NeighGen: FedSage+ also trains each generator on the
-other clients' subgraphs (a cross-client feature-matching loss whose gradients the
-other clients compute and send back, two message hops per generator step). Here each
-generator learns from its own subgraph only, as in the paper's locally trained
-NeighGen; the registry names the algorithm ``fedsage-local``.
+This is FedSage with *local* NeighGen: each generator learns from its own subgraph
+only, as in the paper's locally trained NeighGen; the registry names the algorithm
+``fedsage-local``. FedSage+ (:mod:`client.fedsage_plus`, ``fedsage+``) also trains
+each generator on the other clients' subgraphs before the classifier's rounds, then
+uses this module's classifier unchanged.
 """
 
 from __future__ import annotations
@@ -36,22 +36,37 @@ def new_generator(job: LocalJob) -> NeighGen:
     return NeighGen(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred).to(job.device)
 
 
+def generator_seed(job: LocalJob) -> int:
+    """The seed of the client's generator: its initial weights, hidden nodes and training draws."""
+    return job.config.seed * 1_000_003 + job.partition_id
+
+
+def impaired_subgraph(job: LocalJob) -> Impaired:
+    """The client's impaired subgraph (the same hidden nodes every time: seeded by client)."""
+    config = job.config
+    return Impaired(
+        job.data.x, job.data.edge_index, config.fedsage_hidden_portion, config.fedsage_max_pred,
+        torch.Generator().manual_seed(generator_seed(job)),
+    )  # fmt: skip
+
+
+def initial_generator(job: LocalJob) -> NeighGen:
+    """The client's untrained generator, seeded by client."""
+    torch.manual_seed(generator_seed(job))
+    return new_generator(job)
+
+
 def trained_generator(job: LocalJob) -> NeighGen:
     """The client's NeighGen: from its state, or trained now on its impaired subgraph (seeded by client)."""
     generator = new_generator(job)
     if GENERATOR in job.state:
         generator.load_state_dict(job.state[GENERATOR].to_torch_state_dict())
         return generator.eval()
-    config = job.config
-    seed = config.seed * 1_000_003 + job.partition_id
-    torch.manual_seed(seed)
-    generator = new_generator(job)
-    impaired = Impaired(
-        job.data.x, job.data.edge_index, config.fedsage_hidden_portion, config.fedsage_max_pred,
-        torch.Generator().manual_seed(seed),
-    )  # fmt: skip
-    epochs, lr = config.fedsage_gen_epochs, config.fedsage_gen_lr
-    train_neighgen(generator, job.data.x, job.data.edge_index, impaired, epochs, lr)
+    generator = initial_generator(job)
+    epochs, lr = job.config.fedsage_gen_epochs, job.config.fedsage_gen_lr
+    train_neighgen(
+        generator, job.data.x, job.data.edge_index, impaired_subgraph(job), epochs, lr, seed=generator_seed(job)
+    )
     job.state[GENERATOR] = ArrayRecord(generator.state_dict())
     return generator
 

@@ -117,6 +117,15 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             resumable=False,
         ),  # noqa: E501
         AlgorithmSpec(
+            "fedsage+",
+            "FedSage+: fedsage-local whose generators also learn from the other clients' subgraphs "
+            "(cross-client feature matching; Zhang et al. 2021; use model='sage')",
+            "server.fedsage_plus",
+            "client.fedsage_plus",
+            options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight"),
+            resumable=False,
+        ),  # noqa: E501
+        AlgorithmSpec(
             "fedpub",
             "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)",
             "server.fedpub",

@@ -92,7 +92,9 @@ LOCAL = Section("local", "local training on each client")
 FEDPROX = Section("fedprox", "FedProx's options (algorithm='fedprox')")
 FEDAVGM = Section("fedavgm", "FedAvgM's options (algorithm='fedavgm', Flower's FedAvgM)")
 FEDLOG = Section("fedlog", "FedLoG's options (algorithm='fedlog'); local-epochs and weight-decay are shared")
-FEDSAGE = Section("fedsage", "FedSage's options (algorithm='fedsage-local'): its missing-neighbour generator")
+FEDSAGE = Section(
+    "fedsage", "FedSage's options (algorithm='fedsage-local', 'fedsage+'): its missing-neighbour generator"
+)
 FEDPUB = Section("fedpub", "FED-PUB's options (algorithm='fedpub')")
 FEDGTA = Section("fedgta", "FedGTA's options (algorithm='fedgta')")
 FEDOPT = Section("fedopt", "server-side adaptive optimisers (algorithm='fedadam', 'fedyogi', 'fedadagrad')")
@@ -177,6 +179,12 @@ class RunConfig:
     fedsage_gen_epochs: int = FEDSAGE.key(100, "generator's training epochs (first participation)", bound=ge(0))
     fedsage_gen_hidden: int = FEDSAGE.key(64, "generator's hidden width", bound=ge(1))
     fedsage_gen_lr: float = FEDSAGE.key(0.01, "generator's Adam step", bound=gt(0))
+    fedsage_gen_rounds: int = FEDSAGE.key(
+        100, "fedsage+: federated generator steps before the classifier's rounds (0: local NeighGen)", bound=ge(0)
+    )
+    fedsage_cross_weight: float = FEDSAGE.key(
+        1.0, "fedsage+: weight alpha of the cross-client feature-matching loss (0: local NeighGen)", bound=ge(0)
+    )
     fedpub_tau: float = FEDPUB.key(10.0, "scale of the similarities in the aggregation softmax", bound=ge(0))
     fedpub_proxy_nodes: int = FEDPUB.key(100, "nodes of the seeded random proxy graph", bound=ge(1))
     fedpub_l1: float = FEDPUB.key(0.001, "L1 weight on the masks (and their pruning threshold)", bound=ge(0))

@@ -34,9 +34,13 @@ no neighbour add no feature term). Differences from the paper, on purpose:
 - the classifier's loss :math:`\mathcal{L}_c` on the mended impaired graph (the
   paper trains NeighGen jointly with it) is left out; the classifier is trained
   afterwards on the mended graph (:mod:`models.mending`);
-- FedSage+'s cross-client feature-matching term :math:`\alpha \sum_{j \neq i}
-  \mathcal{L}_f^{i,j}` is left out: each client's NeighGen is trained on its own
-  subgraph only (FedSage with local NeighGen; see :mod:`client.fedsage`).
+- here each client's NeighGen learns from its own subgraph only (FedSage with local
+  NeighGen, :mod:`client.fedsage`); FedSage+'s cross-client feature-matching term
+  :math:`\alpha \sum_{j \neq i} \mathcal{L}_f^{i,j}` is :mod:`models.neighgen_cross`.
+
+:func:`train_neighgen` is full-batch Adam, one :func:`local_gradients` per epoch; with
+a ``seed`` every epoch's draws (dropout, the noise :math:`\boldsymbol{\epsilon}`) come
+from :func:`epoch_seed`, so FedSage+ (one epoch per message exchange) repeats them.
 """
 
 from __future__ import annotations
@@ -70,12 +74,20 @@ class NeighGen(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
         """Predicted missing-neighbour counts ``(n,)`` and features ``(n, max_pred, F)``."""
+        counts, features, _ = self.forward_with_input(x, edge_index)
+        return counts, features
+
+    def forward_with_input(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`forward`, and fGen's input :math:`\\mathbf{z}_v + \\boldsymbol{\\epsilon}` ``(n, hidden)``."""
         z = self.encode(x, edge_index)
         counts = torch.relu(self.degree_head(z)).squeeze(1)
         if self.training:
             z = z + torch.randn_like(z)
-        features = self.feature_head(z).view(-1, self.max_pred, self.in_dim)
-        return counts, features
+        return counts, self.generate(self.feature_head, z), z
+
+    def generate(self, head: nn.Module, head_input: Tensor) -> Tensor:
+        """fGen ``head`` (this generator's or a copy with other weights) on its input: ``(n, max_pred, F)``."""
+        return head(head_input).view(-1, self.max_pred, self.in_dim)
 
 
 class Impaired:
@@ -127,6 +139,30 @@ def matching_loss(generated: Tensor, targets: Tensor, valid: Tensor) -> Tensor:
     return per_node[has].mean() if bool(has.any()) else generated.sum() * 0.0
 
 
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The torch seed of training epoch ``epoch`` (from 0) of a generator seeded by ``seed``."""
+    return seed * 7_919 + 104_729 * (epoch + 1)
+
+
+def local_gradients(
+    generator: NeighGen, features: Tensor, impaired: Impaired, weights: tuple[float, float] = (1.0, 1.0)
+) -> tuple[float, float, Tensor]:
+    r"""One forward and backward pass of :math:`\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f` (gradients left in
+    ``.grad``, zeroed first); returns :math:`\mathcal{L}_d`, :math:`\mathcal{L}_f` and fGen's input (detached)."""
+    generator.train()
+    generator.zero_grad()
+    counts, generated, head_input = generator.forward_with_input(features, impaired.edge_index)
+    loss_d = nn.functional.smooth_l1_loss(counts, impaired.missing)
+    loss_f = matching_loss(generated, impaired.targets, impaired.valid)
+    (weights[0] * loss_d + weights[1] * loss_f).backward()
+    return float(loss_d.detach()), float(loss_f.detach()), head_input.detach()
+
+
+def new_optimizer(generator: NeighGen, lr: float) -> torch.optim.Adam:
+    """NeighGen's optimizer (both FedSage variants)."""
+    return torch.optim.Adam(generator.parameters(), lr=lr, weight_decay=5e-4)
+
+
 def train_neighgen(
     generator: NeighGen,
     x: Tensor,
@@ -135,19 +171,21 @@ def train_neighgen(
     epochs: int,
     lr: float = 0.01,
     weights: tuple[float, float] = (1.0, 1.0),
+    seed: int | None = None,
 ) -> tuple[float, float]:
-    r"""Fit ``generator`` full-batch on the impaired subgraph; return the last :math:`\mathcal{L}_d, \mathcal{L}_f`."""
-    optimizer = torch.optim.Adam(generator.parameters(), lr=lr, weight_decay=5e-4)
+    r"""Fit ``generator`` full-batch on the impaired subgraph; return the last :math:`\mathcal{L}_d, \mathcal{L}_f`.
+
+    With ``seed``, epoch ``e`` draws from ``torch.manual_seed(epoch_seed(seed, e))``; without, from the
+    running random state.
+    """
+    optimizer = new_optimizer(generator, lr)
     features = x[impaired.kept]
-    generator.train()
     last = (float("nan"), float("nan"))
-    for _ in range(epochs):
-        optimizer.zero_grad()
-        counts, generated = generator(features, impaired.edge_index)
-        loss_d = nn.functional.smooth_l1_loss(counts, impaired.missing)
-        loss_f = matching_loss(generated, impaired.targets, impaired.valid)
-        (weights[0] * loss_d + weights[1] * loss_f).backward()
+    for epoch in range(epochs):
+        if seed is not None:
+            torch.manual_seed(epoch_seed(seed, epoch))
+        loss_d, loss_f, _ = local_gradients(generator, features, impaired, weights)
         optimizer.step()
-        last = (float(loss_d.detach()), float(loss_f.detach()))
+        last = (loss_d, loss_f)
     generator.eval()
     return last
