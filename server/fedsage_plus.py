@@ -41,7 +41,7 @@ from contract import fedsage_messages as m
 from contract import protocol as p
 from contract.run_config import RunConfig
 from server.fedavg import strategy_options
-from server.loop import exchange
+from server.loop import ReportsHealth, RunHealth, exchange
 
 WAIT_SECONDS = 1.0  # between looks for connected nodes
 
@@ -73,13 +73,15 @@ class PhaseSettings:
 class GeneratorPhase:
     """The federated generator steps over the clients that answered ``start`` (see the module docstring)."""
 
-    def __init__(self, grid: Grid, settings: PhaseSettings) -> None:
-        self.grid, self.rounds, self.cross_weight = grid, settings.rounds, settings.cross_weight
+    def __init__(self, grid: Grid, settings: PhaseSettings, health: RunHealth | None = None) -> None:
+        self.grid, self.rounds, self.cross_weight, self.health = grid, settings.rounds, settings.cross_weight, health
         self.timeout, self.min_clients = settings.timeout, settings.min_clients
         self.cross_loss = float("nan")  # the last cross hop's mean over clients (logged)
 
     def _exchange(self, messages: Iterable[Message], what: str) -> list[Message]:
-        return exchange(self.grid, messages, self.timeout, self.min_clients, f"fedsage+ generator {what}")
+        return exchange(
+            self.grid, messages, self.timeout, self.min_clients, f"fedsage+ generator {what}", health=self.health
+        )
 
     def run(self) -> None:
         while len(nodes := sorted(self.grid.get_node_ids())) < self.min_clients:
@@ -97,11 +99,11 @@ class GeneratorPhase:
             ]
             stepped = self._exchange(messages, f"step {step}/{self.rounds}")
             if step % max(1, self.rounds // 10) == 0 or last:
+                cross = f", cross loss {self.cross_loss:.4f}" if summed else ""
                 log(
                     INFO,
-                    "stamen: fedsage+ generator step %d/%d: clients %d, local loss d %.4f f %.4f, cross loss %.4f",
-                    step, self.rounds, len(replies), _mean(replies, m.LOSS_D), _mean(replies, m.LOSS_F),
-                    self.cross_loss,
+                    "stamen: fedsage+ generator step %d/%d: clients %d, local loss d %.4f f %.4f%s",
+                    step, self.rounds, len(replies), _mean(replies, m.LOSS_D), _mean(replies, m.LOSS_F), cross,
                 )  # fmt: skip
             replies = stepped
 
@@ -122,8 +124,9 @@ class GeneratorPhase:
         return {i: ArrayRecord({k: Array(v) for k, v in total.items()}) for i, total in sums.items()}
 
 
-class FedSagePlus(FedAvg):
-    """Flower's FedAvg whose first ``configure_train`` runs the generator phase first."""
+class FedSagePlus(FedAvg, ReportsHealth):
+    """Flower's FedAvg whose first ``configure_train`` runs the generator phase first (its client
+    failures count in the run's health, as a round's do)."""
 
     def __init__(self, phase: PhaseSettings, **fedavg) -> None:
         super().__init__(**fedavg)
@@ -135,7 +138,7 @@ class FedSagePlus(FedAvg):
     ) -> Iterable[Message]:
         if not self.generators_trained:
             if self.phase.rounds > 0:
-                GeneratorPhase(grid, self.phase).run()
+                GeneratorPhase(grid, self.phase, self.health).run()
             self.generators_trained = True
         return super().configure_train(server_round, arrays, config, grid)
 

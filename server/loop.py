@@ -123,6 +123,13 @@ class RunHealth:
         return any(failure.category is not FailureCategory.LOST for failure in self.failures)
 
 
+class ReportsHealth:
+    """A strategy with message exchanges of its own (e.g. a phase before its rounds): :func:`run_rounds`
+    hands it the run's :class:`RunHealth` to record their failures in, so a degraded run says so."""
+
+    health: RunHealth | None = None
+
+
 ReplyCheck = Callable[[list[Message]], dict[int, str]]
 """Given a round's replies without error, the index of each malformed one -> what it lacks."""
 
@@ -391,6 +398,8 @@ def run_rounds(
     sent, i.e. none).
     """
     health = health if health is not None else RunHealth()
+    if isinstance(strategy, ReportsHealth):
+        strategy.health = health
     arrays = initial if initial is not None else ArrayRecord()  # none: clients build the seeded initial model
     spent: dict[int, float] = {}
     pending: Row = {"round": 0}

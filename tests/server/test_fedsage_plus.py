@@ -168,3 +168,21 @@ def test_a_bad_generator_setting_is_one_line_and_exit_2(tmp_path, capsys):
     )
     assert code == 2
     assert "fedsage-gen-rounds" in capsys.readouterr().err
+
+
+def test_a_client_failing_in_the_generator_phase_counts_in_the_runs_health():
+    from server.loop import FailureCategory, RunHealth
+
+    config = RunConfig.from_flower({**RUN, "algorithm": "fedsage+", "fedsage-gen-rounds": 2})
+    grid = InProcessGrid(config.to_flower(), CLIENTS, failing=[2])
+    part = server_algorithm("fedsage+")
+    health = RunHealth()
+    rows: list[dict] = []
+    run_rounds(
+        grid, part.make_strategy(config), config.num_server_rounds, aggregates=part.AGGREGATES,
+        min_clients=2, timeout=config.round_timeout, on_row=rows.append, health=health,
+    )  # fmt: skip
+    phase = [f for f in health.failures if f.stage.startswith("fedsage+ generator")]
+    assert phase and all(f.category is FailureCategory.LOST for f in phase)
+    assert {f.stage for f in phase} >= {"fedsage+ generator start"}
+    assert len(rows) == config.num_server_rounds + 1  # the run went on with the two clients left
