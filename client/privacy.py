@@ -37,9 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from flwr.app import ConfigRecord, Context, Message, RecordDict
-from flwr.clientapp.mod import adaptiveclipping_mod, fixedclipping_mod
-from flwr.clientapp.typing import ClientAppCallable
+from flwr.app import ConfigRecord, RecordDict
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
@@ -238,13 +236,3 @@ def train_round(model: NodeClassifier, job: LocalJob, server_round: int) -> tupl
         p.NOISE_MULTIPLIER: result.noise_multiplier,
         p.DP_STEPS: result.steps,
     }
-
-
-def client_dp_mod(message: Message, context: Context, call_next: ClientAppCallable) -> Message:
-    """Flower's client-side clipping mods, for the runs whose ``clipping`` asks for them."""
-    config = context.run_config
-    if config.get("privacy") == "client-dp" and config.get("clipping") == "client-fixed":
-        return fixedclipping_mod(message, context, call_next)
-    if config.get("privacy") == "client-dp" and config.get("clipping") == "client-adaptive":
-        return adaptiveclipping_mod(message, context, call_next)
-    return call_next(message, context)

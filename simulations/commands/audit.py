@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-import client.app as client_app_module
+import client.handlers as client_app_module
 from client.job import client_data
 from contract.run_config import RunConfig
 from graphs import FederationSpec

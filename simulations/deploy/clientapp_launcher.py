@@ -48,7 +48,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-# What ``client.app`` and its plug-ins import that is not Stamen's own (measured with
+# What ``client.app``, its handlers and plug-ins import that is not Stamen's own (measured with
 # ``python -X importtime``; httpcore and h11 are what Flower's HTTP client imports on first use):
 # about 95 % of a cold ClientApp's start. Optional ones are
 # imported when installed.

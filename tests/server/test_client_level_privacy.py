@@ -25,7 +25,7 @@ from flwr.serverapp.strategy import (
 from scipy import stats
 
 import server.privacy as server_privacy
-from client.privacy import client_dp_mod
+from client.clipping import client_dp_mod
 from contract import protocol as p
 from contract.run_config import RunConfig
 from server.algorithms import server_algorithm

@@ -6,7 +6,7 @@ import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 
 from client import ditto, fedper, fedproto, local
-from client.app import _job
+from client.handlers import _job
 from client.job import private_tensors
 from contract import protocol as p
 from contract.run_config import RunConfig

@@ -1,0 +1,229 @@
+"""The ClientApp's handlers (:mod:`client.app`): Flower glue around :mod:`models.training` and the plug-ins.
+
+``train`` evaluates the model it received (the previous round's global model) on
+its validation and test nodes, trains locally with the run's algorithm, evaluates
+again, and replies with the weights and counts. Folding the global evaluation into
+the training reply saves a message round per federated round; ``evaluate`` serves
+the one evaluation left after the last round.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import torch
+from flwr.app import (
+    ArrayRecord,
+    ConfigRecord,
+    Context,
+    Message,
+    MetricRecord,
+    RecordDict,
+)
+
+from client.algorithms import ClientAlgorithm, client_algorithm
+from client.attacks import attacked
+from client.certification import certify_local
+from client.device import choose_device, seed_device
+from client.job import LocalJob, client_data, new_client_data
+from client.privacy import train_round
+from contract import protocol as p
+from contract.run_config import RunConfig
+from graphs import FederationSpec
+from models.training import Evaluation, evaluate
+
+
+def _job(context: Context) -> LocalJob:
+    node = context.node_config
+    config, spec, device = _setting(
+        tuple(sorted(context.run_config.items())),
+        int(node["num-partitions"]),
+        str(node["device"]) if "device" in node else None,
+        str(node["data-root"]) if "data-root" in node else None,
+    )
+    partition_id = int(node["partition-id"])
+    data = client_data(spec, partition_id, device)
+    return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device))
+
+
+@functools.lru_cache(maxsize=16)
+def _setting(
+    run_config: tuple[tuple[str, Any], ...], num_partitions: int, device: str | None, data_root: str | None
+) -> tuple[RunConfig, FederationSpec, torch.device]:
+    """The checked run config, the federation and the device of a node, once per process and run.
+
+    A process serves message after message of the same run; checking its ~90 keys each
+    time was a tenth of a small client's handler. Both results are immutable.
+    """
+    config = RunConfig.from_flower(dict(run_config))
+    chosen = choose_device(device if device is not None else config.device)
+    values = config.to_flower()
+    if data_root is not None:  # a deployment's host names its own data root
+        values["data-root"] = data_root
+    return config, FederationSpec.from_run_config(values, num_partitions), chosen
+
+
+def _received_model(job: LocalJob, algorithm: ClientAlgorithm, message: Message) -> torch.nn.Module:
+    """The model the server sent, built and loaded by the algorithm's hooks (see :mod:`client.algorithms`)."""
+    model = algorithm.new_model(job)
+    algorithm.receive(model, job, message.content)
+    return model
+
+
+GLOBAL_KEYS = (p.GLOBAL_VAL_CORRECT, p.GLOBAL_TEST_CORRECT)
+LOCAL_KEYS = (p.LOCAL_VAL_CORRECT, p.LOCAL_TEST_CORRECT)
+
+
+def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
+    model = keys[0].split("-", 1)[0]  # "global" or "local"
+    counts = {keys[0]: evaluation.val_correct, keys[1]: evaluation.test_correct}
+    counts.update({p.setting_key(model, name): correct for name, (correct, _) in evaluation.settings.items()})
+    return counts
+
+
+def _evaluate(model: torch.nn.Module, job: LocalJob) -> Evaluation:
+    return evaluate(model, job.data, job.new_client)
+
+
+def _reply(message: Message, job: LocalJob, records: dict[str, ArrayRecord], metrics: dict) -> Message:
+    if job.config.privacy == "client-dp":
+        metrics[p.UNIT_WEIGHT] = 1
+    metrics.update(
+        {
+            p.PARTITION_ID: job.partition_id,
+            p.NUM_EXAMPLES: int(job.data.train_mask.sum()),
+            p.NUM_VAL: int(job.data.val_mask.sum()),
+            p.NUM_TEST: int(job.data.test_mask.sum()),
+        }
+    )
+    if hasattr(job.data, "unseen_mask"):
+        metrics[p.setting_key("num", "unseen-node")] = int(job.data.unseen_mask.sum())
+        metrics[p.setting_key("num", "missing-class")] = int(job.data.missing_mask.sum())
+    if job.new_client is not None:
+        metrics[p.setting_key("num", "new-client")] = int(job.new_client.num_nodes)
+    content = RecordDict(
+        {
+            **records,
+            p.METRICS: MetricRecord(metrics),
+            p.CLIENT_INFO: ConfigRecord({p.DEVICE: str(job.device)}),
+        }
+    )
+    return Message(content=content, reply_to=message)
+
+
+TRAINING, EVALUATION, QUERY = 0, 1, 2  # what a handler's random draws are for
+
+
+def _seed(job: LocalJob, server_round: int, purpose: int) -> None:
+    """Seed this handler's random draws from the run's seed, the client, the round and the purpose.
+
+    A simulation actor serves many clients one after another and the in-process engine
+    serves all of them in one process: a draw that took the process's running random
+    state would depend on which clients it served before. Seeding every handler on entry
+    makes each client's numbers the same on every transport, every time.
+    """
+    base = job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id
+    seed_device(base if purpose == TRAINING else base * 31 + 17 * purpose, job.device)
+
+
+class Laps:
+    """Wall time of a handler's phases, summed per phase key (reported to the server)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, key: str) -> None:
+        now = time.perf_counter()
+        self.seconds[key] = self.seconds.get(key, 0.0) + now - self._last
+        self._last = now
+
+
+def train(message: Message, context: Context) -> Message:
+    laps = Laps()
+    job = _job(context)
+    spec, algorithm = client_algorithm(job.config.algorithm)
+    round_config = message.content[p.CONFIG]
+    server_round = int(round_config.get(p.SERVER_ROUND, 1))
+    _seed(job, server_round, EVALUATION)
+    unlearning = any(key in round_config for key in p.UNLEARN_TRAIN_KEYS)
+    if unlearning:  # a round of an unlearning method: the data it sees (client/unlearning.py)
+        from client.unlearning import round_view, unlearning_round  # unlearning modules load only when asked
+
+        job = round_view(job, round_config, int(context.node_config["num-partitions"]), server_round)
+    # A malicious client (run-config keys attack, malicious-clients) trains on poisoned labels or forges its
+    # reply; benign clients get their job and algorithm back unchanged (client/attacks.py).
+    job, algorithm = attacked(job, algorithm, server_round, int(context.node_config["num-partitions"]))
+    model = _received_model(job, algorithm, message)
+    laps.lap(p.SETUP_SECONDS)
+
+    metrics: dict = {}
+    if spec.aggregates:  # the received model is the global one
+        metrics.update(_counts(_evaluate(model, job), GLOBAL_KEYS))
+    laps.lap(p.EVAL_SECONDS)
+
+    _seed(job, server_round, TRAINING)
+    step = (
+        unlearning_round(job, model, round_config, int(context.node_config["num-partitions"]), server_round)
+        if unlearning
+        else None
+    )
+    if step is not None:  # LAF, head repair or gradient ascent, not local training
+        model, metrics[p.TRAIN_LOSS] = step
+    elif job.config.privacy == "dp-sgd":
+        metrics[p.TRAIN_LOSS], private = train_round(model, job, server_round)
+        metrics.update(private)
+    else:
+        metrics[p.TRAIN_LOSS] = algorithm.train(model, job, round_config)
+    laps.lap(p.TRAIN_SECONDS)
+    metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
+    laps.lap(p.EVAL_SECONDS)
+    records = algorithm.reply_records(model, job, server_round)
+    laps.lap(p.PACK_SECONDS)
+    metrics.update(laps.seconds)
+    return _reply(message, job, records, metrics)
+
+
+def evaluate_received(message: Message, context: Context) -> Message:
+    laps = Laps()
+    job = _job(context)
+    _seed(job, int(message.content[p.CONFIG].get(p.SERVER_ROUND, 0)) if p.CONFIG in message.content else 0, EVALUATION)
+    _, algorithm = client_algorithm(job.config.algorithm)
+    model = _received_model(job, algorithm, message)
+    laps.lap(p.SETUP_SECONDS)
+    metrics = _counts(_evaluate(model, job), GLOBAL_KEYS)
+    laps.lap(p.EVAL_SECONDS)
+    metrics.update(laps.seconds)
+    return _reply(message, job, {p.ARRAYS: ArrayRecord()}, metrics)
+
+
+def query(message: Message, context: Context) -> Message:
+    """Federated certificates and unlearning (the client replies ratios, counts or key statistics
+    only), or the seeded initial model (client-level DP clips updates from it)."""
+    job = _job(context)
+    _seed(job, 0, QUERY)
+    kind = message.content[p.CONFIG].get(p.QUERY)
+    if kind == p.INITIAL_MODEL_QUERY:
+        return Message(content=RecordDict({p.ARRAYS: ArrayRecord(job.model().state_dict())}), reply_to=message)
+    if kind in p.UNLEARN_QUERIES:
+        from client.unlearning import answer  # unlearning modules load only when asked
+
+        return answer(
+            job,
+            message,
+            _received_model(job, client_algorithm(job.config.algorithm)[1], message),
+            int(context.node_config["num-partitions"]),
+        )
+    if kind != p.CERTIFY_QUERY:
+        reply = client_algorithm(job.config.algorithm)[1].query(job, message)  # the algorithm's own kinds
+        if reply is not None:
+            return reply
+        raise ValueError(
+            f"unknown query {kind!r}; this client answers "
+            f"{', '.join((p.CERTIFY_QUERY, p.INITIAL_MODEL_QUERY, *p.UNLEARN_QUERIES))}"
+        )
+    metrics = certify_local(job.data, job.config, job.partition_id)
+    metrics[p.PARTITION_ID] = job.partition_id
+    return Message(content=RecordDict({p.METRICS: MetricRecord(metrics)}), reply_to=message)
