@@ -47,8 +47,7 @@ from flwr.common.config import parse_config_args
 
 from contract.algorithms import ALGORITHMS
 from contract.run_config import RunConfig
-from simulations.benches.records import markdown_table, print_tables
-from simulations.options import renamed
+from simulations.benches.records import add_run_options, markdown_table, print_tables
 from simulations.sweep import parse_seeds
 
 NAME = "algorithms"
@@ -115,19 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--data-root", default="", help="folder holding the datasets' files (<root>/Cora/raw)")
     parser.add_argument("--csbm-nodes", type=int, default=3000)
-    parser.add_argument(
-        "--run-config",
-        "-c",
-        dest="set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="run-config values for every run (as stamen run -c)",
-    )
-    renamed(parser, "--set", "--run-config")
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times overlap)"
-    )
+    add_run_options(parser)
 
 
 def names(text: str, what: str) -> list[str]:

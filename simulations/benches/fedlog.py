@@ -28,9 +28,8 @@ from typing import Any
 from flwr.common.config import parse_config_args
 
 from contract.run_config import RunConfig
-from simulations.benches.records import int_list, markdown_table, print_tables
+from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables
 from simulations.inprocess import run_in_process
-from simulations.options import renamed
 
 NAME = "fedlog"
 HELP = "FedLoG and baselines on the four local-generalization settings"
@@ -59,19 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-model", default="sage", help="model of local, fedavg, fedprox")
     parser.add_argument("--baseline-hidden", type=int, default=128)
     parser.add_argument("--csbm-nodes", type=int, default=3000)
-    parser.add_argument(
-        "--run-config",
-        "-c",
-        dest="set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="run-config values for every run (as stamen run -c)",
-    )
-    renamed(parser, "--set", "--run-config")
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times overlap)"
-    )
+    add_run_options(parser)
 
 
 def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: int) -> RunConfig:

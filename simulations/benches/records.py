@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -13,6 +14,25 @@ from pathlib import Path
 from typing import Any
 
 from contract.provenance import code_version, provenance
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """``-c/--run-config KEY=VALUE`` for every run of a bench, and ``--jobs N`` processes at once."""
+    from simulations.options import renamed
+
+    parser.add_argument(
+        "--run-config",
+        "-c",
+        dest="set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run-config values for every run (as stamen run -c)",
+    )
+    renamed(parser, "--set", "--run-config")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times overlap)"
+    )
 
 
 def int_list(text: str, what: str) -> list[int]:
