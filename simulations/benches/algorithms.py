@@ -35,9 +35,7 @@ from __future__ import annotations
 import argparse
 import enum
 import logging
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import mean, pstdev
@@ -47,7 +45,7 @@ from flwr.common.config import parse_config_args
 
 from contract.algorithms import ALGORITHMS
 from contract.run_config import RunConfig
-from simulations.benches.records import add_run_options, markdown_table, print_tables
+from simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
 from simulations.sweep import parse_seeds
 
 NAME = "algorithms"
@@ -214,10 +212,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         for values, clients in work:
             report(one_run(values, clients))
     else:
-        # Spawned workers: each imports torch afresh with the parent's thread settings, no forked state.
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for future in as_completed([pool.submit(one_run, values, clients) for values, clients in work]):
-                report(future.result())
+        run_in_processes(one_run, work, args.jobs, report)
     order = {key: index for index, key in enumerate(_order(args))}
     results.sort(key=lambda r: order[(r.dataset, r.partitioner, r.algorithm, r.seed)])
     return [asdict(entry) for entry in results]

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
@@ -28,7 +26,7 @@ from typing import Any
 from flwr.common.config import parse_config_args
 
 from contract.run_config import RunConfig
-from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables
+from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
 from simulations.inprocess import run_in_process
 
 NAME = "fedlog"
@@ -120,12 +118,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         for task in tasks:
             report(one_run(args, *task))
     else:
-        # Spawned workers: each imports torch afresh with the parent's thread settings, no forked state.
-        context = multiprocessing.get_context("spawn")
         settings = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in ("func", "module")})
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
-            for future in as_completed([pool.submit(one_run, settings, *task) for task in tasks]):
-                report(future.result())
+        run_in_processes(one_run, [(settings, *task) for task in tasks], args.jobs, report)
     order = {task: index for index, task in enumerate(tasks)}
     return sorted(results, key=lambda entry: order[(entry["algorithm"], entry["clients"], entry["seed"])])
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import multiprocessing
 import os
 import platform
 import shlex
 import sys
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,33 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=int, default=1, help="runs at once, each in its own process (one per core; wall times overlap)"
     )
+
+
+def run_in_processes(
+    function: Callable[..., Any], tasks: list[tuple], jobs: int, report: Callable[[Any], None]
+) -> None:
+    """``function(*task)`` for every task in ``jobs`` spawned processes; ``report`` each result as it ends.
+
+    Spawned workers import torch afresh with the parent's thread settings and no forked
+    state. Ctrl-C or SIGTERM (a KeyboardInterrupt here) stops everything at once: the
+    workers and whatever they started are killed and the tasks not yet begun cancelled
+    before the interrupt goes on, so nothing of the bench runs or writes afterwards.
+    (A pool left to close itself would first finish every task already queued.)
+    """
+    import psutil
+
+    from simulations.flower import kill_tree
+
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        for future in as_completed([pool.submit(function, *task) for task in tasks]):
+            report(future.result())
+    except BaseException:
+        for child in psutil.Process().children():
+            kill_tree(child.pid)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def int_list(text: str, what: str) -> list[int]:

@@ -91,3 +91,40 @@ def test_cora_without_its_files_exits_2_before_any_run(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "Cora" in captured.err and "[bench algorithms" not in captured.out
     assert not (tmp_path / "b" / "algorithms.json").exists()
+
+
+def test_ctrl_c_stops_the_bench_and_its_worker_processes_at_once(tmp_path):
+    """SIGINT (Ctrl-C) to a bench running jobs in worker processes: exit 130 within seconds, every worker
+    gone, no queued run started afterwards and no record written."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "simulations.cli", "bench", "algorithms", "--out", str(out), "--jobs", "2"]
+    command += ["--datasets", "csbm", "--csbm-nodes", "300", "--partitioners", "louvain", "--clients", "3"]
+    command += ["--algorithms", "fedavg,local", "--seeds", "0,1,2,3,4,5", "--rounds", "400"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}
+    )
+    seen = []
+    for line in process.stdout:  # wait until a worker runs a federation
+        seen.append(line)
+        if line.startswith("[bench algorithms] fedavg"):
+            break
+    workers = psutil.Process(process.pid).children(recursive=True)
+    assert workers, "".join(seen)
+    process.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    rest = process.communicate(timeout=60)[0]
+    assert process.returncode == 130, rest
+    assert time.monotonic() - started < 20
+    assert "interrupted" in rest
+    gone, alive = psutil.wait_procs(workers, timeout=5)
+    assert not alive
+    assert not (out / "algorithms.json").exists() and not (out / "README.md").exists()
+    assert "[bench algorithms 12/12]" not in rest
