@@ -31,7 +31,7 @@ import dataclasses
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
-from client.job import OPTIMIZER_STATE, LocalJob
+from client.job import OPTIMIZER_STATE, LocalJob, private_record, private_tensors
 from contract import protocol as p
 from contract.requests import Request, parse_request
 from models import NodeClassifier
@@ -40,6 +40,7 @@ from unlearn.requests import client_forget_mask, remaining_view
 from unlearn.wash import WashConfig, client_wash_statistics, head_matrix, keys, prediction_changes
 
 ORIGINAL_MODEL = "unlearn-original-model"  # context.state: the weights LAF's first round received
+LAF_VAES = "unlearn-laf-vaes"  # context.state: the VAEs LAF's first round fitted
 
 
 def _request(job: LocalJob, text: str, num_partitions: int) -> Request:
@@ -156,11 +157,49 @@ def laf_round(
     request = _request(job, request_text, num_partitions)
     if server_round == 1:
         job.state[ORIGINAL_MODEL] = ArrayRecord(model.state_dict())
+        if LAF_VAES in job.state:
+            del job.state[LAF_VAES]
     original = job.new_model()
     original.load_state_dict(job.state[ORIGINAL_MODEL].to_torch_state_dict())
     data = job.data.clone()
     data.forget_mask = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
-    result = laf_traced(
-        model, [data], LAFConfig(steps=1), seed=job.config.seed * 1_009 + job.partition_id, original=original
-    )
+    seed = job.config.seed * 1_009 + job.partition_id
+    kept = _kept_vaes(job)
+    result = laf_traced(model, [data], LAFConfig(steps=1), seed=seed, original=original, vaes=kept)
+    if kept is None:
+        _keep_vaes(job, result.vaes)
     return result.model, result.extractor_loss[-1]
+
+
+def _keep_vaes(job: LocalJob, vaes: tuple) -> None:
+    """The VAEs of LAF's first round, for its later rounds (they depend only on the original model)."""
+    tensors = {
+        f"{side}/{name}": value
+        for side, vae in zip(("remaining", "forget"), vaes)
+        if vae is not None
+        for name, value in vae.state_dict().items()
+    }
+    job.state[LAF_VAES] = private_record(tensors)
+
+
+def _kept_vaes(job: LocalJob) -> tuple | None:
+    """The VAEs :func:`_keep_vaes` kept, rebuilt (None before LAF's first round)."""
+    from unlearn.laf import EmbeddingVAE
+
+    if LAF_VAES not in job.state:
+        return None
+    tensors = private_tensors(job.state[LAF_VAES])
+    vaes = []
+    for side in ("remaining", "forget"):
+        state = {name.split("/", 1)[1]: value for name, value in tensors.items() if name.startswith(side + "/")}
+        if not state:
+            vaes.append(None)
+            continue
+        hidden, dim = state["encoder.0.weight"].shape
+        vae = EmbeddingVAE(dim, latent=state["mu.weight"].shape[0], hidden=hidden)
+        vae.load_state_dict(state)
+        vae.eval()
+        for parameter in vae.parameters():
+            parameter.requires_grad_(False)
+        vaes.append(vae)
+    return vaes[0], vaes[1]

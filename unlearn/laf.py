@@ -158,6 +158,7 @@ class LAFResult:
     extractor_loss: list[float]
     alignment_loss: list[float]
     seconds: float
+    vaes: tuple[EmbeddingVAE | None, EmbeddingVAE | None] = (None, None)  # (V_r, V_f) as fitted or given
 
 
 def _embed(model: NodeClassifier, graphs: list[Data]) -> tuple[Tensor, Tensor]:
@@ -187,6 +188,7 @@ def laf_traced(
     config: LAFConfig | None = None,
     seed: int = 0,
     original: NodeClassifier | None = None,
+    vaes: tuple[EmbeddingVAE | None, EmbeddingVAE | None] | None = None,
 ) -> LAFResult:
     """A copy of ``model`` with its encoder unlearned label-agnostically (see the module docstring),
     with the loss traces.
@@ -200,6 +202,10 @@ def laf_traced(
         original: the trained model whose embeddings :math:`f_0` the VAEs and the alignment use
             (default ``model``; a federated round passes the model before the first round).
             One side (remaining or forgotten nodes) may be empty, as on a single client.
+        vaes: :math:`(V_r, V_f)` from an earlier call with the same ``original``, ``graphs``,
+            ``config`` and ``seed`` (its result's ``vaes``), instead of fitting them again: they
+            depend on nothing else, and nothing after them draws random numbers, so the result
+            is the same (a federated LAF round reuses its first round's).
     """
     config = config or LAFConfig()
     if config.forget_vae not in ("forget", "remaining"):
@@ -221,7 +227,8 @@ def laf_traced(
             return None
         return train_vae(embeddings, config.latent, config.vae_hidden, config.vae_epochs, config.vae_lr, config.beta)
 
-    vae_r, vae_f = fit(remaining_0), fit(forget_0)
+    vae_r, vae_f = vaes if vaes is not None else (fit(remaining_0), fit(forget_0))
+    fitted = (vae_r, vae_f)
     vae_forget_term = vae_f if config.forget_vae == "forget" else vae_r
     # A client holding one side only: the missing VAE would only ever see an empty set.
     vae_forget_term = vae_forget_term if vae_forget_term is not None else (vae_r if vae_r is not None else vae_f)
@@ -251,7 +258,7 @@ def laf_traced(
     for parameter in model.head.parameters():
         parameter.requires_grad_(True)
     model.eval()
-    return LAFResult(model, trace_extract, trace_align, time.perf_counter() - started)
+    return LAFResult(model, trace_extract, trace_align, time.perf_counter() - started, fitted)
 
 
 def repair_head(model: NodeClassifier, remaining: list[Data], epochs: int = 5, lr: float = 0.01) -> NodeClassifier:

@@ -97,3 +97,37 @@ def test_laf_moves_forgotten_embeddings_more_than_remaining(trained):
             moved_f.append(distance[data.forget_mask])
             moved_r.append(distance[data.train_mask & ~data.forget_mask])
     assert torch.cat(moved_f).mean() > 3 * torch.cat(moved_r).mean()
+
+
+def test_a_later_federated_round_reusing_the_first_rounds_vaes_gives_what_refitting_gives(trained):
+    """A federated LAF round after the first takes the VAEs its first round fitted (the client keeps them):
+    the same model as fitting them again from the original model, without the fitting."""
+    model, split = trained
+    config = LAFConfig(steps=1, vae_epochs=30)
+    first = laf_traced(model, split.original, config, seed=3)
+    assert all(vae is not None for vae in first.vaes)
+    refitted = laf_traced(first.model, split.original, config, seed=3, original=model)
+    reused = laf_traced(first.model, split.original, config, seed=3, original=model, vaes=first.vaes)
+    assert reused.vaes == first.vaes
+    assert torch.equal(_weights(reused.model), _weights(refitted.model))
+    assert not torch.equal(_weights(reused.model), _weights(first.model))
+
+
+def test_the_client_keeps_its_laf_vaes_across_rounds_and_rebuilds_them_exactly():
+    from flwr.app import RecordDict
+
+    from client.job import LocalJob
+    from client.unlearning import LAF_VAES, _keep_vaes, _kept_vaes
+    from contract.run_config import RunConfig
+    from unlearn.laf import train_vae
+
+    torch.manual_seed(0)
+    vae = train_vae(torch.randn(20, 8), latent=4, hidden=6, epochs=3, lr=0.01, beta=0.1)
+    job = LocalJob(RunConfig.from_flower({}), 0, None, torch.device("cpu"), RecordDict())
+    assert _kept_vaes(job) is None
+    _keep_vaes(job, (vae, None))
+    assert LAF_VAES in job.state
+    remaining, forget = _kept_vaes(job)
+    assert forget is None and not remaining.training
+    h = torch.randn(5, 8)
+    assert torch.equal(remaining.reconstruction_error(h), vae.reconstruction_error(h))
