@@ -37,7 +37,7 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import build_model
 from models.dp_sgd import poisson_epoch
-from models.dp_sgd_opacus import opacus_round
+from models.dp_sgd_opacus import OpacusRound, opacus_round
 from models.names import DECOUPLED_MODELS
 from simulations.benches.records import markdown_table, print_tables
 
@@ -120,23 +120,29 @@ def _dp_sgd(config: RunConfig) -> Round:
     return train
 
 
+def opacus_on_rows(
+    model: Any, optimizer: Any, data: Data, config: RunConfig, generator: torch.Generator, accountant: Any
+) -> OpacusRound:
+    """Opacus's DP-SGD over the same propagated training rows and settings as the client's closed form
+    (:func:`client.privacy.train_private`): the reference it is timed and tested against."""
+    return opacus_round(
+        RowClassifier(model),
+        optimizer,
+        propagated_rows(model, data)[data.train_mask],
+        data.y[data.train_mask],
+        config.noise_multiplier,
+        config.max_grad_norm,
+        config.dp_batch_size,
+        config.local_epochs,
+        generator,
+        accountant,
+    )
+
+
 def _opacus(config: RunConfig) -> Round:
     def train(model: Any, optimizer: Any, data: Data, generator: torch.Generator) -> tuple[int, float | None]:
-        rows = propagated_rows(model, data)[data.train_mask]
-        labels = data.y[data.train_mask]
         accountant = load_accountant(RecordDict())
-        done = opacus_round(
-            RowClassifier(model),
-            optimizer,
-            rows,
-            labels,
-            config.noise_multiplier,
-            config.max_grad_norm,
-            config.dp_batch_size,
-            config.local_epochs,
-            generator,
-            accountant,
-        )
+        done = opacus_on_rows(model, optimizer, data, config, generator, accountant)
         return done.steps, accountant.get_epsilon(config.target_delta)
 
     return train

@@ -37,7 +37,7 @@ from models.dp_sgd import (
     private_step,
     trainable,
 )
-from models.dp_sgd_opacus import opacus_round
+from simulations.benches.dpsgd import opacus_on_rows
 
 CASES = [("sgc", True), ("sgc", False), ("mlp", True), ("mlp", False)]
 
@@ -169,19 +169,7 @@ def _round(impl: str, name: str, data: Data, config: RunConfig, seed: int):
         result = train_private(model, data, config, optimizer, accountant, generator)
         losses, steps = result.loss, result.steps
     else:
-        rows, labels = propagated_rows(model, data)[data.train_mask], data.y[data.train_mask]
-        done = opacus_round(
-            RowClassifier(model),
-            optimizer,
-            rows,
-            labels,
-            config.noise_multiplier,
-            config.max_grad_norm,
-            config.dp_batch_size,
-            config.local_epochs,
-            generator,
-            accountant,
-        )
+        done = opacus_on_rows(model, optimizer, data, config, generator, accountant)
         losses, steps = sum(done.losses) / max(len(done.losses), 1), done.steps
     return _flat(model), losses, steps, list(accountant.history), accountant
 

@@ -4,18 +4,8 @@ import pytest
 
 from contract.run_config import RunConfig
 from simulations.inprocess import run_in_process, task_identity
+from tests.server.test_strategies import TASK  # the easy, near-IID task on which every rule learns
 
-# the easy, near-IID task of tests/server/test_strategies.py, on which every rule learns
-TASK = {
-    "csbm-nodes": 600,
-    "csbm-signal": 2.0,
-    "csbm-classes": 3,
-    "partitioner": "label-dirichlet",
-    "dirichlet-alpha": 100.0,
-    "local-epochs": 3,
-    "num-server-rounds": 6,
-    "min-clients": 2,
-}
 SIGN_FLIP = {"attack": "sign-flip", "malicious-clients": "1"}  # one of five, drawn by the seed
 
 
