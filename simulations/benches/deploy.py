@@ -2,8 +2,8 @@
 
 The deployment is :class:`simulations.deploy.local.LocalDeployment` (SuperLink and
 SuperNodes as separate hosts in network namespaces when root, TLS and node
-authentication on, each node reading its exported partition, a warm ClientApp
-launcher beside each SuperNode unless ``--cold-clientapps``); the simulation is
+authentication on, each node reading its exported partition, a ClientApp launcher
+beside each SuperNode that serves its messages as ``--clientapps`` says); the simulation is
 ``stamen run`` with as many simulated SuperNodes. Both write ``metrics.jsonl``; the
 per-round ``seconds`` (server side: send, wait, aggregate) are compared, split into
 the clients' own handler time and what the exchange took beyond it (``engine``:
@@ -32,6 +32,7 @@ from simulations.benches.records import markdown_table, print_tables
 from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import simulate
 from simulations.deploy.local import LocalDeployment
+from simulations.deploy.warm_clientapp import add_clientapps_option
 from simulations.options import renamed
 from simulations.preflight import prepare
 
@@ -47,11 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--local-epochs", type=int, default=5)
     parser.add_argument("--loopback", action="store_true", help="no network namespaces")
     parser.add_argument("--import-samples", type=int, default=3, help="fresh processes timing the ClientApp imports")
-    parser.add_argument(
-        "--cold-clientapps",
-        action="store_true",
-        help="no ClientApp launchers: Flower's fresh flwr-clientapp process per message (the old way)",
-    )
+    add_clientapps_option(parser)
 
 
 def _rows(run_dir: Path) -> list[dict[str, Any]]:
@@ -92,7 +89,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         "final_test_acc": summary["final"]["global_test_acc"],
     }
 
-    clientapps = "cold" if args.cold_clientapps else "warm"
+    clientapps = args.clientapps
     print(
         f"[bench deploy] deployment, {args.nodes} SuperNodes, {clientapps} ClientApps, {args.rounds} rounds ...",
         flush=True,
@@ -107,7 +104,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         {"device": "cpu"},
         roots,
         use_namespaces=False if args.loopback else None,
-        warm_clientapps=not args.cold_clientapps,
+        clientapps=clientapps,
     ) as deployment:
         set_up = time.perf_counter() - started
         code = deployment.run({**job, "run-name": "deployment"})
@@ -184,9 +181,9 @@ def _notes(entry: dict[str, Any]) -> list[str]:
         lines.append(f"Same final test accuracy in simulation and deployment: {'yes' if same else 'NO'}.")
     lines.append(
         f"A fresh ClientApp process (Python + PyTorch + PyG + the app) takes {entry['client_import_seconds']:.1f} s "
-        "to import on this machine; Flower 1.42's SuperNode starts one per message, from the warm launcher's "
-        "fork unless the deployment ran with cold ClientApps. Its SuperNode waits 3 s (fixed in Flower) before "
-        "asking the SuperLink again when it found no message, once per round."
+        "to import on this machine; Flower 1.42's SuperNode starts one per message (cold ClientApps), forked "
+        "ClientApps fork one from the warm launcher, and resident ones serve every message in the launcher, "
+        "the app loaded once. The SuperNode checks for a ClientApp's reply every 0.5 s (fixed in Flower)."
     )
     return lines
 

@@ -39,7 +39,7 @@ from simulations.deploy.processes import (
     supernode_command,
     write_connection,
 )
-from simulations.deploy.warm_clientapp import prepare_warm_clientapp
+from simulations.deploy.warm_clientapp import add_clientapps_option, prepare_warm_clientapp
 from simulations.deploy.workdir import check_output_folder, prepare_workdir
 from simulations.flower import flower_environment, flower_state, flwr_run
 from simulations.options import renamed
@@ -99,11 +99,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     supernode.add_argument("--data-root", default="", help="this host's data folder (e.g. from `deploy partition`)")
     supernode.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     supernode.add_argument("--port", type=int, default=9094, help="local port of the ClientApp runtime API")
-    supernode.add_argument(
-        "--cold-clientapps",
-        action="store_true",
-        help="no warm ClientApp launcher: Flower imports PyTorch and PyG afresh for every message",
-    )
+    add_clientapps_option(supernode)
     supernode.set_defaults(func=supernode_main)
 
     run = commands.add_parser("run", help="flwr run the app against the SuperLink")
@@ -117,6 +113,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     local.add_argument("--run-config", "-c", action="append", default=[], help="run-config overrides")
     local.add_argument("--workdir", type=Path, default=flower_state() / "deploy-local")
     local.add_argument("--loopback", action="store_true", help="no namespaces: every host on 127.0.0.1")
+    add_clientapps_option(local)
     local.set_defaults(func=local_main)
 
 
@@ -223,11 +220,13 @@ def supernode_main(args: argparse.Namespace) -> int:
     home.mkdir(parents=True, exist_ok=True)
     ca, key = _require(args.ca, "CA certificate"), _require(args.key, "private key")
     env = flower_environment(home)
-    if not args.cold_clientapps:
+    if args.clientapps != "cold":
         # The launcher is this process's child; it stays with the SuperNode this process becomes
         # (same PID), shares its terminal (Ctrl-C stops both) and exits when it does.
         warm = prepare_warm_clientapp(
-            home.parent / f"clientapp-{args.partition_id}", flower_tool("flwr-clientapp", home)
+            home.parent / f"clientapp-{args.partition_id}",
+            flower_tool("flwr-clientapp", home),
+            resident=args.clientapps == "resident",
         )
         subprocess.Popen(warm.launcher_command(args.port), env=env)
         env = warm.supernode_environment(env)
@@ -256,6 +255,7 @@ def local_main(args: argparse.Namespace) -> int:
             node_config={"device": values["device"]},
             data_roots=roots,
             use_namespaces=False if args.loopback else None,
+            clientapps=args.clientapps,
         ) as deployment:
             code = deployment.run(overrides, stream=True)
     if code != 0:

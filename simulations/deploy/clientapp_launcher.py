@@ -9,6 +9,12 @@ Flower's own ``flwr-clientapp`` entry point with the arguments Flower's SuperExe
 chose. Each message is still served by a process of its own, which exits afterwards,
 as with Flower's cold start: only the import time is saved.
 
+With ``--resident`` it forks nothing: each launch is served in this process by
+:class:`simulations.deploy.resident_clientapp.ResidentClientApp`, which keeps the
+app's ClientApp loaded between messages (as a simulation actor does) and saves the
+per-message bundle unpacking, app import and pull back-off too. Launches are then
+served one at a time, in the order they come.
+
 What stays as it was:
 
 - the app: nothing of Stamen's is imported here; the forked process loads the
@@ -47,6 +53,8 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from simulations.deploy.resident_clientapp import ResidentClientApp, TaskArguments
 
 # What ``client.app``, its handlers and plug-ins import that is not Stamen's own (measured with
 # ``python -X importtime``; httpcore and h11 are what Flower's HTTP client imports on first use):
@@ -164,6 +172,7 @@ class Launcher:
     entry: object
     parent: int = field(default_factory=os.getppid)
     running: dict[int, tuple[socket.socket, float]] = field(default_factory=dict)
+    resident: ResidentClientApp | None = None  # serve launches in this process instead of forking
 
     def serve(self) -> None:
         selector = selectors.DefaultSelector()
@@ -187,6 +196,9 @@ class Launcher:
             _send(conn, {"error": str(problem)})
             conn.close()
             return
+        if self.resident is not None:
+            self.serve_here(conn, argv)
+            return
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -197,6 +209,25 @@ class Launcher:
         self.running[pid] = (conn, time.perf_counter())
         _say(f"flwr-clientapp started as process {pid}")
         _send(conn, {"pid": pid})
+
+    def serve_here(self, conn: socket.socket, argv: list[str]) -> None:
+        """Serve one launch in this process (``--resident``) and report its exit code.
+
+        A launch a resident ClientApp does not take is handed back for Flower's own
+        ``flwr-clientapp`` (``{"cold": why}``) before anything of the task is pulled.
+        """
+        try:
+            TaskArguments.parse(argv)
+        except ValueError as problem:
+            _send(conn, {"cold": str(problem)})
+            conn.close()
+            return
+        started = time.perf_counter()
+        _send(conn, {"pid": os.getpid()})
+        code = self.resident.serve(argv)
+        _say(f"task served in this process, exit {code}, {time.perf_counter() - started:.2f} s")
+        _send(conn, {"exit": code})
+        conn.close()
 
     def reap(self) -> None:
         while self.running:
@@ -234,8 +265,12 @@ def bind(path: str) -> socket.socket:
     return listener
 
 
-def serve_on(socket_path: str, runtime_port: int, warm_up: Callable[[], Callable[[], object]]) -> None:
+def serve_on(
+    socket_path: str, runtime_port: int, warm_up: Callable[[], Callable[[], object]], resident: bool = False
+) -> None:
     """Listen on ``socket_path``, call ``warm_up`` (it returns the entry point to fork into), serve until stopped.
+
+    ``resident``: serve every launch in this process (:class:`ResidentClientApp`), forking nothing.
 
     SIGTERM and SIGINT stop it; the socket is removed on the way out. It listens before
     warming up: a launch that comes early waits in the backlog instead of going cold.
@@ -248,7 +283,12 @@ def serve_on(socket_path: str, runtime_port: int, warm_up: Callable[[], Callable
     signal.signal(signal.SIGINT, stop)
     listener = bind(socket_path)
     try:
-        Launcher(listener, runtime_port, warm_up()).serve()
+        entry = warm_up()
+        launcher = Launcher(listener, runtime_port, entry)
+        if resident:
+            launcher.resident = ResidentClientApp()
+            _stop_with_parent(launcher.parent)
+        launcher.serve()
     finally:
         listener.close()
         remove_socket(socket_path)
@@ -268,15 +308,23 @@ def remove_socket(socket_path: str) -> None:
             pass
 
 
-def warm_up(runtime_port: int, socket_path: str) -> Callable[[], object]:
+def _stop_with_parent(parent: int) -> None:
+    """Stop this process (SIGINT) when ``parent`` is gone, also in the middle of a task (Flower's monitor)."""
+    from flwr.supercore.app_utils import start_parent_process_monitor
+
+    start_parent_process_monitor(parent)
+
+
+def warm_up(runtime_port: int, socket_path: str, resident: bool = False) -> Callable[[], object]:
     """Import :data:`PRELOAD`; return Flower's ``flwr-clientapp`` entry point."""
     seconds = preload()
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
-    if threads > 1:  # a fork copies one thread only: locks held by the others would stay held
+    if threads > 1 and not resident:  # a fork copies one thread only: locks held by the others would stay held
         raise SystemExit(f"stamen launcher: the imports started {threads - 1} threads; forking is unsafe, giving up")
     print(
         f"stamen launcher: {', '.join(PRELOAD)} imported in {seconds:.1f} s; "
-        f"launching flwr-clientapp for the Runtime API on port {runtime_port} from {socket_path}",
+        f"{'serving' if resident else 'launching'} flwr-clientapp for the Runtime API on port {runtime_port} "
+        f"from {socket_path}{' in this process' if resident else ''}",
         flush=True,
     )
     return flwr_clientapp_entry_point()
@@ -286,8 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--socket", required=True, help="Unix socket path (in a folder only this user can enter)")
     parser.add_argument("--runtime-port", type=int, required=True, help="this node's SuperNode Runtime API port")
+    parser.add_argument("--resident", action="store_true", help="serve every launch in this process, the app loaded")
     args = parser.parse_args(argv)
-    serve_on(args.socket, args.runtime_port, lambda: warm_up(args.runtime_port, args.socket))
+    serve_on(
+        args.socket, args.runtime_port, lambda: warm_up(args.runtime_port, args.socket, args.resident), args.resident
+    )
     return 0
 
 

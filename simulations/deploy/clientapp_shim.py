@@ -16,7 +16,8 @@ imports the standard library only, so it starts in a few tens of milliseconds.
 
 Protocol, one connection per launch: the stand-in sends one JSON line
 ``{"argv": [...]}``; the launcher answers ``{"pid": N}`` once the process runs (or
-``{"error": "..."}``) and ``{"exit": CODE}`` when it has ended.
+``{"error": "..."}``) and ``{"exit": CODE}`` when it has ended; ``{"cold": "..."}``
+hands the launch back, to be served by Flower's own ``flwr-clientapp``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ CONNECT_TIMEOUT = 5.0  # seconds to reach the launcher; the launch itself may ta
 
 def _cold(real: str, argv: list[str], why: str) -> None:
     print(
-        f"stamen: the warm ClientApp launcher is not answering ({why}); starting a cold flwr-clientapp", file=sys.stderr
+        f"stamen: the warm ClientApp launcher does not serve this launch ({why}); starting a cold flwr-clientapp",
+        file=sys.stderr,
     )
     sys.stderr.flush()
     os.execv(real, [real, *argv])
@@ -46,12 +48,14 @@ def forward(socket_path: str, real: str, argv: list[str]) -> int:
         sock.sendall((json.dumps({"argv": argv}) + "\n").encode())
     except OSError as error:
         sock.close()
-        _cold(real, argv, f"{socket_path}: {error.strerror or error}")
+        _cold(real, argv, f"not answering at {socket_path}: {error.strerror or error}")
     sock.settimeout(None)  # the launcher answers when the process has started, then when it has ended
     with sock, sock.makefile("r") as replies:
         started = False
         for line in replies:
             reply = json.loads(line)
+            if "cold" in reply:  # a launch the launcher hands back (e.g. one a resident ClientApp does not take)
+                _cold(real, argv, f"it handed this launch back: {reply['cold']}")
             if "error" in reply:
                 print(f"stamen: the ClientApp launcher refused this launch: {reply['error']}", file=sys.stderr)
                 return 2
@@ -60,7 +64,7 @@ def forward(socket_path: str, real: str, argv: list[str]) -> int:
             if "exit" in reply:
                 return int(reply["exit"])
     if not started:  # the connection closed before anything ran (a launcher stopping): serve it cold
-        _cold(real, argv, "it closed the connection")
+        _cold(real, argv, "it closed the connection before starting anything")
     print("stamen: lost the ClientApp launcher while the ClientApp ran", file=sys.stderr)
     return 1
 

@@ -5,7 +5,7 @@
 on the LAN), starts the SuperLink with TLS and SuperNode authentication, registers the
 SuperNodes' public keys, starts the SuperNodes, and runs ``flwr run`` against it.
 Each SuperNode host also runs a warm ClientApp launcher
-(:mod:`simulations.deploy.warm_clientapp`) unless ``warm_clientapps=False``.
+(:mod:`simulations.deploy.warm_clientapp`) unless ``clientapps="cold"``.
 
 The SuperLink's Fleet API listens on the LAN; its Control API (run submission, node
 registration) answers only on the SuperLink host's loopback, so the operator's
@@ -41,7 +41,7 @@ from simulations.deploy.processes import (
     supernode_statuses,
     write_connection,
 )
-from simulations.deploy.warm_clientapp import prepare_warm_clientapp
+from simulations.deploy.warm_clientapp import CLIENTAPPS, prepare_warm_clientapp
 from simulations.flower import flower_environment, free_port
 
 SUPERLINK_PORT = 9092  # Flower's customary Fleet port; each namespace has its own
@@ -58,8 +58,10 @@ class LocalDeployment:
         node_config: extra node config for every SuperNode (e.g. ``device``).
         data_roots: a data root per node (e.g. from :func:`graphs.node_data.export_partitions`).
         use_namespaces: ``None`` to use them when possible, ``False`` to force loopback.
-        warm_clientapps: a ClientApp launcher with PyTorch, PyG and Flower imported beside
-            each SuperNode (``False``: Flower's cold ``flwr-clientapp`` per message).
+        clientapps: how each SuperNode serves its messages: ``"resident"`` (a launcher beside
+            it with PyTorch, PyG and Flower imported keeps the ClientApp loaded and serves
+            every message), ``"forked"`` (that launcher forks a process per message) or
+            ``"cold"`` (Flower's own fresh ``flwr-clientapp`` per message).
     """
 
     def __init__(
@@ -69,15 +71,17 @@ class LocalDeployment:
         node_config: Mapping[str, object] | None = None,
         data_roots: list[Path] | None = None,
         use_namespaces: bool | None = None,
-        warm_clientapps: bool = True,
+        clientapps: str = "resident",
     ) -> None:
+        if clientapps not in CLIENTAPPS:
+            raise ValueError(f"clientapps={clientapps!r}: choose one of {', '.join(CLIENTAPPS)}")
         if data_roots is not None and len(data_roots) != num_nodes:
             raise ValueError(f"{len(data_roots)} data roots for {num_nodes} SuperNodes")
         self.workdir = Path(workdir)
         self.num_nodes = num_nodes
         self.node_config = dict(node_config or {})
         self.data_roots = data_roots
-        self.warm_clientapps = warm_clientapps
+        self.clientapps = clientapps
         possible, reason = namespaces_available()
         if use_namespaces and not possible:
             raise RuntimeError(f"network namespaces are unavailable: {reason}")
@@ -196,8 +200,8 @@ class LocalDeployment:
         ``ca_certificate`` and ``private_key``: ``True`` for the deployment's CA and
         the node's own key, a path for another file, ``None`` to leave the flag out.
         ``label`` names a further SuperNode on the same host (its log file). ``warm``
-        (default: the deployment's ``warm_clientapps``) starts its ClientApp launcher
-        first, on the same host.
+        (default: unless the deployment's ``clientapps`` is ``"cold"``) starts its
+        ClientApp launcher first, on the same host.
         """
         config = {"partition-id": index, "num-partitions": self.num_nodes, **self.node_config}
         if self.data_roots is not None:
@@ -214,8 +218,10 @@ class LocalDeployment:
             flwr_home=home,
         )
         env = flower_environment(home)
-        if self.warm_clientapps if warm is None else warm:
-            warm_files = prepare_warm_clientapp(home.parent / "clientapp", flower_tool("flwr-clientapp", home))
+        if self.clientapps != "cold" if warm is None else warm:
+            warm_files = prepare_warm_clientapp(
+                home.parent / "clientapp", flower_tool("flwr-clientapp", home), resident=self.clientapps != "forked"
+            )
             launcher_log = self.workdir / "logs" / f"{name}-launcher.log"
             self.launchers.append(
                 Service(

@@ -5,7 +5,8 @@ SuperExec, which starts ``flwr-clientapp`` by name, from ``PATH``, once per mess
 A warm node differs in two things only, both outside Flower:
 
 - one more long-lived process on the host, :mod:`simulations.deploy.clientapp_launcher`,
-  which has PyTorch, PyG and Flower imported and forks a process per launch;
+  which has PyTorch, PyG and Flower imported and serves each launch in itself, the
+  ClientApp kept loaded (``resident``, the default), or forks a process per launch;
 - the SuperNode's ``PATH`` starts with a folder holding a ``flwr-clientapp`` that
   hands each launch to that process (:mod:`simulations.deploy.clientapp_shim`) and
   falls back to Flower's own ``flwr-clientapp`` when it does not answer.
@@ -19,6 +20,7 @@ launcher removes its socket and that folder when it stops.
 
 from __future__ import annotations
 
+import argparse
 import os
 import stat
 import sys
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from simulations.deploy import clientapp_shim
 
+CLIENTAPPS = ("resident", "forked", "cold")  # how a SuperNode serves its messages; see LocalDeployment
 SOCKET_PATH_LIMIT = 100  # bytes: a Unix socket path must fit in sun_path (108 on Linux)
 SOCKET_FOLDER_PREFIX = "stamen-clientapp-"
 SHIM = """#!{python} -I
@@ -38,12 +41,28 @@ runpy.run_path({module!r}, run_name="__main__")
 """
 
 
+def add_clientapps_option(parser: argparse.ArgumentParser) -> None:
+    """``--clientapps resident|forked|cold`` (and the older ``--cold-clientapps``) on ``parser``."""
+    parser.add_argument(
+        "--clientapps",
+        choices=CLIENTAPPS,
+        default="resident",
+        help="how a SuperNode serves its messages: resident (default; a warm launcher keeps the ClientApp "
+        "loaded and serves every message), forked (the launcher forks a warm process per message) or cold "
+        "(Flower's own flwr-clientapp, PyTorch and PyG imported afresh per message)",
+    )
+    parser.add_argument(
+        "--cold-clientapps", dest="clientapps", action="store_const", const="cold", help=argparse.SUPPRESS
+    )
+
+
 @dataclass(frozen=True)
 class WarmClientApp:
     """The files of one node's warm launcher."""
 
     folder: Path
     socket_folder: Path
+    resident: bool = True  # the launcher serves launches in itself (False: forks one process per launch)
 
     @property
     def socket(self) -> Path:
@@ -64,6 +83,7 @@ class WarmClientApp:
             str(self.socket),
             "--runtime-port",
             str(runtime_port),
+            *(["--resident"] if self.resident else []),
         ]
 
     def supernode_environment(self, env: dict[str, str]) -> dict[str, str]:
@@ -71,8 +91,11 @@ class WarmClientApp:
         return {**env, "PATH": f"{self.bin}{os.pathsep}{env.get('PATH', '')}"}
 
 
-def prepare_warm_clientapp(folder: Path, real_flwr_clientapp: str) -> WarmClientApp:
+def prepare_warm_clientapp(folder: Path, real_flwr_clientapp: str, resident: bool = True) -> WarmClientApp:
     """Make ``folder`` (mode 0700) with the stand-in ``flwr-clientapp``; return its files.
+
+    ``resident``: the launcher keeps the ClientApp loaded and serves every launch in
+    itself; ``False``: it forks a process per launch.
 
     ``real_flwr_clientapp`` is Flower's executable, for launches the launcher does not
     take. Refuses a ``folder`` that is a link, not a folder, or not this user's. The
@@ -87,7 +110,7 @@ def prepare_warm_clientapp(folder: Path, real_flwr_clientapp: str) -> WarmClient
         if info.st_uid != os.getuid():
             raise PermissionError(f"{path} belongs to another user; the ClientApp launcher needs a folder of its own")
         os.chmod(path, 0o700)
-    warm = WarmClientApp(folder, Path(tempfile.mkdtemp(prefix=SOCKET_FOLDER_PREFIX)))  # mode 0700, new
+    warm = WarmClientApp(folder, Path(tempfile.mkdtemp(prefix=SOCKET_FOLDER_PREFIX)), resident)  # mode 0700, new
     if len(os.fsencode(str(warm.socket))) > SOCKET_PATH_LIMIT:
         warm.socket_folder.rmdir()
         raise ValueError(

@@ -111,10 +111,10 @@ def test_a_lost_supernode_is_named_and_the_run_resumes_from_its_checkpoint(deplo
     assert failure["node_id"] == deployment.node_ids[2] and failure["partition_id"] == 2
     assert rows[2]["global_test_acc"] > rows[0]["global_test_acc"] + 0.1
     assert (run_dir / "model.pt").is_file() and (run_dir / "checkpoint.npz").is_file()
-    # Every message was served by a process forked from its node's warm launcher, none cold.
+    # Every message was served inside its node's launcher (resident ClientApps), none cold.
     assert len(deployment.launchers) == NUM_NODES
     for launcher, node in zip(deployment.launchers, deployment.supernodes, strict=True):
-        assert "exited with 0" in launcher.log_file.read_text(), launcher.log_tail()
+        assert "task served in this process, exit 0" in launcher.log_file.read_text(), launcher.log_tail()
         assert "starting a cold flwr-clientapp" not in node.log_file.read_text()
 
     # The SuperLink restarts (its state database keeps the registrations), then the
