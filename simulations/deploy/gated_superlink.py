@@ -11,7 +11,10 @@ lifespan: the SuperExec that launches ServerApps), with two differences:
   control address; SuperNodes' Fleet API requests are admitted on both;
 - a SuperNode's pull that finds no message is held up to a few seconds until one
   arrives (:mod:`simulations.deploy.long_poll`), instead of sending the SuperNode
-  into Flower's fixed 3 s nap before it asks again.
+  into Flower's fixed 3 s nap before it asks again;
+- a pulled message is handed out once its objects are in
+  (:mod:`simulations.deploy.ready_messages`), instead of sending the receiver into
+  Flower's 1 s object-pull back-off.
 
 A fleet address of ``0.0.0.0``/``::`` is one listening socket for every interface
 (loopback included); the gate still tells the two apart by the address each
@@ -32,6 +35,7 @@ import sys
 
 from simulations.deploy.gate import OperatorGate
 from simulations.deploy.long_poll import HOLD, FleetLongPoll
+from simulations.deploy.ready_messages import MessagesReady
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -67,10 +71,11 @@ def main(argv: list[str] | None = None) -> None:
     sys.argv = [sys.argv[0], *flower_args]
     config = _parse_superlink_lifespan_config()
     sockets = listening_sockets(config.host, own.fleet_host, config.port)
-    app = OperatorGate(FleetLongPoll(create_app(config, SuperLinkLifespan)), control_hosts=[config.host])
+    app = OperatorGate(FleetLongPoll(MessagesReady(create_app(config, SuperLinkLifespan))), control_hosts=[config.host])
     print(
         f"stamen gated SuperLink: Fleet API on {own.fleet_host}:{config.port}, "
-        f"Control and Runtime APIs only on {config.host}:{config.port}; empty message pulls held up to {HOLD:.0f} s",
+        f"Control and Runtime APIs only on {config.host}:{config.port}; empty message pulls held up to {HOLD:.0f} s, "
+        "pulled messages handed out once their objects are in",
         flush=True,
     )
     server = uvicorn.Server(

@@ -55,7 +55,7 @@ def has_no_message(body: bytes) -> bool:
     return len(response.messages_list) == 0
 
 
-class _Answer:
+class Answer:
     """One answer of the wrapped app, kept until it is sent or dropped."""
 
     def __init__(self) -> None:
@@ -92,14 +92,14 @@ class FleetLongPoll:
         if scope["type"] != "http" or scope.get("path") != PULL_PATH or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        body, disconnected = await _read_body(receive)
+        body, disconnected = await read_body(receive)
         deadline = time.monotonic() + self.hold
         wait = FIRST_WAIT
         hang_up = asyncio.ensure_future(_wait_for_disconnect(receive)) if not disconnected else None
         try:
             while True:
-                answer = _Answer()
-                await self.app(scope, _replay(body), answer.send)
+                answer = Answer()
+                await self.app(scope, replay(body), answer.send)
                 left = deadline - time.monotonic()
                 if disconnected or left <= 0 or not answer.held():
                     break
@@ -114,7 +114,7 @@ class FleetLongPoll:
             await send(message)
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, bool]:
+async def read_body(receive: Receive) -> tuple[bytes, bool]:
     chunks: list[bytes] = []
     while True:
         message = await receive()
@@ -130,7 +130,7 @@ async def _wait_for_disconnect(receive: Receive) -> None:
         pass
 
 
-def _replay(body: bytes) -> Receive:
+def replay(body: bytes) -> Receive:
     """A ``receive`` that gives ``body`` once, then waits (as a connection that stays open does)."""
     sent = False
 
