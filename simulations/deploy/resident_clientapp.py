@@ -42,7 +42,7 @@ from logging import DEBUG, ERROR
 from pathlib import Path
 
 PULL_BACKOFF = 0.01  # seconds after the first miss of an object the SuperNode is still receiving
-PULL_BACKOFF_CAP = 0.2  # seconds, at most, between two tries
+PULL_BACKOFF_CAP = 0.05  # seconds, at most, between two tries (the SuperNode answers a pull in milliseconds)
 
 
 @dataclass(frozen=True)
