@@ -15,7 +15,7 @@ app's ClientApp loaded between messages (as a simulation actor does) and saves t
 per-message bundle unpacking, app import and pull back-off too. Launches are then
 served one at a time, in the order they come.
 
-What stays as it was:
+What stays as it was (forked launches; for resident ones see that module):
 
 - the app: nothing of Stamen's is imported here; the forked process loads the
   ClientApp from the app bundle (FAB) the run shipped, exactly as a cold
