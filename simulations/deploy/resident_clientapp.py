@@ -28,7 +28,8 @@ the reply and the context). It differs in three things only:
 The numbers do not change: Stamen's handlers seed every draw from the run config, the
 round and the client (``client.device.seed_device``), which is what lets the
 in-process engine serve every client from one process with the same numbers as
-Flower's engines (``tests/simulations/test_determinism.py``, the e2e comparisons).
+Flower's engines (``tests/simulations/test_determinism.py``, the e2e comparisons); a
+deployment served this way ends with the simulation's accuracy (``stamen bench deploy``).
 
 Flower's runtime-dependency installation (``--allow-runtime-dependency-installation``)
 is not offered here: such a launch is refused and served by Flower's own ``flwr-clientapp``.
