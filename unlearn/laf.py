@@ -228,7 +228,7 @@ def laf_traced(
         return train_vae(embeddings, config.latent, config.vae_hidden, config.vae_epochs, config.vae_lr, config.beta)
 
     vae_r, vae_f = vaes if vaes is not None else (fit(remaining_0), fit(forget_0))
-    fitted = (vae_r, vae_f)
+    fitted = (vae_r, vae_f)  # as fitted or given, before the one-sided fallbacks below
     vae_forget_term = vae_f if config.forget_vae == "forget" else vae_r
     # A client holding one side only: the missing VAE would only ever see an empty set.
     vae_forget_term = vae_forget_term if vae_forget_term is not None else (vae_r if vae_r is not None else vae_f)

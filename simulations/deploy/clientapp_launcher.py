@@ -54,7 +54,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from simulations.deploy.resident_clientapp import ResidentClientApp, TaskArguments
+from simulations.deploy.resident_clientapp import ResidentClientApp, TaskArguments, flag_values
 
 # What ``client.app``, its handlers and plug-ins import that is not Stamen's own (measured with
 # ``python -X importtime``; httpcore and h11 are what Flower's HTTP client imports on first use):
@@ -64,8 +64,6 @@ PRELOAD = ("numpy", "scipy.sparse", "torch", "torch_geometric", "flwr.app", "flw
 PRELOAD_OPTIONAL = ("pulp",)  # not opacus: its import calls logging.basicConfig (every log line twice)
 REAP_INTERVAL = 0.02  # seconds between checks for ended processes (and a parent gone)
 TOKEN = re.compile(r"[0-9a-fA-F]{16,256}")
-FLAGS_WITH_VALUE = {"--runtime-api-address", "--token", "--root-certificates", "--parent-pid"}
-FLAGS_ALONE = {"--insecure", "--allow-runtime-dependency-installation"}
 
 
 class Refused(ValueError):
@@ -76,18 +74,10 @@ def check_arguments(argv: list[str], runtime_port: int) -> list[str]:
     """The ``flwr-clientapp`` arguments if they launch a ClientApp for this node, else :class:`Refused`."""
     if not isinstance(argv, list) or not all(isinstance(item, str) for item in argv):
         raise Refused("the arguments must be a list of strings")
-    seen: dict[str, str] = {}
-    items = iter(argv)
-    for flag in items:
-        if flag in FLAGS_ALONE:
-            seen[flag] = ""
-        elif flag in FLAGS_WITH_VALUE:
-            value = next(items, None)
-            if value is None:
-                raise Refused(f"{flag} needs a value")
-            seen[flag] = value
-        else:
-            raise Refused(f"unexpected argument {flag[:40]!r}")
+    try:
+        seen = flag_values(argv)
+    except ValueError as problem:
+        raise Refused(str(problem)) from None
     address = seen.get("--runtime-api-address", "")
     host, _, port = address.rpartition(":")
     try:

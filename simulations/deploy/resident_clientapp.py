@@ -42,8 +42,27 @@ from dataclasses import dataclass
 from logging import DEBUG, ERROR
 from pathlib import Path
 
+FLAGS_WITH_VALUE = {"--runtime-api-address", "--token", "--root-certificates", "--parent-pid"}  # flwr-clientapp's
+FLAGS_ALONE = {"--insecure", "--allow-runtime-dependency-installation"}
 PULL_BACKOFF = 0.01  # seconds after the first miss of an object the SuperNode is still receiving
 PULL_BACKOFF_CAP = 0.05  # seconds, at most, between two tries (the SuperNode answers a pull in milliseconds)
+
+
+def flag_values(argv: list[str]) -> dict[str, str]:
+    """``flwr-clientapp``'s flags in ``argv`` and their values ("" for a flag alone); ValueError on anything else."""
+    values: dict[str, str] = {}
+    items = iter(argv)
+    for flag in items:
+        if flag in FLAGS_ALONE:
+            values[flag] = ""
+        elif flag in FLAGS_WITH_VALUE:
+            value = next(items, None)
+            if value is None:
+                raise ValueError(f"{flag} needs a value")
+            values[flag] = value
+        else:
+            raise ValueError(f"unexpected argument {flag[:40]!r}")
+    return values
 
 
 @dataclass(frozen=True)
@@ -58,10 +77,7 @@ class TaskArguments:
     @classmethod
     def parse(cls, argv: list[str]) -> TaskArguments:
         """From arguments :func:`~simulations.deploy.clientapp_launcher.check_arguments` accepted."""
-        values: dict[str, str] = {}
-        items = iter(argv)
-        for flag in items:
-            values[flag] = "" if flag in ("--insecure", "--allow-runtime-dependency-installation") else next(items)
+        values = flag_values(argv)
         if "--allow-runtime-dependency-installation" in values:
             raise ValueError("a resident ClientApp does not install runtime dependencies")
         if "--insecure" in values and "--root-certificates" in values:
