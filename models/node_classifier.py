@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import APPNP, GATConv, GCNConv, SAGEConv, SimpleConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
+from models.feature_dropout import feature_dropout
 from models.names import MODELS
 
 
@@ -59,12 +60,18 @@ class Encoder(nn.Module):
         self.uses_edges = uses_edges
 
     def transform(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        """Everything but the final aggregation (per node when the layers use no edges)."""
-        for layer in self.layers:
-            x = nn.functional.dropout(x, self.dropout, self.training)
+        """Everything but the final aggregation (per node when the layers use no edges).
+
+        The input features are dropped by :func:`~models.feature_dropout.feature_dropout`
+        (draws for their non-zero entries only), the hidden layers' activations densely.
+        """
+        x = feature_dropout(x, self.dropout, self.training)
+        for index, layer in enumerate(self.layers):
+            if index > 0:
+                x = nn.functional.dropout(x, self.dropout, self.training)
             x = layer(x, edge_index) if self.uses_edges else layer(x)
             x = torch.relu(x)
-        return nn.functional.dropout(x, self.dropout, self.training)
+        return nn.functional.dropout(x, self.dropout, self.training) if self.layers else x
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         x = self.transform(x, edge_index)
