@@ -29,6 +29,7 @@ from client.certification import certify_local
 from client.device import choose_device, seed_device
 from client.job import LocalJob, client_data, new_client_data
 from client.privacy import train_round
+from client.weights import weights_record
 from contract import protocol as p
 from contract.run_config import RunConfig
 from graphs import FederationSpec
@@ -178,7 +179,8 @@ def train(message: Message, context: Context) -> Message:
     else:
         metrics[p.TRAIN_LOSS] = algorithm.train(model, job, round_config)
     laps.lap(p.TRAIN_SECONDS)
-    metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
+    if job.config.local_eval or step is not None or not spec.aggregates:  # the run's rules: see contract/rules.py
+        metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
     records = algorithm.reply_records(model, job, server_round)
     laps.lap(p.PACK_SECONDS)
@@ -206,7 +208,7 @@ def query(message: Message, context: Context) -> Message:
     _seed(job, 0, QUERY)
     kind = message.content[p.CONFIG].get(p.QUERY)
     if kind == p.INITIAL_MODEL_QUERY:
-        return Message(content=RecordDict({p.ARRAYS: ArrayRecord(job.model().state_dict())}), reply_to=message)
+        return Message(content=RecordDict({p.ARRAYS: weights_record(job.model().state_dict())}), reply_to=message)
     if kind in p.UNLEARN_QUERIES:
         from client.unlearning import answer  # unlearning modules load only when asked
 

@@ -8,6 +8,8 @@
 - ``train-frac + val-frac < 1``: the test split gets the rest.
 - ``attack`` and ``malicious-clients``: both or neither; an attack needs an algorithm
   that aggregates (:mod:`client.attacks`).
+- ``local-eval=false``: only on an algorithm that aggregates (its figures are then the global
+  model's; a personalised algorithm's figures are its clients' models).
 - ``secure-aggregation``: only with an algorithm whose spec ``averages`` (the server
   gets a weighted sum, nothing else), not with ``client-dp`` (its server-side clipping
   and noise need each update in the clear; DP-SGD on top is distributed DP), not with
@@ -47,6 +49,11 @@ def check_rules(config: RunConfig) -> None:
     if config.privacy != "none":
         _check_privacy(config)
     _check_attack(config)
+    if not config.local_eval and not spec.aggregates:
+        raise ValueError(
+            f"local-eval=false leaves algorithm={config.algorithm!r} with no figures: it keeps no global model, "
+            "its clients' models are what it reports; set local-eval=true"
+        )
     if spec.server == "server.shared_encoder" and not encoder_has_weights(config.model, config.num_layers):
         raise ValueError(
             f"algorithm={config.algorithm!r} shares the encoder, and model={config.model!r} with "

@@ -150,6 +150,11 @@ class RunConfig:
     weight_decay: float = LOCAL.key(5e-4, "Adam's weight decay", bound=ge(0))
     proximal_mu: float = FEDPROX.key(0.01, "FedProx's proximal strength", bound=ge(0))
     keep_optimizer_state: bool = LOCAL.key(True, "each client keeps its Adam moments across rounds")
+    local_eval: bool = LOCAL.key(
+        True,
+        "clients also evaluate their models after local training (the client figures); false: the received "
+        "global model only, on an algorithm that aggregates",
+    )
     device: str = LOCAL.key("auto", "auto: a visible GPU, else the CPU", form=DEVICE)
     server_momentum: float = FEDAVGM.key(
         0.9, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")

@@ -36,3 +36,35 @@ def test_every_algorithm_gives_the_same_numbers_twice(tmp_path, algorithm, capsy
     _rows(tmp_path, "fedavg", "between")  # the process's random state moves on in between
     second = _rows(tmp_path, algorithm, "second")
     assert len(first) >= 2 and first == second
+
+
+def _rows_with(tmp_path, name: str, keys: str) -> list[dict]:
+    code = stamen(
+        ["run", "--engine", "inprocess", "--quiet", "--clients", "3"]
+        + ["-c", f"{SMALL} {keys} output-dir='{tmp_path}' run-name='{name}'"]
+    )
+    assert code == 0, keys
+    rows = [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in row.items() if not any(t in k for t in TIMING)} for row in rows]
+
+
+def test_skipping_the_local_evaluation_changes_no_global_figure(tmp_path, capsys):
+    keys = "algorithm='fedavg' num-server-rounds=3"
+    both = _rows_with(tmp_path, "both", keys)
+    global_only = _rows_with(tmp_path, "global-only", keys + " local-eval=false")
+    assert [row["round"] for row in both] == [row["round"] for row in global_only]
+    assert any("val_acc" in row for row in both) and not any("val_acc" in row for row in global_only)
+    for full, lean in zip(both, global_only):
+        assert "global_val_acc" in lean
+        assert _restricted(full, lean) == lean  # the same global figures and training losses, per client too
+
+
+def _restricted(full: dict, lean: dict) -> dict:
+    """``full``'s entries at ``lean``'s keys, nested dicts alike."""
+    return {key: _restricted(full[key], value) if isinstance(value, dict) else full[key] for key, value in lean.items()}
+
+
+def test_local_eval_false_is_refused_where_the_clients_models_are_the_figures(capsys):
+    code = stamen(["run", "--engine", "inprocess", "--quiet", "-c", "algorithm='local' local-eval=false"])
+    assert code == 2
+    assert "local-eval=false leaves algorithm='local' with no figures" in capsys.readouterr().err
