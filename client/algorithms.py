@@ -27,6 +27,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
 
 from client.job import LocalJob
+from client.weights import load_weights, weights_record
 from contract import protocol as p
 from contract.algorithms import AlgorithmSpec, algorithm_spec
 
@@ -39,14 +40,14 @@ class ClientAlgorithm:
 
     def receive(self, model: torch.nn.Module, job: LocalJob, content: RecordDict) -> None:
         if len(content[p.ARRAYS]) > 0:
-            model.load_state_dict(content[p.ARRAYS].to_torch_state_dict())
+            load_weights(model, content[p.ARRAYS])
 
     def train(self, model: torch.nn.Module, job: LocalJob, round_config: ConfigRecord) -> float:
         """Train ``model`` locally for the round; return the mean training loss."""
         raise NotImplementedError
 
     def reply_records(self, model: torch.nn.Module, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
-        return {p.ARRAYS: ArrayRecord(model.state_dict())}
+        return {p.ARRAYS: weights_record(model.state_dict())}
 
     def query(self, job: LocalJob, message: Message) -> Message | None:
         """The reply to an algorithm-specific query (``config["query"]`` names the kind); None: not one of ours."""

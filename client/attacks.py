@@ -47,6 +47,7 @@ from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
 from client.job import LocalJob
+from client.weights import record_tensors, weights_record
 from contract import protocol as p
 from contract.run_config import RunConfig
 
@@ -173,7 +174,7 @@ class ForgedReply(ClientAlgorithm):
 
     def reply_records(self, model: torch.nn.Module, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
         records = dict(self.inner.reply_records(model, job, server_round))
-        local = records[p.ARRAYS].to_torch_state_dict()
+        local = record_tensors(records[p.ARRAYS])
         missing = [key for key in local if key not in self.received]
         if missing:
             raise ValueError(f"attack={self.attack.value!r}: the reply's weight {missing[0]!r} is not in the model")
@@ -182,7 +183,7 @@ class ForgedReply(ClientAlgorithm):
         else:
             seed = noise_seed(self.config.seed, self.partition_id, server_round)
             forged = gaussian_reply(self.received, local, self.config.attack_std, seed)
-        records[p.ARRAYS] = ArrayRecord(forged)
+        records[p.ARRAYS] = weights_record(forged)
         return records
 
 

@@ -32,6 +32,7 @@ from flwr.app import ArrayRecord, ConfigRecord
 
 from client.fedavg import FedAvgClient
 from client.job import LocalJob, private_record, private_tensors
+from client.weights import weights_record
 from contract import protocol as p
 from models import NodeClassifier
 from models.personal_training import fit_personal
@@ -63,7 +64,7 @@ class DittoClient(FedAvgClient):
 
         model.load_state_dict(received)
         super().train(model, job, round_config)  # the global model's FedAvg update
-        job.state[GLOBAL_UPDATE] = ArrayRecord(model.state_dict())
+        job.state[GLOBAL_UPDATE] = weights_record(model.state_dict())
         model.load_state_dict(personal)  # the model the client evaluates after training: its own
         return loss
 

@@ -14,6 +14,7 @@ from flwr.app import ArrayRecord
 
 from client.fedavg import FedAvgClient
 from client.job import LocalJob
+from client.weights import weights_record
 from contract import protocol as p
 from models import NodeClassifier
 from models.label_moments import fedgta_statistics
@@ -34,7 +35,7 @@ class FedGTAClient(FedAvgClient):
             config.fedgta_prop_steps, config.fedgta_lp_alpha, config.fedgta_temperature, config.fedgta_moments,
         )  # fmt: skip
         upload = {p.LABEL_MOMENTS: moments.cpu(), p.SMOOTHING_CONFIDENCE: torch.tensor([confidence])}
-        return {p.ARRAYS: ArrayRecord(model.state_dict()), p.FEDGTA_UPLOAD: ArrayRecord(upload)}
+        return {p.ARRAYS: weights_record(model.state_dict()), p.FEDGTA_UPLOAD: ArrayRecord(upload)}
 
 
 PART = FedGTAClient()

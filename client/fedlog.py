@@ -22,6 +22,7 @@ from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 from client.algorithms import ClientAlgorithm
 from client.device import seed_device
 from client.job import LocalJob, private_record, private_tensors
+from client.weights import load_weights, record_tensors, weights_record
 from contract import protocol as p
 from models.fedlog import SYNTHETIC_KEYS, FedLoGNet
 from models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
@@ -54,7 +55,7 @@ def new_generator(job: LocalJob) -> NeighbourGenerator:
 def receive(model: FedLoGNet, job: LocalJob, content: RecordDict) -> None:
     """Load the averaged weights; take the global synthetic nodes as the model's own; keep them for training."""
     if len(content[p.ARRAYS]) > 0:
-        model.load_state_dict(content[p.ARRAYS].to_torch_state_dict(), strict=False)
+        load_weights(model, content[p.ARRAYS], strict=False)
     if p.FEDLOG_GLOBAL in content:
         job.state[p.FEDLOG_GLOBAL] = content[p.FEDLOG_GLOBAL]
     elif p.FEDLOG_GLOBAL in job.state:
@@ -85,10 +86,10 @@ def hyperparameters(job: LocalJob) -> FedLoGHyper:
 def _global_synthetic(job: LocalJob) -> GlobalSynthetic | None:
     if p.FEDLOG_GLOBAL not in job.state or p.FEDLOG_GENERATORS not in job.state:
         return None
-    record = job.state[p.FEDLOG_GLOBAL].to_torch_state_dict()
+    record = record_tensors(job.state[p.FEDLOG_GLOBAL])
     features = record[p.GLOBAL_FEATURES].to(job.device)
     labels = record[p.GLOBAL_LABELS].long().to(job.device)
-    weights = job.state[p.FEDLOG_GENERATORS].to_torch_state_dict()
+    weights = record_tensors(job.state[p.FEDLOG_GENERATORS])
     generators = []
     for c in range(int(job.data.num_classes)):
         generator = new_generator(job)
@@ -117,7 +118,7 @@ def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
             job.config.fedlog_generator_epochs,
             lr=GENERATOR_LR,
         )
-        job.state[GENERATOR] = ArrayRecord(generator.state_dict())
+        job.state[GENERATOR] = weights_record(generator.state_dict())
         lam = torch.zeros(num_classes, device=job.device)
     loss, lam = local_epochs(model, job.data, hyper, job.config.local_epochs, lam, _global_synthetic(job))
     state = {key: getattr(model, key).detach() for key in SYNTHETIC_KEYS}
@@ -132,7 +133,7 @@ def class_proportions(job: LocalJob) -> torch.Tensor:
 
 def reply_records(model: FedLoGNet, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
     upload = {p.SYNTHETIC_HEAD: model.synthetic_head.detach(), p.CLASS_PROPORTIONS: class_proportions(job)}
-    records = {p.ARRAYS: ArrayRecord(model.shared_state()), p.FEDLOG_UPLOAD: ArrayRecord(upload)}
+    records = {p.ARRAYS: weights_record(model.shared_state()), p.FEDLOG_UPLOAD: ArrayRecord(upload)}
     if GENERATOR in job.state:
         records[p.FEDLOG_GENERATOR] = job.state[GENERATOR]
         del job.state[GENERATOR]

@@ -22,6 +22,7 @@ from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.fedavg import FedAvgClient
 from client.job import LocalJob, private_record, private_tensors
+from client.weights import record_tensors, weights_record
 from contract import protocol as p
 from models import NodeClassifier
 from models.personal_training import ENCODER, HEAD, load_part, part_state
@@ -34,7 +35,7 @@ class SharedEncoderClient(FedAvgClient):
 
     def receive(self, model: NodeClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
         if len(content[p.ARRAYS]) > 0:
-            load_part(model, content[p.ARRAYS].to_torch_state_dict(), ENCODER)
+            load_part(model, record_tensors(content[p.ARRAYS]), ENCODER)
         if HEAD_STATE in job.state:
             load_part(model, private_tensors(job.state[HEAD_STATE]), HEAD)
 
@@ -44,7 +45,7 @@ class SharedEncoderClient(FedAvgClient):
     def reply_records(  # type: ignore[override]
         self, model: NodeClassifier, job: LocalJob, server_round: int
     ) -> dict[str, ArrayRecord]:
-        return {p.ARRAYS: ArrayRecord(part_state(model, ENCODER))}
+        return {p.ARRAYS: weights_record(part_state(model, ENCODER))}
 
 
 class FedPerClient(SharedEncoderClient):

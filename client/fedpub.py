@@ -21,6 +21,7 @@ from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
 from client.job import LocalJob, private_record, private_tensors
+from client.weights import load_weights, weights_record
 from contract import protocol as p
 from models.masked import MaskedClassifier, fit_masked, functional_embedding, proxy_graph
 
@@ -43,7 +44,7 @@ class FedPubClient(ClientAlgorithm):
 
     def receive(self, model: MaskedClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
         if len(content[p.ARRAYS]) > 0:
-            model.base.load_state_dict(content[p.ARRAYS].to_torch_state_dict())
+            load_weights(model.base, content[p.ARRAYS])
 
     def train(self, model: MaskedClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
         config = job.config
@@ -64,7 +65,7 @@ class FedPubClient(ClientAlgorithm):
         proxy = _proxy(job.config.fedpub_proxy_nodes, int(job.data.num_features), job.config.seed)
         embedding = functional_embedding(model, proxy)
         return {
-            p.ARRAYS: ArrayRecord(model.base.state_dict()),
+            p.ARRAYS: weights_record(model.base.state_dict()),
             p.FEDPUB_UPLOAD: ArrayRecord({p.FUNCTIONAL_EMBEDDING: embedding.cpu()}),
         }
 

@@ -23,6 +23,7 @@ from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
 from client.job import LocalJob
+from client.weights import load_weights, weights_record
 from contract import protocol as p
 from models.mending import MendedClassifier
 from models.neighgen import Impaired, NeighGen, train_neighgen
@@ -60,14 +61,14 @@ def trained_generator(job: LocalJob) -> NeighGen:
     """The client's NeighGen: from its state, or trained now on its impaired subgraph (seeded by client)."""
     generator = new_generator(job)
     if GENERATOR in job.state:
-        generator.load_state_dict(job.state[GENERATOR].to_torch_state_dict())
+        load_weights(generator, job.state[GENERATOR])
         return generator.eval()
     generator = initial_generator(job)
     epochs, lr = job.config.fedsage_gen_epochs, job.config.fedsage_gen_lr
     train_neighgen(
         generator, job.data.x, job.data.edge_index, impaired_subgraph(job), epochs, lr, seed=generator_seed(job)
     )
-    job.state[GENERATOR] = ArrayRecord(generator.state_dict())
+    job.state[GENERATOR] = weights_record(generator.state_dict())
     return generator
 
 
@@ -79,7 +80,7 @@ class FedSageClient(ClientAlgorithm):
 
     def receive(self, model: MendedClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
         if len(content[p.ARRAYS]) > 0:
-            model.classifier.load_state_dict(content[p.ARRAYS].to_torch_state_dict())
+            load_weights(model.classifier, content[p.ARRAYS])
 
     def train(self, model: MendedClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
         optimizer = job.optimizer(model.classifier)
@@ -90,7 +91,7 @@ class FedSageClient(ClientAlgorithm):
     def reply_records(  # type: ignore[override]
         self, model: MendedClassifier, job: LocalJob, server_round: int
     ) -> dict[str, ArrayRecord]:
-        return {p.ARRAYS: ArrayRecord(model.classifier.state_dict())}
+        return {p.ARRAYS: weights_record(model.classifier.state_dict())}
 
 
 PART = FedSageClient()

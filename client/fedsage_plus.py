@@ -38,6 +38,7 @@ from client.fedsage import (
     new_generator,
 )
 from client.job import LocalJob
+from client.weights import load_weights, record_tensors, weights_record
 from contract import fedsage_messages as m
 from contract import protocol as p
 from models.neighgen import NeighGen, epoch_seed, local_gradients, new_optimizer
@@ -65,7 +66,7 @@ def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, A
             for name, param in generator.named_parameters()
         }
     )
-    job.state[WEIGHTS] = ArrayRecord(generator.state_dict())
+    job.state[WEIGHTS] = weights_record(generator.state_dict())
     slots = impaired.valid.sum(dim=1)
     used = slots > 0
     request = {m.INPUT: head_input[used], m.SLOTS: slots[used]}
@@ -116,14 +117,12 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
     if WEIGHTS not in job.state or PENDING not in job.state:
         raise RuntimeError(f"{m.STEP_QUERY} before {m.START_QUERY}: this client has no generator in training")
     generator = new_generator(job)
-    generator.load_state_dict(job.state[WEIGHTS].to_torch_state_dict())
+    load_weights(generator, job.state[WEIGHTS])
     optimizer = new_optimizer(generator, job.config.fedsage_gen_lr)
     if MOMENTS in job.state:
-        restore_adam_state(
-            optimizer, {k: v.to(job.device) for k, v in job.state[MOMENTS].to_torch_state_dict().items()}
-        )
-    local = job.state[PENDING].to_torch_state_dict()
-    forwarded = content[m.GRADIENTS].to_torch_state_dict() if m.GRADIENTS in content else {}
+        restore_adam_state(optimizer, {k: v.to(job.device) for k, v in record_tensors(job.state[MOMENTS]).items()})
+    local = record_tensors(job.state[PENDING])
+    forwarded = record_tensors(content[m.GRADIENTS]) if m.GRADIENTS in content else {}
     alpha = job.config.fedsage_cross_weight
     for name, param in generator.named_parameters():
         grad = local[name].to(job.device)
@@ -132,7 +131,7 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
         param.grad = grad
     optimizer.step()
     if last:
-        job.state[GENERATOR] = ArrayRecord(generator.state_dict())
+        job.state[GENERATOR] = weights_record(generator.state_dict())
         _forget_training(job)
         return {}, {}
     job.state[MOMENTS] = ArrayRecord(adam_state_record(optimizer))

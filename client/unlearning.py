@@ -32,6 +32,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from client.job import OPTIMIZER_STATE, LocalJob, private_record, private_tensors
+from client.weights import load_weights, record_tensors, weights_record
 from contract import protocol as p
 from contract.requests import Request, parse_request
 from models import NodeClassifier
@@ -64,7 +65,7 @@ def answer(job: LocalJob, message: Message, model: NodeClassifier, num_partition
         )
         metrics.update({p.NUM_KEEP: stats.num_keep, p.NUM_FORGET: stats.num_forget})
     elif kind == p.WASH_HELDOUT_QUERY:
-        edits = message.content[p.WASH_EDITS].to_torch_state_dict()
+        edits = record_tensors(message.content[p.WASH_EDITS])
         deltas = [edits[f"edit-{i}"] for i in range(len(edits))]
         if remaining is None:  # a departing client holds no remaining data to check
             changed, counted = [0] * len(deltas), 0
@@ -156,11 +157,11 @@ def laf_round(
 
     request = _request(job, request_text, num_partitions)
     if server_round == 1:
-        job.state[ORIGINAL_MODEL] = ArrayRecord(model.state_dict())
+        job.state[ORIGINAL_MODEL] = weights_record(model.state_dict())
         if LAF_VAES in job.state:
             del job.state[LAF_VAES]
     original = job.new_model()
-    original.load_state_dict(job.state[ORIGINAL_MODEL].to_torch_state_dict())
+    load_weights(original, job.state[ORIGINAL_MODEL])
     data = job.data.clone()
     data.forget_mask = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
     seed = job.config.seed * 1_009 + job.partition_id

@@ -65,32 +65,39 @@ def adam_state_record(optimizer: torch.optim.Adam) -> dict[str, torch.Tensor]:
     array pays a fixed (de)serialisation cost. ``index`` lists the parameters (in the
     optimizer's order) that have state.
     """
-    state = optimizer.state_dict()["state"]
-    if not state:
+    params = [param for group in optimizer.param_groups for param in group["params"]]
+    indices = [i for i, param in enumerate(params) if optimizer.state.get(param)]
+    if not indices:
         return {}
-    indices = sorted(state)
+    slots = optimizer.state[params[indices[0]]]
     record = {
-        name: torch.cat([torch.as_tensor(state[i][name]).detach().reshape(-1).cpu() for i in indices])
-        for name in state[indices[0]]
+        name: torch.cat([torch.as_tensor(optimizer.state[params[i]][name]).detach().reshape(-1).cpu() for i in indices])
+        for name in slots
     }
     record["index"] = torch.tensor(indices)
     return record
 
 
 def restore_adam_state(optimizer: torch.optim.Adam, tensors: dict[str, torch.Tensor]) -> None:
-    """Inverse of :func:`adam_state_record` for an optimizer over parameters of the same shapes."""
+    """Inverse of :func:`adam_state_record` for an optimizer over parameters of the same shapes.
+
+    The state is set directly (views into the flat tensors, which the optimizer then owns),
+    as ``Optimizer.load_state_dict`` would leave it, without its copies of the groups.
+    """
     if not tensors:
         return
     params = [param for group in optimizer.param_groups for param in group["params"]]
     indices = [int(i) for i in tensors["index"]]
-    state: dict[int, dict[str, torch.Tensor]] = {i: {} for i in indices}
     for name, flat in tensors.items():
         if name == "index":
             continue
         shapes = [torch.Size([]) if name == "step" else params[i].shape for i in indices]
         for i, shape, chunk in zip(indices, shapes, flat.split([shape.numel() for shape in shapes])):
-            state[i][name] = chunk.reshape(shape)
-    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
+            param = params[i]
+            value = chunk.reshape(shape)
+            if name != "step":  # load_state_dict's rule: moments take their parameter's dtype and device
+                value = value.to(dtype=param.dtype, device=param.device)
+            optimizer.state[param][name] = value
 
 
 @torch.no_grad()

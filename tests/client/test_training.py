@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 import torch
 
@@ -54,6 +56,21 @@ def test_adam_state_round_trips(client_graph):
     restore_adam_state(fresh, adam_state_record(optimizer))
     for (i, a), (j, b) in zip(optimizer.state_dict()["state"].items(), fresh.state_dict()["state"].items()):
         assert i == j and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_restored_adam_continues_as_the_original(client_graph):
+    torch.manual_seed(0)
+    model = build_model("gcn", client_graph.num_features, 7)
+    twin = copy.deepcopy(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    fit(model, client_graph, 2, optimizer)
+    twin.load_state_dict(model.state_dict())
+    resumed = torch.optim.Adam(twin.parameters(), lr=0.01, weight_decay=5e-4)
+    restore_adam_state(resumed, adam_state_record(optimizer))
+    for trained, optimizer_of in ((model, optimizer), (twin, resumed)):
+        torch.manual_seed(1)
+        fit(trained, client_graph, 3, optimizer_of)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters()))
 
 
 def test_device_choice_honours_cpu_and_falls_back(monkeypatch):
