@@ -20,6 +20,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from contract.algorithms import ALGORITHMS
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.flower import stop_command
 from simulations.preflight import prepare
@@ -54,6 +55,14 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--csbm-nodes", type=int, default=3000)
     sim.add_argument("--cpus-per-client", type=int, default=1)
     sim.add_argument("--no-baseline", action="store_true", help="skip the in-process loop")
+    sim.add_argument(
+        "--local-eval",
+        choices=("false", "true"),
+        default="false",
+        help="the engines' clients also evaluate their trained models (the client figures); false, the default, "
+        "evaluates as the plain loop does, the global model on every client each round, and times the in-process "
+        "engine with the client figures beside",
+    )
 
 
 def per_round_breakdown(rows: list[dict[str, Any]], actors: int) -> dict[str, float]:
@@ -136,6 +145,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "model": args.model,
                 "seed": args.seed,
                 "csbm-nodes": args.csbm_nodes,
+                "local-eval": args.local_eval == "true" or not ALGORITHMS[algorithm].aggregates,
                 "output-dir": str(out / "runs"),
             }
             stem = f"{algorithm}-{num_clients}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -157,6 +167,17 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 out / "runs" / f"{stem}-inprocess",
             )
             engine_summary = json.loads((out / "runs" / f"{stem}-inprocess" / "summary.json").read_text())
+            with_client_figures = None
+            if not overrides["local-eval"]:
+                print(f"[bench sim] {algorithm}, {num_clients} clients: the same with local-eval=true ...", flush=True)
+                with_client_figures = _command(
+                    [*run_overrides, "local-eval=true", f"run-name='{stem}-inprocess-local-eval'"],
+                    num_clients,
+                    "inprocess",
+                    out / "runs" / f"{stem}-inprocess-local-eval",
+                )
+                local_summary = json.loads((out / "runs" / f"{stem}-inprocess-local-eval" / "summary.json").read_text())
+                with_client_figures["total_wall_seconds"] = local_summary["total_wall_seconds"]
             rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
             actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
             breakdown = per_round_breakdown(rows, actors)
@@ -187,7 +208,10 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "seconds_per_round": engine_summary["seconds_per_round"],
                     "total_wall_seconds": engine_summary["total_wall_seconds"],
                 },
+                "local_eval": overrides["local-eval"],
             }
+            if with_client_figures is not None:
+                entry["inprocess_engine_local_eval"] = with_client_figures
             if algorithm == "fedavg" and not args.no_baseline:
                 print(f"[bench sim] in-process FedAvg loop, {num_clients} clients ...", flush=True)
                 entry["in_process"] = _baseline({k: v for k, v in overrides.items() if k != "output-dir"}, num_clients)
@@ -195,6 +219,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 # run to run (after the command's checks): the plain loop's time excludes its imports too
                 entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / plain
                 entry["engine_ratio"] = entry["inprocess_engine"]["total_wall_seconds"] / plain
+                if with_client_figures is not None:
+                    entry["engine_local_eval_ratio"] = with_client_figures["total_wall_seconds"] / plain
             results.append(entry)
             print(json.dumps(entry["flwr_run"]["per_round"]), flush=True)
     return results
@@ -216,6 +242,12 @@ def sim_rows(record: dict[str, Any]) -> list[list[str]]:
                 f"{engine['command_wall_seconds']:.1f}" if engine else "-",
                 f"{run['command_wall_seconds']:.1f}" if "command_wall_seconds" in run else "-",
                 f"{entry['engine_ratio']:.2f}x" if "engine_ratio" in entry else "-",
+                (
+                    f"{entry['inprocess_engine_local_eval']['total_wall_seconds']:.1f} "
+                    f"({entry['engine_local_eval_ratio']:.2f}x)"
+                    if "engine_local_eval_ratio" in entry
+                    else "-"
+                ),
                 f"{entry['wall_ratio']:.2f}x" if base else "-",
                 f"{run['command_to_round_1_seconds']:.1f}" if "command_to_round_1_seconds" in run else "-",
                 f"{per_round['seconds']:.3f}",
@@ -237,6 +269,7 @@ SIM_COLUMNS = [
     "in-process command s",
     "flower command s",
     "in-process / plain",
+    "in-process with client figures s (/ plain)",
     "flower / plain",
     "flower: command to round 1 done, s",
     "flower: s / later round",

@@ -57,6 +57,9 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     baseline = entry["in_process"]
     assert baseline["wall_seconds"] > 0 and 0 <= baseline["final_test_acc"] <= 1
     assert entry["wall_ratio"] == run["total_wall_seconds"] / baseline["wall_seconds"]
+    assert entry["local_eval"] is False  # the plain loop's evaluations; the default's beside them
+    with_client_figures = entry["inprocess_engine_local_eval"]
+    assert entry["engine_local_eval_ratio"] == with_client_figures["total_wall_seconds"] / baseline["wall_seconds"]
     readme = (out / "README.md").read_text()
     assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme
     assert "Seconds per steady round, by part" in readme

@@ -20,25 +20,7 @@ SMALL = (
 TIMING = ("seconds", "devices")
 
 
-def _rows(tmp_path, algorithm: str, name: str) -> list[dict]:
-    code = stamen(
-        ["run", "--engine", "inprocess", "--quiet", "--clients", "3"]
-        + ["-c", f"{SMALL} algorithm='{algorithm}' output-dir='{tmp_path}' run-name='{name}'"]
-    )
-    assert code == 0, algorithm
-    rows = [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in row.items() if not any(t in k for t in TIMING)} for row in rows]
-
-
-@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
-def test_every_algorithm_gives_the_same_numbers_twice(tmp_path, algorithm, capsys):
-    first = _rows(tmp_path, algorithm, "first")
-    _rows(tmp_path, "fedavg", "between")  # the process's random state moves on in between
-    second = _rows(tmp_path, algorithm, "second")
-    assert len(first) >= 2 and first == second
-
-
-def _rows_with(tmp_path, name: str, keys: str) -> list[dict]:
+def _rows(tmp_path, name: str, keys: str) -> list[dict]:
     code = stamen(
         ["run", "--engine", "inprocess", "--quiet", "--clients", "3"]
         + ["-c", f"{SMALL} {keys} output-dir='{tmp_path}' run-name='{name}'"]
@@ -48,10 +30,18 @@ def _rows_with(tmp_path, name: str, keys: str) -> list[dict]:
     return [{k: v for k, v in row.items() if not any(t in k for t in TIMING)} for row in rows]
 
 
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_gives_the_same_numbers_twice(tmp_path, algorithm, capsys):
+    first = _rows(tmp_path, "first", f"algorithm='{algorithm}'")
+    _rows(tmp_path, "between", "algorithm='fedavg'")  # the process's random state moves on in between
+    second = _rows(tmp_path, "second", f"algorithm='{algorithm}'")
+    assert len(first) >= 2 and first == second
+
+
 def test_skipping_the_local_evaluation_changes_no_global_figure(tmp_path, capsys):
     keys = "algorithm='fedavg' num-server-rounds=3"
-    both = _rows_with(tmp_path, "both", keys)
-    global_only = _rows_with(tmp_path, "global-only", keys + " local-eval=false")
+    both = _rows(tmp_path, "both", keys)
+    global_only = _rows(tmp_path, "global-only", keys + " local-eval=false")
     assert [row["round"] for row in both] == [row["round"] for row in global_only]
     assert any("val_acc" in row for row in both) and not any("val_acc" in row for row in global_only)
     for full, lean in zip(both, global_only):
