@@ -31,6 +31,7 @@ APP_CONFIG_DIR = (
     PROJECT_ROOT if (PROJECT_ROOT / "pyproject.toml").is_file() else Path(__file__).resolve().parent / "app"
 )
 FEDERATION = "stamen"
+INLINE_BYTES = 8 * 1024 * 1024  # Ray objects up to this size travel with their task (Ray's default: 100 KB)
 STAGED = ".stamen-staged-app"  # marks the copy of the app that stage_app made
 
 
@@ -54,6 +55,12 @@ def flower_environment(flwr_home: Path) -> dict[str, str]:
     # Library deprecation notices from every Ray worker drown the run's own log.
     env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning,ignore::FutureWarning")
     env.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    # A client's message and context (weights, its optimizer moments: about 1 MB for a Cora GCN)
+    # travel to its Ray actor and back every round. Above 100 KB, Ray's default, each goes through
+    # the shared-memory object store, a few milliseconds of round trips per message on a small
+    # machine; inline they pass with the task (Cora, 10 clients: 12 -> 8 ms between two messages
+    # on an actor, a steady round 0.20 -> 0.15 s).
+    env.setdefault("RAY_max_direct_call_object_size", str(INLINE_BYTES))
     return env
 
 

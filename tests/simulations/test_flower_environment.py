@@ -1,0 +1,18 @@
+"""The environment of Flower's processes: offline and quiet, Ray's settings chosen, a user's own kept."""
+
+from simulations.flower import INLINE_BYTES, flower_environment
+
+
+def test_flower_runs_offline_with_rays_messages_inline(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAY_max_direct_call_object_size", raising=False)
+    env = flower_environment(tmp_path)
+    assert env["FLWR_HOME"] == str(tmp_path)
+    assert env["FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION"] == "1" and env["FLWR_TELEMETRY_ENABLED"] == "0"
+    assert int(env["RAY_max_direct_call_object_size"]) == INLINE_BYTES > 100 * 1024
+
+
+def test_a_users_own_ray_and_thread_settings_are_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAY_max_direct_call_object_size", "1024")
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    env = flower_environment(tmp_path)
+    assert env["RAY_max_direct_call_object_size"] == "1024" and env["OMP_NUM_THREADS"] == "4"
