@@ -4,16 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from flwr.app import MetricRecord, RecordDict
 from flwr.serverapp.strategy import FedAvg, Strategy
 
 from contract import protocol as p
 from contract.run_config import RunConfig
 
 
+def no_metrics(records: list[RecordDict], weighting_key: str) -> MetricRecord:
+    """The strategy's metric aggregate, left empty: the round loop pools the replies' figures
+    itself (:mod:`server.rows`), where Flower's default averages every metric of every reply."""
+    return MetricRecord()
+
+
 def strategy_options(config: RunConfig) -> dict[str, Any]:
-    """What every weight-averaging strategy of Stamen shares: sampling, minimum clients, and the
-    record keys and FedAvg weight (training nodes) of :mod:`contract.protocol`."""
+    """What every weight-averaging strategy of Stamen shares: sampling, minimum clients, the
+    record keys and FedAvg weight (training nodes) of :mod:`contract.protocol`, and no metric
+    averaging (:func:`no_metrics`)."""
     return {
+        "train_metrics_aggr_fn": no_metrics,
         "fraction_train": config.fraction_train,
         "min_train_nodes": config.min_clients,
         "min_evaluate_nodes": config.min_clients,

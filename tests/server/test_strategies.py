@@ -220,3 +220,12 @@ def test_federation_check_before_a_run():
         check_federation(_config("krum", **{"fraction-train": 0.4}), 10)  # Flower samples 4 of 10
     with pytest.raises(ValueError, match="multikrum selects num-nodes-to-select=8 of 7 sampled clients"):
         check_federation(_config("multikrum", **{"num-nodes-to-select": 8}), 7)
+
+
+@pytest.mark.parametrize("algorithm", ("fedavg", "fedprox", "fedadam", "fedmedian", "krum"))
+def test_strategies_leave_metric_averaging_to_the_round_loop(algorithm):
+    strategy = server_algorithm(algorithm).make_strategy(_config(algorithm))
+    replies = [_reply([1.0, 2.0], 2), _reply([3.0, 5.0], 6), _reply([2.0, 2.0], 2), _reply([0.0, 1.0], 2)]
+    replies += [_reply([1.0, 1.0], 2)]
+    arrays, metrics = strategy.aggregate_train(1, replies)
+    assert arrays is not None and len(metrics) == 0  # the loop pools the replies' figures (server/rows.py)
