@@ -222,7 +222,7 @@ def test_federation_check_before_a_run():
         check_federation(_config("multikrum", **{"num-nodes-to-select": 8}), 7)
 
 
-@pytest.mark.parametrize("algorithm", ("fedavg", "fedprox", "fedadam", "fedmedian", "krum"))
+@pytest.mark.parametrize("algorithm", ("fedavg", "fedprox", "fedmedian", "fedtrimmedavg", "krum"))
 def test_strategies_leave_metric_averaging_to_the_round_loop(algorithm):
     strategy = server_algorithm(algorithm).make_strategy(_config(algorithm))
     replies = [_reply([1.0, 2.0], 2), _reply([3.0, 5.0], 6), _reply([2.0, 2.0], 2), _reply([0.0, 1.0], 2)]
