@@ -64,6 +64,12 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> Prepar
     num_clients = federation["num-supernodes"]
     if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
         raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
+    cpus = federation.get("client-resources-num-cpus", 1)
+    if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
+        raise ValueError(
+            f"client-resources-num-cpus must be a whole number of CPUs >= 1 (Flower 1.42's simulation fails on "
+            f"{cpus!r}); to run more clients at once than cores, raise init-args-num-cpus instead"
+        )
     if config.min_clients > num_clients:
         raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}; lower min-clients")
     nothing_left = False

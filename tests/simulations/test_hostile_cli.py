@@ -100,3 +100,7 @@ def test_a_bad_federation_config_is_one_line(capsys):
     assert stamen(["run", "-c", SMALL, "--federation-config", "num-supernodes=two"]) == 2
     err = capsys.readouterr().err
     assert "strings need quotes" in err and len(err.strip().splitlines()) == 1
+    # Flower 1.42's simulation fails on a fraction of a CPU per client, after starting: refused first
+    assert stamen(["run", "-c", SMALL, "--federation-config", "num-supernodes=3 client-resources-num-cpus=0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "client-resources-num-cpus must be a whole number of CPUs >= 1" in err and len(err.strip().splitlines()) == 1
