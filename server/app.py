@@ -145,6 +145,7 @@ def train_and_report(
         if initial is None:  # the replay starts from the seeded initial model: the server must know it
             initial = privacy.initial_arrays(grid, config.round_timeout)
         history = UpdateHistory(initial.to_torch_state_dict())
+    outputs.load_plotting()  # ready for the curves when the rounds end
     try:
         arrays = run_rounds(
             SecureAggregationGrid(grid, config) if config.secure_aggregation else grid,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +218,26 @@ def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
     buffer = io.BytesIO()
     torch.save({"state_dict": state_dict, "spec": spec}, buffer)
     atomic_write(run_dir / "model.pt", buffer.getvalue())
+
+
+def load_plotting() -> threading.Thread:
+    """Import matplotlib (its Agg backend) in a background thread while the rounds run.
+
+    The import costs about half a second, which :func:`plot_curves` would otherwise add to
+    the end of every run; during the rounds this process mostly computes in PyTorch, which
+    releases the interpreter, or waits for the clients. The import writes nothing of the run's.
+    """
+    thread = threading.Thread(target=_import_pyplot, name="stamen-load-plotting", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_pyplot() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+    import matplotlib.ticker  # noqa: F401
 
 
 def plot_curves(run_dir: Path, rows: list[Row], title: str = "") -> None:
