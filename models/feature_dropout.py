@@ -58,7 +58,7 @@ def _nonzero(x: Tensor) -> tuple[Tensor, Tensor] | None:
     entry = _SUPPORT.get(key)
     if entry is not None and entry[0]() is x and entry[1] == x._version:
         return entry[2]
-    rows, cols = x.nonzero(as_tuple=True)
-    support = (rows, cols) if rows.numel() <= SPARSE_AT_MOST * x.numel() else None
+    sparse = int(torch.count_nonzero(x)) <= SPARSE_AT_MOST * x.numel()  # counted first: no index list of a dense x
+    support = x.nonzero(as_tuple=True) if sparse else None
     _SUPPORT[key] = (weakref.ref(x, lambda _, key=key: _SUPPORT.pop(key, None)), x._version, support)
     return support
