@@ -223,7 +223,7 @@ def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
 def load_plotting() -> threading.Thread:
     """Import matplotlib (its Agg backend) in a background thread while the rounds run.
 
-    The import costs about half a second, which :func:`plot_curves` would otherwise add to
+    The import costs about 0.4 s, which :func:`plot_curves` would otherwise add to
     the end of every run; during the rounds this process mostly computes in PyTorch, which
     releases the interpreter, or waits for the clients. The import writes nothing of the run's.
     """

@@ -58,8 +58,8 @@ def flower_environment(flwr_home: Path) -> dict[str, str]:
     # A client's message and context (weights, its optimizer moments: about 1 MB for a Cora GCN)
     # travel to its Ray actor and back every round. Above 100 KB, Ray's default, each goes through
     # the shared-memory object store, a few milliseconds of round trips per message on a small
-    # machine; inline they pass with the task (Cora, 10 clients: 12 -> 8 ms between two messages
-    # on an actor, a steady round 0.20 -> 0.15 s).
+    # machine; inline they pass with the task (Cora, 10 clients: 13.5 -> 8.5 ms between two
+    # messages on an actor, the mean of three 40-round runs each way; docs/performance.md).
     env.setdefault("RAY_max_direct_call_object_size", str(INLINE_BYTES))
     return env
 
