@@ -42,6 +42,7 @@ from simulations.deploy.processes import (
     write_connection,
 )
 from simulations.deploy.warm_clientapp import CLIENTAPPS, prepare_warm_clientapp
+from simulations.deploy.workdir import STATE
 from simulations.flower import flower_environment, free_port
 
 SUPERLINK_PORT = 9092  # Flower's customary Fleet port; each namespace has its own
@@ -179,7 +180,7 @@ class LocalDeployment:
             self.files,
             self.superlink_host,
             self.port,
-            database=self.workdir / "superlink-state.db",
+            database=self.workdir / STATE,
             log_file=self.workdir / "logs" / "superlink.log",
             control_host=CONTROL_HOST,
         )

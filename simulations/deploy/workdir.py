@@ -21,7 +21,10 @@ from pathlib import Path
 
 MARKER = ".stamen-deploy-workdir"
 MARKER_TEXT = "This folder was created by `stamen deploy local`; it may remove what it wrote here.\n"
-OWNED = ("certs", "data", "hosts", "logs", "operator", "superlink-state.db")  # what LocalDeployment writes
+STATE = "superlink-state.db"
+# What LocalDeployment writes: the SuperLink's SQLite state comes with its write-ahead log and index (a log
+# left behind would be replayed into the next run's fresh state: its SuperNodes' keys "already in use").
+OWNED = ("certs", "data", "hosts", "logs", "operator", STATE, f"{STATE}-wal", f"{STATE}-shm", f"{STATE}-journal")
 
 
 def check_output_folder(path: Path, what: str) -> Path:

@@ -30,7 +30,8 @@ def test_a_workdir_is_marked_and_only_stamens_own_entries_are_cleared(tmp_path):
     assert (workdir / MARKER).is_file()
     (workdir / "logs").mkdir()
     (workdir / "logs" / "superlink.log").write_text("old run")
-    (workdir / "superlink-state.db").write_text("old state")
+    for name in ("superlink-state.db", "superlink-state.db-wal", "superlink-state.db-shm"):
+        (workdir / name).write_text("old state")  # SQLite's log would be replayed into the next run's state
     (workdir / "notes.txt").write_text("the user's, added later")
     outside = tmp_path / "precious"
     outside.mkdir()
