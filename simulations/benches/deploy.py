@@ -33,6 +33,7 @@ from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import simulate
 from simulations.deploy.local import LocalDeployment
 from simulations.deploy.warm_clientapp import add_clientapps_option
+from simulations.deploy.workdir import prepare_workdir
 from simulations.options import renamed
 from simulations.preflight import prepare
 
@@ -75,6 +76,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         "output-dir": str(out),
         "overwrite": True,
     }
+    # the deployment's folder, checked (and an earlier bench's cleared) before anything slow
+    workdir = prepare_workdir(out / "deployment-work")
     print(f"[bench deploy] simulation, {args.nodes} clients, {args.rounds} rounds ...", flush=True)
     run = prepare(
         [" ".join(f"{k}={json.dumps(v)}" for k, v in {**job, "run-name": "simulation"}.items())],
@@ -94,7 +97,6 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         f"[bench deploy] deployment, {args.nodes} SuperNodes, {clientapps} ClientApps, {args.rounds} rounds ...",
         flush=True,
     )
-    workdir = out / "deployment-work"
     values = RunConfig.from_flower({**job, "run-name": "deployment"}).to_flower()
     roots = [p.parent for p in export_partitions(FederationSpec.from_run_config(values, args.nodes), workdir / "data")]
     started = time.perf_counter()
