@@ -22,8 +22,8 @@ from pathlib import Path
 MARKER = ".stamen-deploy-workdir"
 MARKER_TEXT = "This folder was created by `stamen deploy local`; it may remove what it wrote here.\n"
 STATE = "superlink-state.db"
-# What LocalDeployment writes: the SuperLink's SQLite state comes with its write-ahead log and index (a log
-# left behind would be replayed into the next run's fresh state: its SuperNodes' keys "already in use").
+# What LocalDeployment writes: the SuperLink's SQLite state comes with its write-ahead log and index, which
+# go with it (SQLite would read a log left behind as part of the next run's new database).
 OWNED = ("certs", "data", "hosts", "logs", "operator", STATE, f"{STATE}-wal", f"{STATE}-shm", f"{STATE}-journal")
 
 
