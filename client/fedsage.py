@@ -22,7 +22,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
-from client.job import LocalJob
+from client.job import LocalJob, private_record, private_tensors
 from client.weights import load_weights, weights_record
 from contract import protocol as p
 from models.mending import MendedClassifier
@@ -61,14 +61,14 @@ def trained_generator(job: LocalJob) -> NeighGen:
     """The client's NeighGen: from its state, or trained now on its impaired subgraph (seeded by client)."""
     generator = new_generator(job)
     if GENERATOR in job.state:
-        load_weights(generator, job.state[GENERATOR])
+        generator.load_state_dict(private_tensors(job.state[GENERATOR]))
         return generator.eval()
     generator = initial_generator(job)
     epochs, lr = job.config.fedsage_gen_epochs, job.config.fedsage_gen_lr
     train_neighgen(
         generator, job.data.x, job.data.edge_index, impaired_subgraph(job), epochs, lr, seed=generator_seed(job)
     )
-    job.state[GENERATOR] = weights_record(generator.state_dict())
+    job.state[GENERATOR] = private_record(generator.state_dict())
     return generator
 
 

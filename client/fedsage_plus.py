@@ -37,8 +37,8 @@ from client.fedsage import (
     initial_generator,
     new_generator,
 )
-from client.job import LocalJob
-from client.weights import load_weights, record_tensors, weights_record
+from client.job import LocalJob, private_record, private_tensors
+from client.weights import record_tensors
 from contract import fedsage_messages as m
 from contract import protocol as p
 from models.neighgen import NeighGen, epoch_seed, local_gradients, new_optimizer
@@ -60,13 +60,13 @@ def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, A
     torch.manual_seed(epoch_seed(generator_seed(job), step - 1))
     impaired = impaired_subgraph(job)
     loss_d, loss_f, head_input = local_gradients(generator, job.data.x[impaired.kept], impaired)
-    job.state[PENDING] = ArrayRecord(
+    job.state[PENDING] = private_record(
         {
             name: (param.grad if param.grad is not None else torch.zeros_like(param)).detach()
             for name, param in generator.named_parameters()
         }
     )
-    job.state[WEIGHTS] = weights_record(generator.state_dict())
+    job.state[WEIGHTS] = private_record(generator.state_dict())
     slots = impaired.valid.sum(dim=1)
     used = slots > 0
     request = {m.INPUT: head_input[used], m.SLOTS: slots[used]}
@@ -117,11 +117,11 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
     if WEIGHTS not in job.state or PENDING not in job.state:
         raise RuntimeError(f"{m.STEP_QUERY} before {m.START_QUERY}: this client has no generator in training")
     generator = new_generator(job)
-    load_weights(generator, job.state[WEIGHTS])
+    generator.load_state_dict(private_tensors(job.state[WEIGHTS]))
     optimizer = new_optimizer(generator, job.config.fedsage_gen_lr)
     if MOMENTS in job.state:
-        restore_adam_state(optimizer, {k: v.to(job.device) for k, v in record_tensors(job.state[MOMENTS]).items()})
-    local = record_tensors(job.state[PENDING])
+        restore_adam_state(optimizer, {k: v.to(job.device) for k, v in private_tensors(job.state[MOMENTS]).items()})
+    local = private_tensors(job.state[PENDING])
     forwarded = record_tensors(content[m.GRADIENTS]) if m.GRADIENTS in content else {}
     alpha = job.config.fedsage_cross_weight
     for name, param in generator.named_parameters():
@@ -131,10 +131,10 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
         param.grad = grad
     optimizer.step()
     if last:
-        job.state[GENERATOR] = weights_record(generator.state_dict())
+        job.state[GENERATOR] = private_record(generator.state_dict())
         _forget_training(job)
         return {}, {}
-    job.state[MOMENTS] = ArrayRecord(adam_state_record(optimizer))
+    job.state[MOMENTS] = private_record(adam_state_record(optimizer))
     return _request(job, generator, index + 1)
 
 

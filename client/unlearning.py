@@ -32,7 +32,7 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from client.job import OPTIMIZER_STATE, LocalJob, private_record, private_tensors
-from client.weights import load_weights, record_tensors, weights_record
+from client.weights import record_tensors
 from contract import protocol as p
 from contract.requests import Request, parse_request
 from models import NodeClassifier
@@ -157,11 +157,11 @@ def laf_round(
 
     request = _request(job, request_text, num_partitions)
     if server_round == 1:
-        job.state[ORIGINAL_MODEL] = weights_record(model.state_dict())
+        job.state[ORIGINAL_MODEL] = private_record(model.state_dict())
         if LAF_VAES in job.state:
             del job.state[LAF_VAES]
     original = job.new_model()
-    load_weights(original, job.state[ORIGINAL_MODEL])
+    original.load_state_dict(private_tensors(job.state[ORIGINAL_MODEL]))
     data = job.data.clone()
     data.forget_mask = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
     seed = job.config.seed * 1_009 + job.partition_id

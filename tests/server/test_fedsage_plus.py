@@ -8,7 +8,7 @@ import torch
 from flwr.app import Array, ArrayRecord, Message, RecordDict
 
 from client.fedsage import GENERATOR
-from client.job import client_data
+from client.job import client_data, private_tensors
 from contract import fedsage_messages as m
 from contract.run_config import RunConfig
 from graphs import FederationSpec
@@ -66,7 +66,7 @@ def _run(algorithm: str, **values) -> tuple[list[dict], RecordingGrid]:
 
 
 def _generators(grid: InProcessGrid) -> list[dict[str, torch.Tensor]]:
-    return [grid.contexts[node].state[GENERATOR].to_torch_state_dict() for node in sorted(grid.contexts)]
+    return [private_tensors(grid.contexts[node].state[GENERATOR]) for node in sorted(grid.contexts)]
 
 
 def _same(first: list[dict[str, torch.Tensor]], second: list[dict[str, torch.Tensor]]) -> bool:
