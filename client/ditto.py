@@ -36,7 +36,7 @@ from client.weights import weights_record
 from contract import protocol as p
 from models import NodeClassifier
 from models.personal_training import fit_personal
-from models.training import adam_state_record, restore_adam_state
+from models.training import adam, adam_state_record, restore_adam_state
 
 PERSONAL = "ditto-personal"  # state: the personal model v_i
 PERSONAL_OPTIMIZER = "ditto-personal-optimizer"  # state: its Adam moments
@@ -70,7 +70,7 @@ class DittoClient(FedAvgClient):
 
     def _personal_optimizer(self, model: NodeClassifier, job: LocalJob) -> torch.optim.Adam:
         config = job.config
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        optimizer = adam(model.parameters(), config.lr, config.weight_decay)
         if config.keep_optimizer_state and PERSONAL_OPTIMIZER in job.state:
             saved = private_tensors(job.state[PERSONAL_OPTIMIZER])
             restore_adam_state(optimizer, {key: value.to(job.device) for key, value in saved.items()})

@@ -16,7 +16,7 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from graphs.node_data import load_partition
 from models import NodeClassifier, build_model
-from models.training import adam_state_record, restore_adam_state
+from models.training import adam, adam_state_record, restore_adam_state
 
 OPTIMIZER_STATE = "optimizer-state"
 
@@ -77,7 +77,7 @@ class LocalJob:
         Keeping the optimizer's state across rounds (as in-process FGL loops do) makes
         one local epoch per round a real Adam step rather than a fresh first step.
         """
-        optimizer = torch.optim.Adam(model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
+        optimizer = adam(model.parameters(), self.config.lr, self.config.weight_decay)
         if self.config.keep_optimizer_state and OPTIMIZER_STATE in self.state:
             saved = private_tensors(self.state[OPTIMIZER_STATE])
             restore_adam_state(optimizer, {k: v.to(self.device) for k, v in saved.items()})

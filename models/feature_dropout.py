@@ -8,57 +8,40 @@ Dropout keeps each entry of :math:`\mathbf{X}` with probability :math:`1 - p` an
 Where :math:`x_{ij} = 0` the output is 0 whatever :math:`m_{ij}` is, so drawing :math:`m`
 only for the stored (non-zero) entries gives the same output distribution. Bag-of-words
 features are mostly zeros (Cora's 1,433 word features: 1.3% non-zero): there the dense draw
-is most of a local training step (4.8 ms of a Cora client's 9 ms, one CPU thread), the
-sparse one 0.1 ms. Kipf and Welling's reference GCN drops its sparse inputs the same way.
+was most of a local training step (4.8 ms of a Cora client's 9 ms, one CPU thread), the
+sparse one takes 0.1 ms. Kipf and Welling's reference GCN drops its sparse inputs the same way.
 
-The sparse draw is taken for an input that needs no gradient (the node features, not a
-hidden layer's activations: the gradient of dense dropout reaches the zero entries too)
-and is sparse enough to gain (at most :data:`SPARSE_AT_MOST` non-zero). Which draw is taken
-depends on the data alone, so a seed gives the same numbers on every transport.
+The draws are the same whether the result is kept sparse (:func:`sparse_feature_dropout`,
+for a first layer that reads a :class:`~models.sparse_product.SparseMatrix`) or made dense
+(:func:`feature_dropout`): torch's dropout on the stored values, in row-major order. Which
+form is taken depends on the data and the model alone, so a seed gives the same numbers on
+every transport.
 """
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 from torch import Tensor
 
-SPARSE_AT_MOST = 0.25
-"""Above this fraction of non-zero entries the dense draw is as fast: it is taken instead."""
+from models.sparse_product import SparseMatrix, sparse_features
 
-_SUPPORT: dict[int, tuple[weakref.ref, int, tuple[Tensor, Tensor] | None]] = {}
+
+def sparse_feature_dropout(features: SparseMatrix, p: float, training: bool) -> SparseMatrix:
+    """Dropout of rate ``p`` on a sparse feature matrix: one draw per stored entry, still sparse."""
+    if not training or p == 0.0:
+        return features
+    return features.with_values(torch.nn.functional.dropout(features.values, p, training))
 
 
 def feature_dropout(x: Tensor, p: float, training: bool) -> Tensor:
     """Dropout of rate ``p`` on a node-feature matrix ``x``, drawing for its non-zero entries only.
 
-    Falls back to :func:`torch.nn.functional.dropout` outside training, for ``p == 0``, for an
-    ``x`` that requires a gradient, one that is not a 2-D float matrix, and a dense one.
+    A dense ``x`` (see :func:`~models.sparse_product.sparse_features`), and one that needs a
+    gradient, get :func:`torch.nn.functional.dropout`.
     """
-    if not training or p == 0.0 or x.requires_grad or x.dim() != 2 or not x.is_floating_point():
+    features = sparse_features(x) if training and p > 0.0 else None
+    if features is None:
         return torch.nn.functional.dropout(x, p, training)
-    support = _nonzero(x)
-    if support is None:
-        return torch.nn.functional.dropout(x, p, training)
-    rows, cols = support
-    keep = torch.empty(rows.numel(), dtype=x.dtype, device=x.device).bernoulli_(1.0 - p)
     out = torch.zeros_like(x)
-    out[rows, cols] = x[rows, cols] * keep.div_(1.0 - p)
+    out[features.pattern.rows, features.pattern.cols] = torch.nn.functional.dropout(features.values, p, training)
     return out
-
-
-def _nonzero(x: Tensor) -> tuple[Tensor, Tensor] | None:
-    """The non-zero positions of ``x``, or None where it is too dense; found once per tensor.
-
-    A client's features are the same tensor every round: the positions are kept while the
-    tensor lives and has not been written to (its version counter).
-    """
-    key = id(x)
-    entry = _SUPPORT.get(key)
-    if entry is not None and entry[0]() is x and entry[1] == x._version:
-        return entry[2]
-    sparse = int(torch.count_nonzero(x)) <= SPARSE_AT_MOST * x.numel()  # counted first: no index list of a dense x
-    support = x.nonzero(as_tuple=True) if sparse else None
-    _SUPPORT[key] = (weakref.ref(x, lambda _, key=key: _SUPPORT.pop(key, None)), x._version, support)
-    return support

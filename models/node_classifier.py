@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import APPNP, GATConv, GCNConv, SAGEConv, SimpleConv
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.nn import APPNP, GATConv, SAGEConv, SimpleConv
 
-from models.feature_dropout import feature_dropout
+from models.feature_dropout import feature_dropout, sparse_feature_dropout
 from models.names import MODELS
+from models.sparse_layers import GCNLayer, LinearLayer
+from models.sparse_product import gcn_adjacency, sparse_features
 
 
 class GCNPropagation(nn.Module):
@@ -40,12 +41,11 @@ class GCNPropagation(nn.Module):
     def __init__(self, hops: int = 1) -> None:
         super().__init__()
         self.hops = hops
-        self.aggregate = SimpleConv(aggr="sum")
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        edge_index, weight = gcn_norm(edge_index, None, num_nodes=x.size(0), add_self_loops=True)
+        adjacency = gcn_adjacency(edge_index, x.size(0), x.dtype)  # normalised once per graph
         for _ in range(self.hops):
-            x = self.aggregate(x, edge_index, weight)
+            x = adjacency @ x
         return x
 
 
@@ -62,10 +62,18 @@ class Encoder(nn.Module):
     def transform(self, x: Tensor, edge_index: Tensor) -> Tensor:
         """Everything but the final aggregation (per node when the layers use no edges).
 
-        The input features are dropped by :func:`~models.feature_dropout.feature_dropout`
-        (draws for their non-zero entries only), the hidden layers' activations densely.
+        Dropout draws for the input features' non-zero entries only
+        (:mod:`models.feature_dropout`). A first layer that reads sparse input
+        (:mod:`models.sparse_layers`) gets sparse features as a sparse matrix, unless a
+        forward hook watches it: hooks (Opacus's, DP-SGD's tape) expect tensors.
         """
-        x = feature_dropout(x, self.dropout, self.training)
+        first = self.layers[0] if self.layers else None
+        reads_sparse = getattr(first, "takes_sparse", False) and not (first._forward_hooks or first._forward_pre_hooks)
+        features = sparse_features(x) if reads_sparse else None
+        if features is not None:
+            x = sparse_feature_dropout(features, self.dropout, self.training)
+        else:
+            x = feature_dropout(x, self.dropout, self.training)
         for index, layer in enumerate(self.layers):
             if index > 0:
                 x = nn.functional.dropout(x, self.dropout, self.training)
@@ -145,7 +153,7 @@ def build_model(
     pairs = list(zip(widths[:-1], widths[1:]))
     embedding_dim = widths[-1]
     if name == "gcn":
-        encoder = Encoder([GCNConv(a, b) for a, b in pairs], GCNPropagation(1), dropout, True)
+        encoder = Encoder([GCNLayer(a, b) for a, b in pairs], GCNPropagation(1), dropout, True)
     elif name == "sgc":
         encoder = Encoder([], GCNPropagation(num_layers), dropout, True)
         embedding_dim = in_dim
@@ -158,8 +166,8 @@ def build_model(
         encoder = Encoder(layers, None, dropout, True)
         embedding_dim = hidden
     elif name == "appnp":
-        encoder = Encoder([nn.Linear(in_dim, hidden)], APPNP(K=num_layers, alpha=appnp_alpha), dropout, False)
+        encoder = Encoder([LinearLayer(in_dim, hidden)], APPNP(K=num_layers, alpha=appnp_alpha), dropout, False)
         embedding_dim = hidden
     else:  # mlp: num_layers linear maps in all, the last one being the head
-        encoder = Encoder([nn.Linear(a, b) for a, b in pairs], None, dropout, False)
+        encoder = Encoder([LinearLayer(a, b) for a, b in pairs], None, dropout, False)
     return NodeClassifier(encoder, embedding_dim, num_classes)

@@ -22,7 +22,7 @@ import torch
 from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from models import build_model
-from models.training import evaluate, fit
+from models.training import adam, evaluate, fit
 
 State = dict[str, torch.Tensor]
 
@@ -43,7 +43,7 @@ def fedavg_loop(
     if sum(weights) == 0:
         raise ValueError("no training nodes to train on")
     local = [copy.deepcopy(model) for _ in clients]
-    optimizers = [torch.optim.Adam(m.parameters(), lr=lr, weight_decay=weight_decay) for m in local]
+    optimizers = [adam(m.parameters(), lr, weight_decay) for m in local]
     for server_round in range(1, rounds + 1):
         state = model.state_dict()
         states = []

@@ -6,7 +6,7 @@ import torch
 from client.device import choose_device
 from graphs import FederationSpec, build_federation
 from models import build_model
-from models.training import adam_state_record, evaluate, fit, restore_adam_state
+from models.training import adam, adam_state_record, evaluate, fit, restore_adam_state
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +50,9 @@ def test_evaluate_counts_correct_nodes(client_graph):
 
 def test_adam_state_round_trips(client_graph):
     model = build_model("gcn", client_graph.num_features, 7)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    optimizer = adam(model.parameters(), lr=0.01)
     fit(model, client_graph, 3, optimizer)
-    fresh = torch.optim.Adam(model.parameters(), lr=0.01)
+    fresh = adam(model.parameters(), lr=0.01)
     restore_adam_state(fresh, adam_state_record(optimizer))
     for (i, a), (j, b) in zip(optimizer.state_dict()["state"].items(), fresh.state_dict()["state"].items()):
         assert i == j and all(torch.equal(a[k], b[k]) for k in a)
@@ -62,15 +62,28 @@ def test_a_restored_adam_continues_as_the_original(client_graph):
     torch.manual_seed(0)
     model = build_model("gcn", client_graph.num_features, 7)
     twin = copy.deepcopy(model)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    optimizer = adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     fit(model, client_graph, 2, optimizer)
     twin.load_state_dict(model.state_dict())
-    resumed = torch.optim.Adam(twin.parameters(), lr=0.01, weight_decay=5e-4)
+    resumed = adam(twin.parameters(), lr=0.01, weight_decay=5e-4)
     restore_adam_state(resumed, adam_state_record(optimizer))
     for trained, optimizer_of in ((model, optimizer), (twin, resumed)):
         torch.manual_seed(1)
         fit(trained, client_graph, 3, optimizer_of)
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters()))
+
+
+def test_the_clients_adam_is_fused_and_steps_as_torchs_default(client_graph):
+    torch.manual_seed(0)
+    model = build_model("gcn", client_graph.num_features, 7)
+    twin = copy.deepcopy(model)
+    fused = adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+    assert fused.defaults["fused"]
+    default = torch.optim.Adam(twin.parameters(), lr=0.01, weight_decay=5e-4)
+    for trained, optimizer in ((model, fused), (twin, default)):
+        torch.manual_seed(1)
+        fit(trained, client_graph, 5, optimizer)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(model.parameters(), twin.parameters()))
 
 
 def test_device_choice_honours_cpu_and_falls_back(monkeypatch):

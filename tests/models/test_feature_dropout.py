@@ -1,11 +1,12 @@
-"""Feature dropout: the dense draw's output distribution, drawing for non-zero entries only."""
+"""Feature dropout: the dense draw's output distribution, drawing for non-zero entries only, sparse or dense."""
 
 from __future__ import annotations
 
 import torch
 
 from models import build_model
-from models.feature_dropout import feature_dropout
+from models.feature_dropout import feature_dropout, sparse_feature_dropout
+from models.sparse_product import sparse_features
 
 
 def _sparse_features(rows: int = 200, cols: int = 300, density: float = 0.05, seed: int = 0) -> torch.Tensor:
@@ -51,6 +52,15 @@ def test_dense_gradient_and_evaluation_inputs_take_torch_dropout():
         assert torch.equal(feature_dropout(x, 0.5, True), expected)
     x = _sparse_features()
     assert torch.equal(feature_dropout(x, 0.5, False), x)
+
+
+def test_sparse_and_dense_feature_dropout_draw_the_same_numbers():
+    x = _sparse_features()
+    torch.manual_seed(7)
+    dense = feature_dropout(x, 0.4, True)
+    torch.manual_seed(7)
+    sparse = sparse_feature_dropout(sparse_features(x), 0.4, True)
+    assert torch.equal(sparse.csr.to_dense(), dense)
 
 
 def test_a_written_tensor_has_its_positions_found_again():

@@ -1,0 +1,52 @@
+r"""First layers that read sparse node features: GCN's convolution and a linear map.
+
+Each is its parent with the same parameters and the same function; it also accepts a
+:class:`~models.sparse_product.SparseMatrix` :math:`\mathbf{X}` and then computes
+:math:`\mathbf{X}\mathbf{W}^{\top}` as a sparse product. :class:`GCNLayer` also propagates with
+:math:`\hat{\mathbf{A}}` normalised once per graph (:func:`~models.sparse_product.gcn_adjacency`):
+
+.. math::
+    \mathbf{X}' = \hat{\mathbf{A}}\,\mathbf{X}\mathbf{W}^{\top} + \mathbf{b}, \qquad
+    \hat{\mathbf{A}} = \mathbf{D}^{-1/2}(\mathbf{A}+\mathbf{I})\mathbf{D}^{-1/2}.
+
+:class:`~models.node_classifier.Encoder` hands a layer with ``takes_sparse = True`` its
+input features as a sparse matrix where they are sparse enough.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+from torch_geometric.nn import GCNConv
+
+from models.sparse_product import SparseMatrix, gcn_adjacency
+
+
+class GCNLayer(GCNConv):
+    r""":class:`~torch_geometric.nn.conv.GCNConv` (self-loops, symmetric normalisation, bias) through sparse products.
+
+    Args:
+        in_channels: input width.
+        out_channels: output width.
+    """
+
+    takes_sparse = True
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__(in_channels, out_channels)
+
+    def forward(self, x: Tensor | SparseMatrix, edge_index: Tensor) -> Tensor:  # type: ignore[override]
+        h = x @ self.lin.weight.t() if isinstance(x, SparseMatrix) else self.lin(x)
+        out = gcn_adjacency(edge_index, x.size(0), h.dtype) @ h
+        return out + self.bias
+
+
+class LinearLayer(nn.Linear):
+    """:class:`torch.nn.Linear` that also takes a sparse input."""
+
+    takes_sparse = True
+
+    def forward(self, x: Tensor | SparseMatrix) -> Tensor:  # type: ignore[override]
+        if not isinstance(x, SparseMatrix):
+            return super().forward(x)
+        out = x @ self.weight.t()
+        return out if self.bias is None else out + self.bias

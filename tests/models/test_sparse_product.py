@@ -1,0 +1,150 @@
+"""Sparse products: equal to the dense ones with their gradients; the GCN layers equal PyG's."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from torch_geometric.nn import GCNConv, SimpleConv
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+import models.sparse_product as sparse_product  # its cache
+from models import build_model
+from models.sparse_layers import GCNLayer, LinearLayer
+from models.sparse_product import SparsePattern, gcn_adjacency, per_tensor, sparse_features
+
+
+def _sparse(rows: int, cols: int, density: float, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    values = torch.randn(rows, cols, generator=generator)
+    return values * (torch.rand(rows, cols, generator=generator) < density)
+
+
+def _graph(nodes: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    edges = torch.randint(0, nodes, (2, 3 * nodes), generator=generator)
+    edges = torch.cat([edges, edges[:, :5], torch.tensor([[0, 1], [0, 1]])], dim=1)  # duplicates and self-loops
+    return torch.cat([edges, edges.flip(0)], dim=1)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.3])
+def test_product_and_its_gradient_equal_the_dense_ones(density):
+    s = _sparse(30, 50, density, seed=1)
+    s[3] = 0  # an empty row
+    rows, cols = s.nonzero(as_tuple=True)
+    matrix = SparsePattern.of(rows, cols, (30, 50)).with_values(s[rows, cols])
+    b = torch.randn(50, 4, requires_grad=True)
+    out = matrix @ b
+    weights = torch.randn(30, 4)
+    (out * weights).sum().backward()
+    assert torch.allclose(out, s @ b.detach(), atol=1e-5)
+    assert torch.allclose(b.grad, s.t() @ weights, atol=1e-5)
+
+
+def test_new_values_reach_the_transpose():
+    s = _sparse(20, 25, 0.2, seed=2)
+    rows, cols = s.nonzero(as_tuple=True)
+    scaled = torch.rand(rows.numel())
+    matrix = SparsePattern.of(rows, cols, (20, 25)).with_values(s[rows, cols]).with_values(scaled)
+    expected = torch.zeros(20, 25)
+    expected[rows, cols] = scaled
+    b = torch.randn(25, 3, requires_grad=True)
+    (matrix @ b).sum().backward()
+    assert torch.allclose(matrix.csr.to_dense(), expected)
+    assert torch.allclose(b.grad, expected.t() @ torch.ones(20, 3), atol=1e-5)
+
+
+def test_gcn_adjacency_propagates_as_pyg_does():
+    edge_index = _graph(40, seed=3)
+    h = torch.randn(40, 6)
+    normalised, weight = gcn_norm(edge_index, None, 40, add_self_loops=True)
+    expected = SimpleConv(aggr="sum")(h, normalised, weight)
+    assert torch.allclose(gcn_adjacency(edge_index, 40, h.dtype) @ h, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("sparse_input", [False, True])
+def test_gcn_layer_equals_pyg_gcnconv(sparse_input):
+    edge_index = _graph(40, seed=4)
+    x = _sparse(40, 60, 0.05, seed=5)
+    torch.manual_seed(0)
+    ours = GCNLayer(60, 8)
+    theirs = GCNConv(60, 8)
+    theirs.load_state_dict(ours.state_dict())
+    weights = torch.randn(40, 8)
+    (ours(sparse_features(x) if sparse_input else x, edge_index) * weights).sum().backward()
+    (theirs(x, edge_index) * weights).sum().backward()
+    assert set(ours.state_dict()) == set(theirs.state_dict())
+    for mine, pyg in zip(ours.parameters(), theirs.parameters()):
+        assert torch.allclose(mine.grad, pyg.grad, atol=1e-4)
+    assert torch.allclose(ours(x, edge_index), theirs(x, edge_index), atol=1e-5)
+
+
+def test_linear_layer_on_sparse_input_equals_linear():
+    x = _sparse(30, 40, 0.1, seed=6)
+    layer = LinearLayer(40, 5)
+    weights = torch.randn(30, 5)
+    (layer(sparse_features(x)) * weights).sum().backward()
+    grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    (torch.nn.functional.linear(x, layer.weight, layer.bias) * weights).sum().backward()
+    for sparse_grad, param in zip(grads, layer.parameters()):
+        assert torch.allclose(sparse_grad, param.grad, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gcn", "mlp", "appnp"])
+def test_a_model_computes_the_same_with_its_first_layer_on_sparse_or_dense_features(name):
+    """Dropout draws the same numbers for the features either way, so training outputs agree too."""
+    edge_index = _graph(50, seed=7)
+    x = _sparse(50, 80, 0.05, seed=8)
+    torch.manual_seed(0)
+    model = build_model(name, 80, 3, hidden=16, dropout=0.5)
+    first = model.encoder.layers[0]
+    outputs = []
+    for takes_sparse in (True, False):
+        first.takes_sparse = takes_sparse
+        torch.manual_seed(1)
+        model.train()
+        trained = model(x, edge_index)
+        model.eval()
+        outputs.append((trained, model(x, edge_index)))
+    assert torch.allclose(outputs[0][0], outputs[1][0], atol=1e-5)
+    assert torch.allclose(outputs[0][1], outputs[1][1], atol=1e-5)
+    assert not torch.allclose(outputs[0][0], outputs[0][1])  # dropout did draw in training
+
+
+def test_gcn_keeps_pyg_parameter_names():
+    assert list(build_model("gcn", 10, 3, hidden=4).state_dict()) == [
+        "encoder.layers.0.bias",
+        "encoder.layers.0.lin.weight",
+        "head.weight",
+        "head.bias",
+    ]
+
+
+def test_per_tensor_builds_again_after_a_write_and_forgets_a_freed_tensor():
+    x = torch.zeros(5)
+    calls = []
+    assert per_tensor(x, "k", lambda: calls.append(1) or len(calls)) == 1
+    assert per_tensor(x, "k", lambda: calls.append(1) or len(calls)) == 1
+    x[0] = 1.0
+    assert per_tensor(x, "k", lambda: calls.append(1) or len(calls)) == 2
+    size = len(sparse_product._CACHE)
+    del x
+    gc.collect()
+    assert len(sparse_product._CACHE) == size - 1
+
+
+def test_dense_and_gradient_features_stay_dense():
+    assert sparse_features(torch.rand(10, 10) + 0.1) is None
+    assert sparse_features(_sparse(10, 10, 0.1, seed=9).requires_grad_()) is None
+    assert sparse_features(torch.zeros(10, dtype=torch.long)) is None
+
+
+def test_a_watched_first_layer_gets_a_dense_tensor():
+    """Forward hooks (Opacus's, DP-SGD's tape) read their layer's inputs as tensors."""
+    model = build_model("mlp", 80, 3, hidden=16)
+    seen = []
+    model.encoder.layers[0].register_forward_hook(lambda layer, inputs, output: seen.append(inputs[0]))
+    model(_sparse(50, 80, 0.05, seed=10), _graph(50, seed=11))
+    assert isinstance(seen[0], torch.Tensor)
