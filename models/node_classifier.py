@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import APPNP, GATConv, SAGEConv, SimpleConv
+from torch_geometric.nn import APPNP, GATConv
 
 from models.feature_dropout import feature_dropout, sparse_feature_dropout
 from models.names import MODELS
-from models.sparse_layers import GCNLayer, LinearLayer
-from models.sparse_product import gcn_adjacency, sparse_features
+from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
+from models.sparse_product import gcn_adjacency, mean_adjacency, sparse_features
 
 
 class GCNPropagation(nn.Module):
@@ -89,12 +89,8 @@ class Encoder(nn.Module):
 class SAGEReadout(nn.Module):
     """``[z_i || mean_{j in N(i)} z_j]``: the input of GraphSAGE's last (linear) layer."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.mean = SimpleConv(aggr="mean")
-
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        return torch.cat([x, self.mean(x, edge_index)], dim=-1)
+        return torch.cat([x, mean_adjacency(edge_index, x.size(0), x.dtype) @ x], dim=-1)
 
 
 class NodeClassifier(nn.Module):
@@ -158,7 +154,7 @@ def build_model(
         encoder = Encoder([], GCNPropagation(num_layers), dropout, True)
         embedding_dim = in_dim
     elif name == "sage":
-        encoder = Encoder([SAGEConv(a, b) for a, b in pairs], SAGEReadout(), dropout, True)
+        encoder = Encoder([SAGELayer(a, b) for a, b in pairs], SAGEReadout(), dropout, True)
         embedding_dim = 2 * widths[-1]
     elif name == "gat":
         heads = 4 if hidden % 4 == 0 else 1

@@ -1,4 +1,4 @@
-r"""First layers that read sparse node features: GCN's convolution and a linear map.
+r"""First layers that read sparse node features: GCN's and GraphSAGE's convolutions, a linear map.
 
 Each is its parent with the same parameters and the same function; it also accepts a
 :class:`~models.sparse_product.SparseMatrix` :math:`\mathbf{X}` and then computes
@@ -9,6 +9,15 @@ Each is its parent with the same parameters and the same function; it also accep
     \mathbf{X}' = \hat{\mathbf{A}}\,\mathbf{X}\mathbf{W}^{\top} + \mathbf{b}, \qquad
     \hat{\mathbf{A}} = \mathbf{D}^{-1/2}(\mathbf{A}+\mathbf{I})\mathbf{D}^{-1/2}.
 
+:class:`SAGELayer` uses that the mean aggregation is linear, so it may follow the projection:
+
+.. math::
+    \mathbf{X}' = \mathbf{M}\,\mathbf{X}\mathbf{W}_l^{\top} + \mathbf{b}_l + \mathbf{X}\mathbf{W}_r^{\top},
+    \qquad \mathbf{M}_{ij} = |\{j \to i\}| / \deg_{\mathrm{in}}(i),
+
+which aggregates ``out_channels`` columns instead of ``in_channels``
+(:func:`~models.sparse_product.mean_adjacency`).
+
 :class:`~models.node_classifier.Encoder` hands a layer with ``takes_sparse = True`` its
 input features as a sparse matrix where they are sparse enough.
 """
@@ -16,9 +25,9 @@ input features as a sparse matrix where they are sparse enough.
 from __future__ import annotations
 
 from torch import Tensor, nn
-from torch_geometric.nn import GCNConv
+from torch_geometric.nn import GCNConv, SAGEConv
 
-from models.sparse_product import SparseMatrix, gcn_adjacency
+from models.sparse_product import SparseMatrix, gcn_adjacency, mean_adjacency
 
 
 class GCNLayer(GCNConv):
@@ -35,9 +44,27 @@ class GCNLayer(GCNConv):
         super().__init__(in_channels, out_channels)
 
     def forward(self, x: Tensor | SparseMatrix, edge_index: Tensor) -> Tensor:  # type: ignore[override]
-        h = x @ self.lin.weight.t() if isinstance(x, SparseMatrix) else self.lin(x)
+        h = x @ self.lin.weight.t()  # sparse or dense x
         out = gcn_adjacency(edge_index, x.size(0), h.dtype) @ h
         return out + self.bias
+
+
+class SAGELayer(SAGEConv):
+    r""":class:`~torch_geometric.nn.conv.SAGEConv` (mean aggregation, root weight) through sparse products.
+
+    Args:
+        in_channels: input width.
+        out_channels: output width.
+    """
+
+    takes_sparse = True
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__(in_channels, out_channels)
+
+    def forward(self, x: Tensor | SparseMatrix, edge_index: Tensor) -> Tensor:  # type: ignore[override]
+        neighbours, root = x @ self.lin_l.weight.t(), x @ self.lin_r.weight.t()  # sparse or dense x
+        return mean_adjacency(edge_index, x.size(0), root.dtype) @ neighbours + self.lin_l.bias + root
 
 
 class LinearLayer(nn.Linear):

@@ -1,4 +1,4 @@
-r"""Products with a sparse matrix of fixed pattern: a node-feature matrix, the GCN adjacency.
+r"""Products with a sparse matrix of fixed pattern: a node-feature matrix, a graph's adjacency.
 
 For a sparse :math:`\mathbf{S} \in \mathbb{R}^{n \times m}` and a dense
 :math:`\mathbf{B} \in \mathbb{R}^{m \times k}`,
@@ -17,7 +17,8 @@ Why: a Cora client (271 nodes, 1,433 bag-of-words features, 1.3% non-zero) spent
 a 3.3 ms training step in the dense :math:`\mathbf{X}\mathbf{W}` and its gradient
 (one CPU thread); the two sparse products take 0.3 ms. PyG's propagation (gather, scale,
 scatter over the edge list, with :func:`~torch_geometric.nn.conv.gcn_conv.gcn_norm` again on
-every call) becomes one product with :math:`\hat{\mathbf{A}}`, normalised once per graph.
+every call) becomes one product with :math:`\hat{\mathbf{A}}`, normalised once per graph;
+GraphSAGE's mean aggregation one product with the mean adjacency.
 
 A client's features and edges are the same tensors every round: the patterns are found
 once per tensor and kept while it lives and has not been written to (its version counter).
@@ -154,6 +155,23 @@ def gcn_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> Spa
 def _gcn_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:
     normalised, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True, dtype=dtype)
     source, target = normalised
+    entries = torch.stack([target, source])
+    adjacency = torch.sparse_coo_tensor(entries, weight, (num_nodes, num_nodes), check_invariants=True).coalesce()
+    rows, cols = adjacency.indices()
+    return SparsePattern.of(rows, cols, (num_nodes, num_nodes)).with_values(adjacency.values())
+
+
+def mean_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:
+    r"""The mean over in-neighbours, :math:`\mathbf{M}_{ij} = |\{j \to i\}| / \deg_{\mathrm{in}}(i)` (a node
+    without in-edges gets 0), so that ``mean_adjacency(...) @ h`` is GraphSAGE's mean aggregation of
+    ``h`` (a repeated edge counts as often as it is listed, as in PyG); once per graph."""
+    return per_tensor(edge_index, ("mean", num_nodes, dtype), lambda: _mean_adjacency(edge_index, num_nodes, dtype))
+
+
+def _mean_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:
+    source, target = edge_index
+    degree = torch.bincount(target, minlength=num_nodes).to(dtype)
+    weight = degree[target].reciprocal()
     entries = torch.stack([target, source])
     adjacency = torch.sparse_coo_tensor(entries, weight, (num_nodes, num_nodes), check_invariants=True).coalesce()
     rows, cols = adjacency.indices()

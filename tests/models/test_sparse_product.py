@@ -1,4 +1,4 @@
-"""Sparse products: equal to the dense ones with their gradients; the GCN layers equal PyG's."""
+"""Sparse products: equal to the dense ones with their gradients; the GCN and SAGE layers equal PyG's."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import gc
 
 import pytest
 import torch
-from torch_geometric.nn import GCNConv, SimpleConv
+from torch_geometric.nn import GCNConv, SAGEConv, SimpleConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 import models.sparse_product as sparse_product  # its cache
 from models import build_model
-from models.sparse_layers import GCNLayer, LinearLayer
-from models.sparse_product import SparsePattern, gcn_adjacency, per_tensor, sparse_features
+from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
+from models.sparse_product import SparsePattern, gcn_adjacency, mean_adjacency, per_tensor, sparse_features
 
 
 def _sparse(rows: int, cols: int, density: float, seed: int) -> torch.Tensor:
@@ -63,13 +63,22 @@ def test_gcn_adjacency_propagates_as_pyg_does():
     assert torch.allclose(gcn_adjacency(edge_index, 40, h.dtype) @ h, expected, atol=1e-5)
 
 
+def test_mean_adjacency_aggregates_as_pyg_does():
+    edge_index = _graph(40, seed=12)
+    edge_index = edge_index[:, edge_index[1] != 7]  # node 7 has no in-edges: its mean is 0
+    h = torch.randn(40, 6)
+    expected = SimpleConv(aggr="mean")(h, edge_index)
+    assert torch.allclose(mean_adjacency(edge_index, 40, h.dtype) @ h, expected, atol=1e-5)
+
+
 @pytest.mark.parametrize("sparse_input", [False, True])
-def test_gcn_layer_equals_pyg_gcnconv(sparse_input):
+@pytest.mark.parametrize("ours_class, theirs_class", [(GCNLayer, GCNConv), (SAGELayer, SAGEConv)])
+def test_layers_equal_pyg_ones(sparse_input, ours_class, theirs_class):
     edge_index = _graph(40, seed=4)
     x = _sparse(40, 60, 0.05, seed=5)
     torch.manual_seed(0)
-    ours = GCNLayer(60, 8)
-    theirs = GCNConv(60, 8)
+    ours = ours_class(60, 8)
+    theirs = theirs_class(60, 8)
     theirs.load_state_dict(ours.state_dict())
     weights = torch.randn(40, 8)
     (ours(sparse_features(x) if sparse_input else x, edge_index) * weights).sum().backward()
@@ -92,7 +101,7 @@ def test_linear_layer_on_sparse_input_equals_linear():
         assert torch.allclose(sparse_grad, param.grad, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["gcn", "mlp", "appnp"])
+@pytest.mark.parametrize("name", ["gcn", "sage", "mlp", "appnp"])
 def test_a_model_computes_the_same_with_its_first_layer_on_sparse_or_dense_features(name):
     """Dropout draws the same numbers for the features either way, so training outputs agree too."""
     edge_index = _graph(50, seed=7)
@@ -113,10 +122,17 @@ def test_a_model_computes_the_same_with_its_first_layer_on_sparse_or_dense_featu
     assert not torch.allclose(outputs[0][0], outputs[0][1])  # dropout did draw in training
 
 
-def test_gcn_keeps_pyg_parameter_names():
+def test_models_keep_pyg_parameter_names():
     assert list(build_model("gcn", 10, 3, hidden=4).state_dict()) == [
         "encoder.layers.0.bias",
         "encoder.layers.0.lin.weight",
+        "head.weight",
+        "head.bias",
+    ]
+    assert list(build_model("sage", 10, 3, hidden=4).state_dict()) == [
+        "encoder.layers.0.lin_l.weight",
+        "encoder.layers.0.lin_l.bias",
+        "encoder.layers.0.lin_r.weight",
         "head.weight",
         "head.bias",
     ]
