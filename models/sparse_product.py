@@ -44,7 +44,13 @@ _CACHE: dict[tuple[int, Any], tuple[weakref.ref, int, Any]] = {}
 
 
 def per_tensor(tensor: Tensor, key: Any, build: Callable[[], T]) -> T:
-    """``build()`` once per live, unwritten ``tensor`` (and ``key``); the kept result after that."""
+    """``build()`` once per live, unwritten ``tensor`` (and ``key``); the kept result after that.
+
+    An inference tensor (made under :func:`torch.inference_mode`) has no version counter to
+    tell a write: its result is built every time.
+    """
+    if tensor.is_inference():
+        return build()
     slot = (id(tensor), key)
     entry = _CACHE.get(slot)
     if entry is not None and entry[0]() is tensor and entry[1] == tensor._version:
@@ -54,7 +60,7 @@ def per_tensor(tensor: Tensor, key: Any, build: Callable[[], T]) -> T:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SparsePattern:
     """Where a sparse matrix's entries lie, row by row, and where they lie in its transpose.
 
@@ -89,7 +95,7 @@ class SparsePattern:
         return SparseMatrix(self, values, forward, backward)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SparseMatrix:
     """A sparse matrix (no gradient) to multiply dense matrices with: ``matrix @ dense``."""
 

@@ -151,6 +151,15 @@ def test_per_tensor_builds_again_after_a_write_and_forgets_a_freed_tensor():
     assert len(sparse_product._CACHE) == size - 1
 
 
+def test_a_model_runs_under_inference_mode():
+    model = build_model("gcn", 80, 3, hidden=16).eval()
+    x, edge_index = _sparse(50, 80, 0.05, seed=13), _graph(50, seed=14)
+    expected = model(x, edge_index)
+    with torch.inference_mode():
+        inferred = model(x.clone(), edge_index.clone())  # inference tensors: no version counter
+    assert torch.allclose(inferred, expected)
+
+
 def test_dense_and_gradient_features_stay_dense():
     assert sparse_features(torch.rand(10, 10) + 0.1) is None
     assert sparse_features(_sparse(10, 10, 0.1, seed=9).requires_grad_()) is None
