@@ -31,12 +31,7 @@ from models.sparse_product import SparseMatrix, gcn_adjacency, mean_adjacency
 
 
 class GCNLayer(GCNConv):
-    r""":class:`~torch_geometric.nn.conv.GCNConv` (self-loops, symmetric normalisation, bias) through sparse products.
-
-    Args:
-        in_channels: input width.
-        out_channels: output width.
-    """
+    """``GCNConv(in_channels, out_channels)``, PyG's defaults (self-loops, symmetric normalisation, bias)."""
 
     takes_sparse = True
 
@@ -50,12 +45,7 @@ class GCNLayer(GCNConv):
 
 
 class SAGELayer(SAGEConv):
-    r""":class:`~torch_geometric.nn.conv.SAGEConv` (mean aggregation, root weight) through sparse products.
-
-    Args:
-        in_channels: input width.
-        out_channels: output width.
-    """
+    """``SAGEConv(in_channels, out_channels)``, PyG's defaults (mean aggregation, root weight, bias)."""
 
     takes_sparse = True
 
