@@ -26,16 +26,19 @@ the step where it is not local training):
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from torch_geometric.data import Data
 
 from client.job import OPTIMIZER_STATE, LocalJob, private_record, private_tensors
 from client.weights import record_tensors
 from contract import protocol as p
 from contract.requests import Request, parse_request
 from models import NodeClassifier
+from models.object_cache import kept
 from unlearn.evaluate import client_counts
 from unlearn.requests import client_forget_mask, remaining_view
 from unlearn.wash import WashConfig, client_wash_statistics, head_matrix, keys, prediction_changes
@@ -48,13 +51,26 @@ def _request(job: LocalJob, text: str, num_partitions: int) -> Request:
     return parse_request(text, num_partitions, int(job.data.num_classes))
 
 
+def _forget_and_remaining(job: LocalJob, request: Request) -> tuple[torch.Tensor, Data | None]:
+    """This client's :math:`D_f` mask and what it keeps after ``request``, once per process, subgraph and request.
+
+    A method's rounds and queries see the same view every time, so the structures built from
+    its tensors (:mod:`models.sparse_product`) are built once too.
+    """
+
+    def build() -> tuple[torch.Tensor, Data | None]:
+        forget = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
+        return forget, remaining_view(job.data, job.partition_id, request, forget)
+
+    return kept(job.data, ("remaining", job.partition_id, str(request), job.config.seed), build)
+
+
 def answer(job: LocalJob, message: Message, model: NodeClassifier, num_partitions: int) -> Message:
     """Reply to one unlearning query about ``model`` (the weights the query carried)."""
     config = message.content[p.CONFIG]
     kind = config[p.QUERY]
     request = _request(job, str(config[p.UNLEARN_REQUEST]), num_partitions)
-    forget = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
-    remaining = remaining_view(job.data, job.partition_id, request, forget)
+    forget, remaining = _forget_and_remaining(job, request)
     model.eval()
     metrics: dict = {p.PARTITION_ID: job.partition_id}
     content = RecordDict()
@@ -104,12 +120,11 @@ def round_view(job: LocalJob, round_config: ConfigRecord, num_partitions: int, s
     if flag == p.UNLEARN_LAF:
         return job
     request = _request(job, text, num_partitions)
-    forget = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
+    forget, remaining = _forget_and_remaining(job, request)
     if flag == p.UNLEARN_ASCENT:
-        data = job.data.clone()
+        data = copy.copy(job.data)  # a new Data object sharing the tensors; only train_mask is replaced
         data.train_mask = forget
         return dataclasses.replace(job, data=data)
-    remaining = remaining_view(job.data, job.partition_id, request, forget)
     if remaining is None:
         raise ValueError(f"client {job.partition_id} left with request {request} and takes no part in retraining")
     if server_round == 1 and OPTIMIZER_STATE in job.state:
@@ -137,7 +152,7 @@ def unlearning_round(
     if flag == p.UNLEARN_ASCENT:
         from unlearn.baselines import gradient_ascent
 
-        data = job.data.clone()
+        data = copy.copy(job.data)
         data.forget_mask = job.data.train_mask
         return gradient_ascent(model, [data], lr=job.config.lr, seed=job.config.seed), float("nan")
     return None
@@ -162,8 +177,8 @@ def laf_round(
             del job.state[LAF_VAES]
     original = job.new_model()
     original.load_state_dict(private_tensors(job.state[ORIGINAL_MODEL]))
-    data = job.data.clone()
-    data.forget_mask = client_forget_mask(job.data, job.partition_id, request, job.config.seed)
+    data = copy.copy(job.data)
+    data.forget_mask = _forget_and_remaining(job, request)[0]
     seed = job.config.seed * 1_009 + job.partition_id
     kept = _kept_vaes(job)
     result = laf_traced(model, [data], LAFConfig(steps=1), seed=seed, original=original, vaes=kept)

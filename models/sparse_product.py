@@ -21,43 +21,24 @@ every call) becomes one product with :math:`\hat{\mathbf{A}}`, normalised once p
 GraphSAGE's mean aggregation one product with the mean adjacency.
 
 A client's features and edges are the same tensors every round: the patterns are found
-once per tensor and kept while it lives and has not been written to (its version counter).
+once per tensor and kept while it lives and has not been written to
+(:mod:`models.object_cache`).
 """
 
 from __future__ import annotations
 
 import warnings
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
+from models.object_cache import kept
+
 SPARSE_AT_MOST = 0.25
 """Features with more than this fraction of non-zero entries are dense enough: kept dense."""
-
-T = TypeVar("T")
-_CACHE: dict[tuple[int, Any], tuple[weakref.ref, int, Any]] = {}
-
-
-def per_tensor(tensor: Tensor, key: Any, build: Callable[[], T]) -> T:
-    """``build()`` once per live, unwritten ``tensor`` (and ``key``); the kept result after that.
-
-    An inference tensor (made under :func:`torch.inference_mode`) has no version counter to
-    tell a write: its result is built every time.
-    """
-    if tensor.is_inference():
-        return build()
-    slot = (id(tensor), key)
-    entry = _CACHE.get(slot)
-    if entry is not None and entry[0]() is tensor and entry[1] == tensor._version:
-        return entry[2]
-    value = build()
-    _CACHE[slot] = (weakref.ref(tensor, lambda _, slot=slot: _CACHE.pop(slot, None)), tensor._version, value)
-    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,7 +122,7 @@ def sparse_features(x: Tensor) -> SparseMatrix | None:
     matrix, or is dense enough (over :data:`SPARSE_AT_MOST` non-zero) that the dense product is as fast."""
     if x.requires_grad or x.dim() != 2 or not x.is_floating_point():
         return None
-    return per_tensor(x, "features", lambda: _features(x))
+    return kept(x, "features", lambda: _features(x))
 
 
 def _features(x: Tensor) -> SparseMatrix | None:
@@ -155,7 +136,7 @@ def gcn_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> Spa
     r""":math:`\hat{\mathbf{A}} = \mathbf{D}^{-1/2}(\mathbf{A}+\mathbf{I})\mathbf{D}^{-1/2}` of ``edge_index``
     (:func:`~torch_geometric.nn.conv.gcn_conv.gcn_norm`'s weights, messages from source to
     target), so that ``gcn_adjacency(...) @ h`` is GCN's propagation of ``h``; once per graph."""
-    return per_tensor(edge_index, ("gcn", num_nodes, dtype), lambda: _gcn_adjacency(edge_index, num_nodes, dtype))
+    return kept(edge_index, ("gcn", num_nodes, dtype), lambda: _gcn_adjacency(edge_index, num_nodes, dtype))
 
 
 def _gcn_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:
@@ -171,7 +152,7 @@ def mean_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> Sp
     r"""The mean over in-neighbours, :math:`\mathbf{M}_{ij} = |\{j \to i\}| / \deg_{\mathrm{in}}(i)` (a node
     without in-edges gets 0), so that ``mean_adjacency(...) @ h`` is GraphSAGE's mean aggregation of
     ``h`` (a repeated edge counts as often as it is listed, as in PyG); once per graph."""
-    return per_tensor(edge_index, ("mean", num_nodes, dtype), lambda: _mean_adjacency(edge_index, num_nodes, dtype))
+    return kept(edge_index, ("mean", num_nodes, dtype), lambda: _mean_adjacency(edge_index, num_nodes, dtype))
 
 
 def _mean_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:

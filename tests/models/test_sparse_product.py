@@ -1,18 +1,21 @@
-"""Sparse products: equal to the dense ones with their gradients; the GCN and SAGE layers equal PyG's."""
+"""Sparse products: equal to the dense ones with their gradients; the GCN and SAGE layers equal PyG's; the cache."""
 
 from __future__ import annotations
 
+import copy
 import gc
 
 import pytest
 import torch
+from torch_geometric.data import Data
 from torch_geometric.nn import GCNConv, SAGEConv, SimpleConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-import models.sparse_product as sparse_product  # its cache
+import models.object_cache as object_cache  # its entries
 from models import build_model
+from models.object_cache import kept
 from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
-from models.sparse_product import SparsePattern, gcn_adjacency, mean_adjacency, per_tensor, sparse_features
+from models.sparse_product import SparsePattern, gcn_adjacency, mean_adjacency, sparse_features
 
 
 def _sparse(rows: int, cols: int, density: float, seed: int) -> torch.Tensor:
@@ -138,17 +141,25 @@ def test_models_keep_pyg_parameter_names():
     ]
 
 
-def test_per_tensor_builds_again_after_a_write_and_forgets_a_freed_tensor():
+def test_kept_builds_again_after_a_write_and_forgets_a_freed_object():
     x = torch.zeros(5)
     calls = []
-    assert per_tensor(x, "k", lambda: calls.append(1) or len(calls)) == 1
-    assert per_tensor(x, "k", lambda: calls.append(1) or len(calls)) == 1
-    x[0] = 1.0
-    assert per_tensor(x, "k", lambda: calls.append(1) or len(calls)) == 2
-    size = len(sparse_product._CACHE)
+    assert kept(x, "k", lambda: calls.append(1) or len(calls)) == 1
+    assert kept(x, "k", lambda: calls.append(1) or len(calls)) == 1
+    assert kept(x, "other", lambda: calls.append(1) or len(calls)) == 2  # another key
+    x[0] = 1.0  # a write: the version counter moves
+    assert kept(x, "k", lambda: calls.append(1) or len(calls)) == 3
+    size = len(object_cache._CACHE)
     del x
     gc.collect()
-    assert len(sparse_product._CACHE) == size - 1
+    assert len(object_cache._CACHE) == size - 2
+
+
+def test_kept_serves_an_object_not_a_copy_of_it():
+    data = Data(x=torch.zeros(3, 2))
+    assert kept(data, "k", lambda: "first") == "first"
+    assert kept(data, "k", lambda: "again") == "first"
+    assert kept(copy.copy(data), "k", lambda: "copy") == "copy"
 
 
 def test_a_model_runs_under_inference_mode():
