@@ -36,7 +36,6 @@ from client.weights import weights_record
 from contract import protocol as p
 from models import NodeClassifier
 from models.personal_training import fit_personal
-from models.training import adam, adam_state_record, restore_adam_state
 
 PERSONAL = "ditto-personal"  # state: the personal model v_i
 PERSONAL_OPTIMIZER = "ditto-personal-optimizer"  # state: its Adam moments
@@ -51,14 +50,13 @@ class DittoClient(FedAvgClient):
         anchor = [param.detach().clone() for param in model.parameters()]
         if PERSONAL in job.state:
             model.load_state_dict(private_tensors(job.state[PERSONAL]))
-        optimizer = self._personal_optimizer(model, job)
+        optimizer = job.optimizer(model, PERSONAL_OPTIMIZER)
         devices = [job.device] if job.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):  # the global update below draws as FedAvg's would
             loss = fit_personal(
                 model, job.data, job.config.ditto_personal_epochs, optimizer, anchor, job.config.ditto_lambda
             )
-        if job.config.keep_optimizer_state:
-            job.state[PERSONAL_OPTIMIZER] = private_record(adam_state_record(optimizer))
+        job.keep_optimizer(optimizer, PERSONAL_OPTIMIZER)
         personal = {key: value.detach().clone() for key, value in model.state_dict().items()}
         job.state[PERSONAL] = private_record(personal)
 
@@ -67,14 +65,6 @@ class DittoClient(FedAvgClient):
         job.state[GLOBAL_UPDATE] = weights_record(model.state_dict())
         model.load_state_dict(personal)  # the model the client evaluates after training: its own
         return loss
-
-    def _personal_optimizer(self, model: NodeClassifier, job: LocalJob) -> torch.optim.Adam:
-        config = job.config
-        optimizer = adam(model.parameters(), config.lr, config.weight_decay)
-        if config.keep_optimizer_state and PERSONAL_OPTIMIZER in job.state:
-            saved = private_tensors(job.state[PERSONAL_OPTIMIZER])
-            restore_adam_state(optimizer, {key: value.to(job.device) for key, value in saved.items()})
-        return optimizer
 
     def reply_records(  # type: ignore[override]
         self, model: NodeClassifier, job: LocalJob, server_round: int

@@ -43,7 +43,7 @@ from contract import fedsage_messages as m
 from contract import protocol as p
 from models.neighgen import NeighGen, epoch_seed, local_gradients, new_optimizer
 from models.neighgen_cross import cross_gradients
-from models.training import adam_state_record, restore_adam_state
+from models.training import adam_state_record
 
 WEIGHTS = "fedsage-plus-weights"  # state: the generator's weights while it trains
 MOMENTS = "fedsage-plus-adam"  # state: its Adam moments between steps
@@ -119,8 +119,7 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
     generator = new_generator(job)
     generator.load_state_dict(private_tensors(job.state[WEIGHTS]))
     optimizer = new_optimizer(generator, job.config.fedsage_gen_lr)
-    if MOMENTS in job.state:
-        restore_adam_state(optimizer, {k: v.to(job.device) for k, v in private_tensors(job.state[MOMENTS]).items()})
+    job.resume(optimizer, MOMENTS)
     local = private_tensors(job.state[PENDING])
     forwarded = record_tensors(content[m.GRADIENTS]) if m.GRADIENTS in content else {}
     alpha = job.config.fedsage_cross_weight

@@ -71,21 +71,27 @@ class LocalJob:
             self.device,
         )
 
-    def optimizer(self, model: NodeClassifier) -> torch.optim.Adam:
-        """Adam over ``model``, resuming this client's moment estimates from earlier rounds.
+    def optimizer(self, model: torch.nn.Module, key: str = OPTIMIZER_STATE) -> torch.optim.Adam:
+        """Adam over ``model``, resuming this client's moment estimates kept under ``key`` in earlier rounds.
 
         Keeping the optimizer's state across rounds (as in-process FGL loops do) makes
         one local epoch per round a real Adam step rather than a fresh first step.
         """
         optimizer = adam(model.parameters(), self.config.lr, self.config.weight_decay)
-        if self.config.keep_optimizer_state and OPTIMIZER_STATE in self.state:
-            saved = private_tensors(self.state[OPTIMIZER_STATE])
-            restore_adam_state(optimizer, {k: v.to(self.device) for k, v in saved.items()})
+        if self.config.keep_optimizer_state:
+            self.resume(optimizer, key)
         return optimizer
 
-    def keep_optimizer(self, optimizer: torch.optim.Adam) -> None:
+    def resume(self, optimizer: torch.optim.Adam, key: str) -> None:
+        """Set ``optimizer``'s moment estimates from this client's state under ``key``, if it has some."""
+        if key in self.state:
+            saved = private_tensors(self.state[key])
+            restore_adam_state(optimizer, {k: v.to(self.device) for k, v in saved.items()})
+
+    def keep_optimizer(self, optimizer: torch.optim.Adam, key: str = OPTIMIZER_STATE) -> None:
+        """Keep ``optimizer``'s moment estimates under ``key`` for the next round (``keep-optimizer-state``)."""
         if self.config.keep_optimizer_state:
-            self.state[OPTIMIZER_STATE] = private_record(adam_state_record(optimizer))
+            self.state[key] = private_record(adam_state_record(optimizer))
 
 
 RAW = "stamen.raw"  # an Array's serialisation type for a client's private state: C-order bytes, no header

@@ -85,10 +85,6 @@ class SparseMatrix:
     csr: Tensor
     csr_t: Tensor
 
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.pattern.shape
-
     def size(self, dim: int) -> int:
         return self.pattern.shape[dim]
 
@@ -141,11 +137,7 @@ def gcn_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> Spa
 
 def _gcn_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:
     normalised, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True, dtype=dtype)
-    source, target = normalised
-    entries = torch.stack([target, source])
-    adjacency = torch.sparse_coo_tensor(entries, weight, (num_nodes, num_nodes), check_invariants=True).coalesce()
-    rows, cols = adjacency.indices()
-    return SparsePattern.of(rows, cols, (num_nodes, num_nodes)).with_values(adjacency.values())
+    return _receiving(normalised, weight, num_nodes)
 
 
 def mean_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:
@@ -156,9 +148,14 @@ def mean_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> Sp
 
 
 def _mean_adjacency(edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> SparseMatrix:
-    source, target = edge_index
+    target = edge_index[1]
     degree = torch.bincount(target, minlength=num_nodes).to(dtype)
-    weight = degree[target].reciprocal()
+    return _receiving(edge_index, degree[target].reciprocal(), num_nodes)
+
+
+def _receiving(edge_index: Tensor, weight: Tensor, num_nodes: int) -> SparseMatrix:
+    """The matrix whose row ``i`` sums ``weight`` over the edges into ``i`` (repeated edges added up)."""
+    source, target = edge_index
     entries = torch.stack([target, source])
     adjacency = torch.sparse_coo_tensor(entries, weight, (num_nodes, num_nodes), check_invariants=True).coalesce()
     rows, cols = adjacency.indices()
