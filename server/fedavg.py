@@ -1,14 +1,15 @@
-"""FedAvg server: Flower's FedAvg, weighted by each client's number of training nodes."""
+"""FedAvg server: Flower's FedAvg, weighted by each client's number of training nodes (:mod:`server.averaging`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flwr.app import MetricRecord, RecordDict
-from flwr.serverapp.strategy import FedAvg, Strategy
+from flwr.serverapp.strategy import Strategy
 
 from contract import protocol as p
 from contract.run_config import RunConfig
+from server.averaging import WeightedAverage
 
 
 def no_metrics(records: list[RecordDict], weighting_key: str) -> MetricRecord:
@@ -34,4 +35,4 @@ def strategy_options(config: RunConfig) -> dict[str, Any]:
 
 
 def make_strategy(config: RunConfig) -> Strategy:
-    return FedAvg(**strategy_options(config))
+    return WeightedAverage(**strategy_options(config))

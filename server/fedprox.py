@@ -5,11 +5,16 @@ from __future__ import annotations
 from flwr.serverapp.strategy import FedProx, Strategy
 
 from contract.run_config import RunConfig
+from server.averaging import WeightedAverage
 from server.fedavg import strategy_options
 
 
+class WeightedFedProx(FedProx, WeightedAverage):
+    """Flower's FedProx, its replies averaged by :func:`server.averaging.average_records`."""
+
+
 def make_strategy(config: RunConfig) -> Strategy:
-    return FedProx(
+    return WeightedFedProx(
         **strategy_options(config),
         proximal_mu=config.proximal_mu,
     )

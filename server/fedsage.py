@@ -9,11 +9,12 @@ clients (:mod:`client.fedsage`), so no generated or real feature reaches the ser
 
 from __future__ import annotations
 
-from flwr.serverapp.strategy import FedAvg, Strategy
+from flwr.serverapp.strategy import Strategy
 
 from contract.run_config import RunConfig
+from server.averaging import WeightedAverage
 from server.fedavg import strategy_options
 
 
 def make_strategy(config: RunConfig) -> Strategy:
-    return FedAvg(**strategy_options(config))
+    return WeightedAverage(**strategy_options(config))

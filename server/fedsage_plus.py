@@ -35,11 +35,12 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 from flwr.common import log
 from flwr.serverapp import Grid
-from flwr.serverapp.strategy import FedAvg, Strategy
+from flwr.serverapp.strategy import Strategy
 
 from contract import fedsage_messages as m
 from contract import protocol as p
 from contract.run_config import RunConfig
+from server.averaging import WeightedAverage
 from server.fedavg import strategy_options
 from server.loop import ReportsHealth, RunHealth, exchange
 
@@ -124,7 +125,7 @@ class GeneratorPhase:
         return {i: ArrayRecord({k: Array(v) for k, v in total.items()}) for i, total in sums.items()}
 
 
-class FedSagePlus(FedAvg, ReportsHealth):
+class FedSagePlus(WeightedAverage, ReportsHealth):
     """Flower's FedAvg whose first ``configure_train`` runs the generator phase first (its client
     failures count in the run's health, as a round's do)."""
 

@@ -12,10 +12,11 @@ from collections.abc import Iterable
 
 from flwr.app import ArrayRecord, ConfigRecord, Message
 from flwr.serverapp import Grid
-from flwr.serverapp.strategy import FedAvg
+
+from server.averaging import WeightedAverage
 
 
-class PerNodeContent(FedAvg):
+class PerNodeContent(WeightedAverage):
     """FedAvg whose training and evaluation messages pass through :meth:`attach`."""
 
     def attach(self, messages: Iterable[Message]) -> list[Message]:

@@ -7,7 +7,8 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord
 
-from client.weights import NUMPY, load_weights, record_tensors, weights_record
+from client.weights import load_weights, record_tensors, weights_record
+from contract.arrays import NUMPY
 
 
 def _state() -> dict[str, torch.Tensor]:
@@ -77,3 +78,13 @@ def test_a_shared_record_gives_every_module_the_same_weights():
     record["bias"] = weights_record({"bias": torch.zeros(2)})["bias"]  # an array replaced in place
     load_weights(second, record)
     assert torch.equal(second.bias, torch.zeros(2))
+
+
+def test_a_read_only_view_holds_the_same_values():
+    from contract.arrays import array_values
+
+    for values in (np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(4, dtype=">f4")):
+        array = Array(values)
+        view = array_values(array, writable=False)
+        assert np.array_equal(view, values) and view.shape == values.shape
+        assert array_values(array).flags.writeable
