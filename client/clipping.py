@@ -8,16 +8,24 @@ passes through untouched. A light module: the ClientApp loads it at import.
 
 from __future__ import annotations
 
-from flwr.app import Context, Message
+from flwr.app import Context, Message, UserConfig
 from flwr.clientapp.mod import adaptiveclipping_mod, fixedclipping_mod
 from flwr.clientapp.typing import ClientAppCallable
+
+
+def clips_on_client(run_config: UserConfig) -> bool:
+    """Whether each client clips its own update (client-level DP with client-side clipping)."""
+    return run_config.get("privacy") == "client-dp" and run_config.get("clipping") in (
+        "client-fixed",
+        "client-adaptive",
+    )
 
 
 def client_dp_mod(message: Message, context: Context, call_next: ClientAppCallable) -> Message:
     """Flower's client-side clipping mods, for the runs whose ``clipping`` asks for them."""
     config = context.run_config
-    if config.get("privacy") == "client-dp" and config.get("clipping") == "client-fixed":
+    if not clips_on_client(config):
+        return call_next(message, context)
+    if config.get("clipping") == "client-fixed":
         return fixedclipping_mod(message, context, call_next)
-    if config.get("privacy") == "client-dp" and config.get("clipping") == "client-adaptive":
-        return adaptiveclipping_mod(message, context, call_next)
-    return call_next(message, context)
+    return adaptiveclipping_mod(message, context, call_next)

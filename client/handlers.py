@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -31,6 +32,7 @@ from client.job import LocalJob, client_data, new_client_data
 from client.privacy import train_round
 from client.weights import weights_record
 from contract import protocol as p
+from contract.algorithms import AlgorithmSpec
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models.training import Evaluation, evaluate
@@ -125,7 +127,7 @@ def _seed(job: LocalJob, server_round: int, purpose: int) -> None:
     state would depend on which clients it served before. Seeding every handler on entry
     makes each client's numbers the same on every transport, every time.
     """
-    base = job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id
+    base = training_seed(job, server_round)
     seed_device(base if purpose == TRAINING else base * 31 + 17 * purpose, job.device)
 
 
@@ -141,8 +143,37 @@ class Laps:
         self.seconds[key] = self.seconds.get(key, 0.0) + now - self._last
         self._last = now
 
+    def add(self, key: str, seconds: float) -> None:
+        """``seconds`` spent elsewhere for this handler (its share of a batch); the next lap starts now."""
+        self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+        self._last = time.perf_counter()
 
-def train(message: Message, context: Context) -> Message:
+
+@dataclass
+class TrainingRound:
+    """One client's training message in progress: what :func:`begin_training` found, for the training
+    step and :func:`end_training` (see :func:`train`)."""
+
+    message: Message
+    context: Context
+    job: LocalJob
+    spec: AlgorithmSpec
+    algorithm: ClientAlgorithm
+    round_config: ConfigRecord
+    server_round: int
+    unlearning: bool
+    model: torch.nn.Module
+    metrics: dict
+    laps: Laps
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.context.node_config["num-partitions"])
+
+
+def begin_training(message: Message, context: Context, evaluate: bool = True) -> TrainingRound:
+    """The round's job and model, the received model evaluated (when it is the global one; with ``evaluate``,
+    else the caller evaluates it: :func:`evaluate_received_model`)."""
     laps = Laps()
     job = _job(context)
     spec, algorithm = client_algorithm(job.config.algorithm)
@@ -150,42 +181,75 @@ def train(message: Message, context: Context) -> Message:
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
     _seed(job, server_round, EVALUATION)
     unlearning = any(key in round_config for key in p.UNLEARN_TRAIN_KEYS)
+    num_partitions = int(context.node_config["num-partitions"])
     if unlearning:  # a round of an unlearning method: the data it sees (client/unlearning.py)
-        from client.unlearning import round_view, unlearning_round  # unlearning modules load only when asked
+        from client.unlearning import round_view  # unlearning modules load only when asked
 
-        job = round_view(job, round_config, int(context.node_config["num-partitions"]), server_round)
+        job = round_view(job, round_config, num_partitions, server_round)
     # A malicious client (run-config keys attack, malicious-clients) trains on poisoned labels or forges its
     # reply; benign clients get their job and algorithm back unchanged (client/attacks.py).
-    job, algorithm = attacked(job, algorithm, server_round, int(context.node_config["num-partitions"]))
+    job, algorithm = attacked(job, algorithm, server_round, num_partitions)
     model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
-
-    metrics: dict = {}
-    if spec.aggregates:  # the received model is the global one
-        metrics.update(_counts(_evaluate(model, job), GLOBAL_KEYS))
-    laps.lap(p.EVAL_SECONDS)
-
-    _seed(job, server_round, TRAINING)
-    step = (
-        unlearning_round(job, model, round_config, int(context.node_config["num-partitions"]), server_round)
-        if unlearning
-        else None
+    work = TrainingRound(
+        message, context, job, spec, algorithm, round_config, server_round, unlearning, model, {}, laps
     )
-    if step is not None:  # LAF, head repair or gradient ascent, not local training
-        model, metrics[p.TRAIN_LOSS] = step
-    elif job.config.privacy == "dp-sgd":
-        metrics[p.TRAIN_LOSS], private = train_round(model, job, server_round)
-        metrics.update(private)
-    else:
-        metrics[p.TRAIN_LOSS] = algorithm.train(model, job, round_config)
-    laps.lap(p.TRAIN_SECONDS)
-    if job.config.local_eval or step is not None or not spec.aggregates:  # the run's rules: see contract/rules.py
+    if evaluate:
+        evaluate_received_model(work)
+    return work
+
+
+def evaluate_received_model(work: TrainingRound, evaluation: Evaluation | None = None, seconds: float = 0.0) -> None:
+    """The received model's figures, when it is the global one: ``evaluation`` (found elsewhere, in
+    ``seconds``) or evaluated here."""
+    if evaluation is None and work.spec.aggregates:
+        started = time.perf_counter()
+        evaluation = _evaluate(work.model, work.job)
+        seconds = time.perf_counter() - started
+    if evaluation is not None:
+        work.metrics.update(_counts(evaluation, GLOBAL_KEYS))
+    work.laps.add(p.EVAL_SECONDS, seconds)
+
+
+def training_seed(job: LocalJob, server_round: int) -> int:
+    """The seed of a client's training draws in a round (see :func:`_seed`)."""
+    return job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id
+
+
+def end_training(work: TrainingRound) -> Message:
+    """The reply to a trained round: the trained model evaluated (when the run asks), its records, the figures."""
+    job, model, metrics, laps = work.job, work.model, work.metrics, work.laps
+    if job.config.local_eval or work.unlearning or not work.spec.aggregates:  # the run's rules: contract/rules.py
         metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
     laps.lap(p.EVAL_SECONDS)
-    records = algorithm.reply_records(model, job, server_round)
+    records = work.algorithm.reply_records(model, job, work.server_round)
     laps.lap(p.PACK_SECONDS)
     metrics.update(laps.seconds)
-    return _reply(message, job, records, metrics)
+    return _reply(work.message, job, records, metrics)
+
+
+def train(message: Message, context: Context) -> Message:
+    return train_begun(begin_training(message, context))
+
+
+def train_begun(work: TrainingRound) -> Message:
+    """The training step of a begun round (local training, DP-SGD or an unlearning method's step), replied."""
+    job, model = work.job, work.model
+    _seed(job, work.server_round, TRAINING)
+    step = None
+    if work.unlearning:
+        from client.unlearning import unlearning_round
+
+        step = unlearning_round(job, model, work.round_config, work.num_partitions, work.server_round)
+    if step is not None:  # LAF, head repair or gradient ascent, not local training
+        work.model, work.metrics[p.TRAIN_LOSS] = step
+    elif job.config.privacy == "dp-sgd":
+        work.metrics[p.TRAIN_LOSS], private = train_round(model, job, work.server_round)
+        work.metrics.update(private)
+    else:
+        work.metrics[p.TRAIN_LOSS] = work.algorithm.train(model, job, work.round_config)
+    work.laps.lap(p.TRAIN_SECONDS)
+    return end_training(work)
 
 
 def evaluate_received(message: Message, context: Context) -> Message:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,16 +83,20 @@ class LocalJob:
             self.resume(optimizer, key)
         return optimizer
 
-    def resume(self, optimizer: torch.optim.Adam, key: str) -> None:
-        """Set ``optimizer``'s moment estimates from this client's state under ``key``, if it has some."""
+    def resume(self, optimizer: torch.optim.Adam, key: str, params: Sequence[torch.Tensor] | None = None) -> None:
+        """Set ``optimizer``'s moment estimates (for ``params`` only: this client's among several clients')
+        from this client's state under ``key``, if it has some."""
         if key in self.state:
             saved = private_tensors(self.state[key])
-            restore_adam_state(optimizer, {k: v.to(self.device) for k, v in saved.items()})
+            restore_adam_state(optimizer, {k: v.to(self.device) for k, v in saved.items()}, params)
 
-    def keep_optimizer(self, optimizer: torch.optim.Adam, key: str = OPTIMIZER_STATE) -> None:
-        """Keep ``optimizer``'s moment estimates under ``key`` for the next round (``keep-optimizer-state``)."""
+    def keep_optimizer(
+        self, optimizer: torch.optim.Adam, key: str = OPTIMIZER_STATE, params: Sequence[torch.Tensor] | None = None
+    ) -> None:
+        """Keep ``optimizer``'s moment estimates (of ``params`` only, if given) under ``key`` for the next
+        round (``keep-optimizer-state``)."""
         if self.config.keep_optimizer_state:
-            self.state[key] = private_record(adam_state_record(optimizer))
+            self.state[key] = private_record(adam_state_record(optimizer, params))
 
 
 RAW = "stamen.raw"  # an Array's serialisation type for a client's private state: C-order bytes, no header

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import cast
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord, UserConfig
 from flwr.client.mod import secaggplus_mod
 from flwr.clientapp.typing import ClientAppCallable
 
@@ -38,9 +38,14 @@ from contract import protocol as p
 _SEED_BASE = 2_654_435_761  # mixes the run's seed with the round and partition (odd, < 2^32)
 
 
+def aggregates_securely(run_config: UserConfig) -> bool:
+    """Whether the run's training replies go through SecAgg+ (``secure-aggregation=true``)."""
+    return bool(run_config.get("secure-aggregation", False))
+
+
 def secure_aggregation_mod(message: Message, context: Context, call_next: ClientAppCallable) -> Message:
     """SecAgg+ around the training handler when the run sets ``secure-aggregation=true``; else a pass-through."""
-    if not context.run_config.get("secure-aggregation", False) or message.metadata.message_type != MessageType.TRAIN:
+    if not aggregates_securely(context.run_config) or message.metadata.message_type != MessageType.TRAIN:
         return call_next(message, context)
 
     def train(inner: Message, inner_context: Context) -> Message:

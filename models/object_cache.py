@@ -14,13 +14,13 @@ Other objects are taken as unchanging: Stamen never writes to a client's cached 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from torch import Tensor
 
 T = TypeVar("T")
-_CACHE: dict[tuple[int, Any], tuple[weakref.ref, int, Any]] = {}
+_CACHE: dict[tuple[Any, Any], tuple[Any, Any, Any]] = {}
 
 
 def kept(obj: object, key: Any, build: Callable[[], T]) -> T:
@@ -34,4 +34,24 @@ def kept(obj: object, key: Any, build: Callable[[], T]) -> T:
         return entry[2]
     value = build()
     _CACHE[slot] = (weakref.ref(obj, lambda _, slot=slot: _CACHE.pop(slot, None)), version, value)
+    return value
+
+
+def kept_all(objects: Sequence[object], key: Any, build: Callable[[], T]) -> T:
+    """:func:`kept` for a result computed from several objects: built once per live combination of them.
+
+    The entry goes when any of them goes, and is built again when any tensor among them was written.
+    """
+    if len(objects) == 1:
+        return kept(objects[0], key, build)
+    if any(isinstance(obj, Tensor) and obj.is_inference() for obj in objects):
+        return build()
+    versions = tuple(obj._version if isinstance(obj, Tensor) else 0 for obj in objects)
+    slot = (tuple(map(id, objects)), key)
+    entry = _CACHE.get(slot)
+    if entry is not None and entry[1] == versions and all(ref() is obj for ref, obj in zip(entry[0], objects)):
+        return entry[2]
+    value = build()
+    refs = tuple(weakref.ref(obj, lambda _, slot=slot: _CACHE.pop(slot, None)) for obj in objects)
+    _CACHE[slot] = (refs, versions, value)
     return value

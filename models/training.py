@@ -6,7 +6,7 @@ Plain functions on a model and a ``torch_geometric.data.Data`` with
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -71,15 +71,17 @@ def fit(
     return total / epochs
 
 
-def adam_state_record(optimizer: torch.optim.Adam) -> dict[str, torch.Tensor]:
+def adam_state_record(
+    optimizer: torch.optim.Adam, params: Sequence[torch.Tensor] | None = None
+) -> dict[str, torch.Tensor]:
     """Adam's moment estimates and step counts as one flat tensor per slot (for a client's state).
 
     One tensor per slot (``exp_avg``, ``exp_avg_sq``, ``step``) rather than per
     parameter: a client's state crosses a process boundary every round, and every
     array pays a fixed (de)serialisation cost. ``index`` lists the parameters (in the
-    optimizer's order) that have state.
+    optimizer's order, or of ``params``: one client's among several) that have state.
     """
-    params = [param for group in optimizer.param_groups for param in group["params"]]
+    params = _parameters(optimizer) if params is None else list(params)
     indices = [i for i, param in enumerate(params) if optimizer.state.get(param)]
     if not indices:
         return {}
@@ -92,15 +94,18 @@ def adam_state_record(optimizer: torch.optim.Adam) -> dict[str, torch.Tensor]:
     return record
 
 
-def restore_adam_state(optimizer: torch.optim.Adam, tensors: dict[str, torch.Tensor]) -> None:
-    """Inverse of :func:`adam_state_record` for an optimizer over parameters of the same shapes.
+def restore_adam_state(
+    optimizer: torch.optim.Adam, tensors: dict[str, torch.Tensor], params: Sequence[torch.Tensor] | None = None
+) -> None:
+    """Inverse of :func:`adam_state_record` for an optimizer over parameters of the same shapes
+    (or for ``params``, one client's among the optimizer's).
 
     The state is set directly (views into the flat tensors, which the optimizer then owns),
     as ``Optimizer.load_state_dict`` would leave it, without its copies of the groups.
     """
     if not tensors:
         return
-    params = [param for group in optimizer.param_groups for param in group["params"]]
+    params = _parameters(optimizer) if params is None else list(params)
     indices = [int(i) for i in tensors["index"]]
     for name, flat in tensors.items():
         if name == "index":
@@ -112,6 +117,10 @@ def restore_adam_state(optimizer: torch.optim.Adam, tensors: dict[str, torch.Ten
             if name != "step":  # load_state_dict's rule: moments take their parameter's dtype and device
                 value = value.to(dtype=param.dtype, device=param.device)
             optimizer.state[param][name] = value
+
+
+def _parameters(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [param for group in optimizer.param_groups for param in group["params"]]
 
 
 @torch.no_grad()
@@ -134,10 +143,15 @@ def evaluate(model: nn.Module, data: Data, new_client: Data | None = None) -> Ev
     if new_client is not None:
         new_hits = model(new_client.x, new_client.edge_index).argmax(dim=-1) == new_client.y
         settings["new-client"] = (int(new_hits.sum()), int(new_hits.numel()))
+    return seen_graph_counts(hits, data, settings)
+
+
+def seen_graph_counts(hits: torch.Tensor, data: Data, settings: dict[str, tuple[int, int]] | None = None) -> Evaluation:
+    """The :class:`Evaluation` of per-node ``hits`` (prediction correct) on ``data``'s validation and test nodes."""
     return Evaluation(
         val_correct=int(hits[data.val_mask].sum()),
         num_val=int(data.val_mask.sum()),
         test_correct=int(hits[data.test_mask].sum()),
         num_test=int(data.test_mask.sum()),
-        settings=settings,
+        settings=settings or {},
     )

@@ -22,15 +22,24 @@ class InProcessGrid:
     """``num_nodes`` nodes, each with its own persistent ``context.state``.
 
     Node ids differ from partition ids, as in a deployment: partition ``i`` lives on node
-    ``100 + i``. Nodes of the partitions in ``failing`` answer every message with an
-    error sent from the SuperLink's own node id (1), as Flower reports a lost SuperNode;
-    those in ``silent`` never answer (dead or unreachable).
+    ``100 + i``. With ``together`` (the default) the clients of a training round that run
+    FedAvg's local training train as one batch (:mod:`client.together`: the same replies to
+    the bit); without, each message goes to the ClientApp in turn.
+
+    Nodes of the partitions in ``failing`` answer every message with an error sent from the
+    SuperLink's own node id (1), as Flower reports a lost SuperNode; those in ``silent`` never
+    answer (dead or unreachable).
     """
 
     NODE_OFFSET = 100
 
     def __init__(
-        self, run_config: dict, num_nodes: int, failing: Iterable[int] = (), silent: Iterable[int] = ()
+        self,
+        run_config: dict,
+        num_nodes: int,
+        failing: Iterable[int] = (),
+        silent: Iterable[int] = (),
+        together: bool = True,
     ) -> None:
         self.contexts = {
             self.NODE_OFFSET + i: Context(
@@ -40,12 +49,14 @@ class InProcessGrid:
         }
         self.failing = {self.NODE_OFFSET + i for i in failing}
         self.silent = {self.NODE_OFFSET + i for i in silent}  # may change mid-run, as nodes die
+        self.together = together
 
     def get_node_ids(self) -> list[int]:
         return list(self.contexts)
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> list[Message]:
-        replies = []
+        replies: list[Message | None] = []
+        answered: list[tuple[int, Message]] = []
         for message in messages:
             message = _delivered(message)
             node = message.metadata.dst_node_id
@@ -56,8 +67,19 @@ class InProcessGrid:
                 reply.metadata.__dict__["_src_node_id"] = 1
                 replies.append(reply)
             else:
-                replies.append(client_app(message, self.contexts[node]))
-        return replies
+                answered.append((len(replies), message))
+                replies.append(None)
+        sent = [message for _, message in answered]
+        contexts = [self.contexts[message.metadata.dst_node_id] for message in sent]
+        if self.together:
+            from client.together import answer_together  # torch and PyG: loaded with the first round
+
+            answers = answer_together(sent, contexts, client_app)
+        else:
+            answers = [client_app(message, context) for message, context in zip(sent, contexts)]
+        for (position, _), answer in zip(answered, answers):
+            replies[position] = answer
+        return replies  # type: ignore[return-value]
 
 
 def _delivered(message: Message) -> Message:
@@ -96,12 +118,22 @@ def task_identity() -> Iterator[None]:
             setattr(TaskIdentity, name, value)
 
 
-def run_in_process(config: RunConfig, num_clients: int, on_row: Callable[[Row], None]) -> None:
-    """``config``'s federated run over ``num_clients`` in-process clients; rows go to ``on_row``."""
+def run_in_process(
+    config: RunConfig, num_clients: int, on_row: Callable[[Row], None], together: bool = True
+) -> InProcessGrid:
+    """``config``'s federated run over ``num_clients`` in-process clients; rows go to ``on_row``. Returns
+    the grid (its nodes' contexts); ``together``: see :class:`InProcessGrid`."""
+    import random
+
+    import numpy as np
+
     algorithm = server_algorithm(config.algorithm)
+    grid = InProcessGrid(config.to_flower(), num_clients, together=together)
+    random.seed(config.seed)  # as the ServerApp seeds Flower's client sampling (server/app.py)
+    np.random.seed(config.seed)
     with task_identity():
         run_rounds(
-            InProcessGrid(config.to_flower(), num_clients),
+            grid,
             algorithm.make_strategy(config),
             config.num_server_rounds,
             aggregates=algorithm.AGGREGATES,
@@ -109,3 +141,4 @@ def run_in_process(config: RunConfig, num_clients: int, on_row: Callable[[Row], 
             timeout=config.round_timeout,
             on_row=on_row,
         )
+    return grid

@@ -1,0 +1,150 @@
+"""A round's training messages answered together: the clients' local training as one batch (in-process engine).
+
+The in-process engine (:mod:`simulations.inprocess`) holds every client of a round in one
+process, so it can hand the ClientApp a round's messages at once. :func:`answer_together`
+then gives each message the reply the ClientApp gives it alone, built by the same code
+(:func:`client.handlers.begin_training` and :func:`~client.handlers.end_training` per
+client), except that the clients' local training steps run together
+(:func:`models.together.fit_together`: one pass over their block-diagonal graph, each client
+with its own weights, Adam moments and dropout draws), which takes the same steps to the
+bit.
+
+A message trains together when its client runs FedAvg's own local training (an algorithm
+whose ``train`` is :meth:`client.fedavg.FedAvgClient.train`, no forged reply), without
+DP-SGD, an unlearning round, secure aggregation or client-side clipping (the ClientApp's
+mods would act on it), on a CPU and with a model :func:`models.together.trains_together`
+takes. Every other message gets the ClientApp alone, as before. A client's training time
+(its ``client-train-seconds``) is its share of the batch's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+from flwr.app import Context, Message, MessageType
+
+from client.clipping import clips_on_client
+from client.fedavg import FedAvgClient
+from client.handlers import (
+    TrainingRound,
+    begin_training,
+    end_training,
+    evaluate_received_model,
+    train_begun,
+    training_seed,
+)
+from client.job import OPTIMIZER_STATE
+from client.secagg import aggregates_securely
+from contract import protocol as p
+from models.together import ClientBlock, Weights, evaluate_together, fit_together, trains_together
+from models.training import adam
+
+Handler = Callable[[Message, Context], Message]
+
+
+def answer_together(messages: Sequence[Message], contexts: Sequence[Context], alone: Handler) -> list[Message]:
+    """The replies to ``messages`` (in order), sent to the clients of ``contexts``; ``alone`` answers a
+    message that does not train together (the ClientApp itself)."""
+    replies: list[Message | None] = [None] * len(messages)
+    waiting: dict[int, list[tuple[int, TrainingRound, Weights]]] = {}  # by run config (the engine runs one)
+    for i, (message, context) in enumerate(zip(messages, contexts)):
+        if not _may_train_together(message, context):
+            replies[i] = alone(message, context)
+            continue
+        work = begin_training(message, context, evaluate=False)
+        if _trains_together(work):  # its received weights kept: the next client resets the process's model
+            received = {name: w.detach().clone() for name, w in work.model.named_parameters()}
+            waiting.setdefault(id(work.job.config), []).append((i, work, received))
+        else:
+            evaluate_received_model(work)
+            replies[i] = train_begun(work)
+    for group in waiting.values():
+        group.sort(key=lambda entry: entry[1].job.partition_id)  # one block per set of clients, whatever their order
+        works, received = [work for _, work, _ in group], [weights for _, _, weights in group]
+        _evaluate_together(works, received)
+        if len(group) == 1:
+            replies[group[0][0]] = train_begun(_loaded(works[0], received[0]))
+            continue
+        trained, share = _fit(works, received)
+        for (i, work, _), weights in zip(group, trained):
+            work.laps.add(p.TRAIN_SECONDS, share)
+            replies[i] = end_training(_loaded(work, weights))
+    return replies  # type: ignore[return-value]
+
+
+def _evaluate_together(works: list[TrainingRound], received: list[Weights]) -> None:
+    """Each client's received (global) model evaluated: together on the seen graphs, alone where a
+    subgraph has further evaluation settings."""
+    plain = [
+        i
+        for i, work in enumerate(works)
+        if work.spec.aggregates and work.job.new_client is None and not hasattr(work.job.data, "unseen_mask")
+    ]
+    if len(plain) > 1:
+        started = time.perf_counter()
+        block = ClientBlock([works[i].job.data for i in plain])
+        weights = [received[i] for i in plain]
+        if all(_same(own, weights[0]) for own in weights):  # the global model: one product for all clients' rows
+            weights = [weights[0]] * len(weights)
+        evaluations = evaluate_together(works[plain[0]].model, weights, block)
+        share = (time.perf_counter() - started) / len(plain)
+        for i, evaluation in zip(plain, evaluations):
+            evaluate_received_model(works[i], evaluation, share)
+    for i, work in enumerate(works):
+        if i not in plain or len(plain) == 1:
+            evaluate_received_model(_loaded(work, received[i]))
+
+
+def _same(a: Weights, b: Weights) -> bool:
+    return a is b or all(torch.equal(a[name], b[name]) for name in a)
+
+
+def _may_train_together(message: Message, context: Context) -> bool:
+    """Whether the ClientApp's mods leave the message to the training handler and that handler trains it."""
+    config = context.run_config
+    return (
+        message.metadata.message_type == MessageType.TRAIN
+        and not aggregates_securely(config)
+        and not clips_on_client(config)
+        and config.get("privacy") != "dp-sgd"
+    )
+
+
+def _trains_together(work: TrainingRound) -> bool:
+    return (
+        not work.unlearning
+        and type(work.algorithm).train is FedAvgClient.train
+        and trains_together(work.model, work.job.device)
+    )
+
+
+def _loaded(work: TrainingRound, weights: Weights) -> TrainingRound:
+    """``work`` with ``weights`` in its model."""
+    with torch.no_grad():
+        for name, param in work.model.named_parameters():
+            param.copy_(weights[name])
+    return work
+
+
+def _fit(works: list[TrainingRound], received: list[Weights]) -> tuple[list[Weights], float]:
+    """:meth:`FedAvgClient.train` for every client of ``works`` at once: each resumes its Adam moments,
+    trains from its ``received`` weights with its own dropout draws, and keeps its moments. Returns the
+    trained weights and each client's share of the time."""
+    started = time.perf_counter()
+    config = works[0].job.config
+    weights = [{name: w.requires_grad_() for name, w in own.items()} for own in received]
+    names = list(weights[0])
+    optimizer = adam([w[name] for w in weights for name in names], config.lr, config.weight_decay)
+    if config.keep_optimizer_state:
+        for work, w in zip(works, weights):
+            work.job.resume(optimizer, OPTIMIZER_STATE, [w[name] for name in names])
+    generators = [torch.Generator().manual_seed(training_seed(work.job, work.server_round)) for work in works]
+    block = ClientBlock([work.job.data for work in works])
+    losses = fit_together(works[0].model, weights, block, config.local_epochs, optimizer, generators)
+    for work, w, loss in zip(works, weights, losses):
+        work.job.keep_optimizer(optimizer, OPTIMIZER_STATE, [w[name] for name in names])
+        work.metrics[p.TRAIN_LOSS] = loss
+    trained = [{name: value.detach() for name, value in w.items()} for w in weights]
+    return trained, (time.perf_counter() - started) / len(works)

@@ -1,0 +1,251 @@
+r"""Several clients trained together: their subgraphs as one block-diagonal graph, each with its own weights.
+
+Client :math:`c` holds features :math:`\mathbf{X}_c` and an adjacency :math:`\hat{\mathbf{A}}_c`
+(GCN's normalised one, or GraphSAGE's mean) and trains its own weights
+:math:`\boldsymbol{\theta}_c` on its own loss :math:`L_c`. Stacking the clients' nodes gives
+
+.. math::
+    \hat{\mathbf{A}} = \operatorname{diag}(\hat{\mathbf{A}}_1, \dots, \hat{\mathbf{A}}_C), \qquad
+    L = \sum_c L_c(\boldsymbol{\theta}_c), \qquad
+    \frac{\partial L}{\partial \boldsymbol{\theta}_c} = \frac{\partial L_c}{\partial \boldsymbol{\theta}_c},
+
+so one forward and backward pass over the block-diagonal graph gives every client its own
+gradient, and one fused Adam step over all clients' weights takes each client's own step.
+Per-op costs are paid once per round instead of once per client: the aggregation over the
+block-diagonal adjacency, activations, dropout masks, the backward pass and the optimizer
+step. Products with a client's own weights (:math:`\mathbf{X}_c\mathbf{W}_c^{\top}`, the
+head) run per client, on the client's rows.
+
+The numbers are the sequential ones (:func:`models.training.fit` on each client in turn) to
+the bit, and the tests check it:
+
+- every product with a client's weights is the same operation on the same operands;
+- a row of :math:`\hat{\mathbf{A}}\mathbf{H}` sums the same entries of its client's block in the
+  same order as :math:`\hat{\mathbf{A}}_c\mathbf{H}_c`;
+- each client draws its dropout masks from a generator of its own, seeded as the sequential
+  handler seeds torch's, in the same order and with the same operation as
+  :func:`torch.nn.functional.dropout` on a CPU (a mask of ``bernoulli_(1 - p)`` scaled by
+  ``1 / (1 - p)``);
+- :math:`\partial L/\partial L_c = 1`, so each client's backward pass is its own.
+
+Models: the node classifiers whose layers are :class:`~models.sparse_layers.GCNLayer`,
+:class:`~models.sparse_layers.SAGELayer` or :class:`~models.sparse_layers.LinearLayer`
+(GCN, GraphSAGE, MLP, SGC), without hooks, on a CPU (a GPU's dropout draws differently).
+:func:`trains_together` says whether a model is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+from torch_geometric.data import Data
+
+from models.node_classifier import Encoder, GCNPropagation, NodeClassifier, SAGEReadout
+from models.object_cache import kept_all
+from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
+from models.sparse_product import SparseMatrix, SparsePattern, gcn_adjacency, mean_adjacency, sparse_features
+from models.training import Evaluation, seen_graph_counts
+
+Weights = dict[str, Tensor]
+"""One client's parameters by the model's parameter names."""
+
+_LAYERS = (GCNLayer, SAGELayer, LinearLayer)
+_FINALS = (GCNPropagation, SAGEReadout)
+
+
+def trains_together(model: torch.nn.Module, device: torch.device) -> bool:
+    """Whether :func:`fit_together` trains ``model`` on ``device`` (see the module docstring)."""
+    encoder = getattr(model, "encoder", None)
+    if device.type != "cpu" or type(model) is not NodeClassifier or type(encoder) is not Encoder:
+        return False
+    if not all(type(layer) in _LAYERS for layer in encoder.layers):
+        return False
+    if encoder.final is not None and type(encoder.final) not in _FINALS:
+        return False
+    return not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks for m in model.modules())
+
+
+class ClientBlock:
+    """Clients' subgraphs side by side: their node counts and block-diagonal adjacencies (built when first used)."""
+
+    def __init__(self, datas: Sequence[Data]) -> None:
+        self.datas = tuple(datas)
+        self.sizes = [int(data.num_nodes) for data in self.datas]
+
+    def gcn(self, dtype: torch.dtype) -> SparseMatrix:
+        """:math:`\\operatorname{diag}(\\hat{\\mathbf{A}}_c)` with GCN's normalisation."""
+        return _kept_block([gcn_adjacency(d.edge_index, n, dtype) for d, n in zip(self.datas, self.sizes)])
+
+    def mean(self, dtype: torch.dtype) -> SparseMatrix:
+        """:math:`\\operatorname{diag}(\\mathbf{M}_c)`, GraphSAGE's mean over in-neighbours."""
+        return _kept_block([mean_adjacency(d.edge_index, n, dtype) for d, n in zip(self.datas, self.sizes)])
+
+
+def _kept_block(blocks: list[SparseMatrix]) -> SparseMatrix:
+    """The block-diagonal matrix of ``blocks``, built once while they all live."""
+    return kept_all(blocks, "block-diagonal", lambda: _block_diagonal(blocks))
+
+
+def _block_diagonal(blocks: list[SparseMatrix]) -> SparseMatrix:
+    """The block-diagonal matrix of square ``blocks``, its entries in each block's order."""
+    offsets = torch.tensor([0] + [b.size(0) for b in blocks]).cumsum(0).tolist()
+    rows = torch.cat([b.pattern.rows + offset for b, offset in zip(blocks, offsets)])
+    cols = torch.cat([b.pattern.cols + offset for b, offset in zip(blocks, offsets)])
+    n = offsets[-1]
+    return SparsePattern.of(rows, cols, (n, n)).with_values(torch.cat([b.values for b in blocks]))
+
+
+def _mask(like: Tensor, p: float, generator: torch.Generator) -> Tensor:
+    """:func:`torch.nn.functional.dropout`'s scaled mask on a CPU, drawn from ``generator``."""
+    noise = torch.empty_like(like).bernoulli_(1 - p, generator=generator)
+    return noise.div_(1 - p)
+
+
+def _dropout(x: Tensor, sizes: list[int], p: float, generators: Sequence[torch.Generator]) -> Tensor:
+    """Dropout on the stacked rows of the clients, each client's mask from its own generator."""
+    if p == 0.0:
+        return x
+    return x * torch.cat([_mask(part, p, g) for part, g in zip(x.split(sizes), generators)])
+
+
+def _inputs(
+    encoder: Encoder, datas: Sequence[Data], generators: Sequence[torch.Generator], training: bool
+) -> list[Tensor | SparseMatrix]:
+    """Each client's features after input dropout, as :meth:`Encoder.transform` makes them: sparse features
+    stay sparse for a first layer (every layer here reads them), else dropout draws for their entries only."""
+    p = encoder.dropout if training else 0.0
+    inputs: list[Tensor | SparseMatrix] = []
+    for i, data in enumerate(datas):
+        generator = generators[i] if p > 0.0 else None
+        x = data.x
+        features = sparse_features(x) if encoder.layers or p > 0.0 else None
+        if encoder.layers and features is not None:
+            inputs.append(
+                features if p == 0.0 else features.with_values(features.values * _mask(features.values, p, generator))
+            )
+        elif p == 0.0:
+            inputs.append(x)
+        elif features is None:
+            inputs.append(x * _mask(x, p, generator))
+        else:  # SGC on sparse features: feature_dropout's dense matrix of the dropped-out entries
+            dense = torch.zeros_like(x)
+            dense[features.pattern.rows, features.pattern.cols] = features.values * _mask(features.values, p, generator)
+            inputs.append(dense)
+    return inputs
+
+
+def _projected(inputs: Sequence[Tensor | SparseMatrix], weights: Sequence[Weights], key: str) -> Tensor:
+    """The clients' :math:`\mathbf{X}_c\mathbf{W}_c^{\top}`, stacked; one sparse product over all their rows
+    when they share one weight matrix (an evaluation of the global model): row by row the same sums."""
+    if len(inputs) > 1 and all(w is weights[0] for w in weights):
+        if all(isinstance(x, SparseMatrix) for x in inputs):
+            return kept_all(inputs, "stacked", lambda: _stacked(inputs)) @ weights[0][key].t()
+    return torch.cat([x @ w[key].t() for x, w in zip(inputs, weights)])
+
+
+def _stacked(parts: Sequence[SparseMatrix]) -> SparseMatrix:
+    """The sparse matrices' rows one after another (same columns)."""
+    offsets = torch.tensor([0] + [part.size(0) for part in parts]).cumsum(0).tolist()
+    rows = torch.cat([part.pattern.rows + offset for part, offset in zip(parts, offsets)])
+    cols = torch.cat([part.pattern.cols for part in parts])
+    shape = (offsets[-1], parts[0].size(1))
+    return SparsePattern.of(rows, cols, shape).with_values(torch.cat([part.values for part in parts]))
+
+
+def _layer(
+    layer: torch.nn.Module,
+    name: str,
+    inputs: Sequence[Tensor | SparseMatrix],
+    weights: Sequence[Weights],
+    block: ClientBlock,
+) -> Tensor:
+    """One layer for every client (its own weights on its own rows), as the layer's ``forward``."""
+    if isinstance(layer, GCNLayer):
+        projected = _projected(inputs, weights, f"{name}.lin.weight")
+        out = block.gcn(projected.dtype) @ projected
+        return torch.cat([o + w[f"{name}.bias"] for o, w in zip(out.split(block.sizes), weights)])
+    if isinstance(layer, SAGELayer):
+        neighbours = _projected(inputs, weights, f"{name}.lin_l.weight")
+        roots = _projected(inputs, weights, f"{name}.lin_r.weight").split(block.sizes)
+        out = block.mean(neighbours.dtype) @ neighbours
+        return torch.cat([o + w[f"{name}.lin_l.bias"] + r for o, w, r in zip(out.split(block.sizes), weights, roots)])
+    outs = []  # LinearLayer
+    for x, w in zip(inputs, weights):
+        if isinstance(x, SparseMatrix):
+            outs.append(x @ w[f"{name}.weight"].t() + w[f"{name}.bias"])
+        else:
+            outs.append(F.linear(x, w[f"{name}.weight"], w[f"{name}.bias"]))
+    return torch.cat(outs)
+
+
+def forward_together(
+    model: NodeClassifier,
+    weights: Sequence[Weights],
+    block: ClientBlock,
+    generators: Sequence[torch.Generator],
+    training: bool,
+) -> list[Tensor]:
+    """Each client's logits from its own ``weights`` on its own subgraph: ``model``'s forward, clients together
+    (``generators``: each client's dropout draws; unused without training)."""
+    encoder: Encoder = model.encoder
+    p = encoder.dropout if training else 0.0
+    inputs = _inputs(encoder, block.datas, generators, training)
+    x: Tensor | None = None
+    for index, layer in enumerate(encoder.layers):
+        if index > 0:
+            inputs = list(_dropout(x, block.sizes, p, generators).split(block.sizes))
+        x = torch.relu(_layer(layer, f"encoder.layers.{index}", inputs, weights, block))
+    if encoder.layers:
+        x = _dropout(x, block.sizes, p, generators)
+    else:
+        x = torch.cat(inputs)
+    if isinstance(encoder.final, GCNPropagation):
+        adjacency = block.gcn(x.dtype)
+        for _ in range(encoder.final.hops):
+            x = adjacency @ x
+    elif isinstance(encoder.final, SAGEReadout):
+        x = torch.cat([x, block.mean(x.dtype) @ x], dim=-1)
+    return [F.linear(h, w["head.weight"], w["head.bias"]) for h, w in zip(x.split(block.sizes), weights)]
+
+
+@torch.no_grad()
+def evaluate_together(model: NodeClassifier, weights: Sequence[Weights], block: ClientBlock) -> list[Evaluation]:
+    """:func:`models.training.evaluate` of each client's ``weights`` on its subgraph's seen graph, at once
+    (a subgraph with evaluation settings beyond it, e.g. unseen nodes, is evaluated alone)."""
+    logits = forward_together(model, weights, block, [], training=False)
+    return [seen_graph_counts(out.argmax(dim=-1) == data.y, data) for out, data in zip(logits, block.datas)]
+
+
+def fit_together(
+    model: NodeClassifier,
+    weights: Sequence[Weights],
+    block: ClientBlock,
+    epochs: int,
+    optimizer: torch.optim.Optimizer,
+    generators: Sequence[torch.Generator],
+) -> list[float]:
+    """:func:`models.training.fit` for every client at once; each client's mean loss.
+
+    Args:
+        model: the architecture (its own weights are not used).
+        weights: per client, leaf tensors that require a gradient, by ``model``'s parameter names.
+        block: the clients' subgraphs, in the order of ``weights``.
+        epochs: full-batch steps.
+        optimizer: over every client's weights (a fused Adam steps each tensor on its own).
+        generators: per client, the generator its dropout masks come from.
+    """
+    totals = [0.0] * len(weights)
+    for _ in range(epochs):
+        optimizer.zero_grad()
+        logits = forward_together(model, weights, block, generators, training=True)
+        losses = [
+            F.cross_entropy(out[data.train_mask], data.y[data.train_mask]) for out, data in zip(logits, block.datas)
+        ]
+        torch.stack(losses).sum().backward()
+        optimizer.step()
+        for i, loss in enumerate(losses):
+            totals[i] += float(loss.detach())
+    return [total / epochs for total in totals]

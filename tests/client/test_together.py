@@ -1,0 +1,54 @@
+"""A round's clients trained together reply what each replies alone, to the bit (client/together.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from client import together as together_module
+from client.job import OPTIMIZER_STATE, private_tensors
+from contract.run_config import RunConfig
+from models.together import fit_together
+from simulations.inprocess import run_in_process
+
+BASE = {"dataset": "csbm", "csbm-nodes": 300, "num-server-rounds": 3, "seed": 4}
+
+
+def _run(together: bool, clients: int, **values) -> tuple[list[dict], list]:
+    rows: list[dict] = []
+    grid = run_in_process(RunConfig.from_flower({**BASE, **values}), clients, rows.append, together=together)
+    figures = [{k: v for k, v in row.items() if "seconds" not in k} for row in rows]
+    return figures, [context.state for context in grid.contexts.values()]
+
+
+@pytest.mark.parametrize(
+    ("values", "batched"),
+    [
+        ({}, [4, 4, 4]),
+        ({"model": "sage", "local-eval": True}, [4, 4, 4]),
+        ({"model": "mlp", "keep-optimizer-state": False, "local-epochs": 2}, [4, 4, 4]),
+        ({"fraction-train": 0.5, "min-clients": 2}, [2, 2, 2]),
+        ({"attack": "label-flip", "malicious-clients": "1"}, [4, 4, 4]),  # poisoned labels: still together
+        ({"attack": "sign-flip", "malicious-clients": "1"}, [3, 3, 3]),  # a forged reply: that client alone
+        ({"algorithm": "fedprox", "proximal-mu": 0.1}, []),  # FedProx's own training: every client alone
+        ({"model": "gat"}, []),
+    ],
+)
+def test_together_replies_as_alone(values, batched, monkeypatch):
+    sizes = []
+
+    def counted(model, weights, *args):
+        sizes.append(len(weights))
+        return fit_together(model, weights, *args)
+
+    monkeypatch.setattr(together_module, "fit_together", counted)
+    together, states = _run(True, 4, **values)
+    assert sizes == batched
+    alone, alone_states = _run(False, 4, **values)
+    assert together == alone
+    assert len(together) == BASE["num-server-rounds"] + 1
+    for ours, theirs in zip(states, alone_states):  # each client's Adam moments, kept for the next round
+        assert (OPTIMIZER_STATE in ours) == (OPTIMIZER_STATE in theirs)
+        if OPTIMIZER_STATE in ours:
+            mine, yours = private_tensors(ours[OPTIMIZER_STATE]), private_tensors(theirs[OPTIMIZER_STATE])
+            assert mine.keys() == yours.keys() and all(torch.equal(mine[k], yours[k]) for k in mine)
