@@ -2,7 +2,8 @@
 
 Per algorithm and client count: ``stamen run`` on the Flower engine (a real ``flwr
 run``), ``stamen run --engine inprocess`` (the same ServerApp and ClientApp in one
-process), and, for FedAvg, a plain PyTorch FedAvg loop over the same federation
+process, a round's clients trained together), the same with ``--in-turn`` (the clients
+answered one after another), and, for FedAvg, a plain PyTorch FedAvg loop over the same federation
 (:mod:`simulations.benches.baseline`, the yardstick of in-process libraries). Each runs
 as its own command in a fresh process, timed from the command's start: its wall time,
 the time until round 1 was done, and its peak memory are its own.
@@ -97,7 +98,9 @@ def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _command(run_overrides: list[str], num_clients: int, engine: str, run_dir: Path) -> dict[str, float]:
+def _command(
+    run_overrides: list[str], num_clients: int, engine: str, run_dir: Path, options: tuple[str, ...] = ()
+) -> dict[str, float]:
     """``stamen run`` as a user types it, timed: until round 1's row is written, and to the end."""
     command = [
         sys.executable,
@@ -109,6 +112,7 @@ def _command(run_overrides: list[str], num_clients: int, engine: str, run_dir: P
         engine,
         "--clients",
         str(num_clients),
+        *options,
     ]
     for text in run_overrides:
         command += ["-c", text]
@@ -167,6 +171,19 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 out / "runs" / f"{stem}-inprocess",
             )
             engine_summary = json.loads((out / "runs" / f"{stem}-inprocess" / "summary.json").read_text())
+            print(f"[bench sim] {algorithm}, {num_clients} clients: the same with --in-turn ...", flush=True)
+            in_turn = _command(
+                [*run_overrides, f"run-name='{stem}-inprocess-in-turn'"],
+                num_clients,
+                "inprocess",
+                out / "runs" / f"{stem}-inprocess-in-turn",
+                ("--in-turn",),
+            )
+            in_turn_summary = json.loads((out / "runs" / f"{stem}-inprocess-in-turn" / "summary.json").read_text())
+            in_turn["total_wall_seconds"] = in_turn_summary["total_wall_seconds"]
+            in_turn["test_acc_at_best_val"] = (
+                in_turn_summary["best"]["global_test_acc"] or in_turn_summary["best"]["test_acc"]
+            )
             with_client_figures = None
             if not overrides["local-eval"]:
                 print(f"[bench sim] {algorithm}, {num_clients} clients: the same with local-eval=true ...", flush=True)
@@ -210,6 +227,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 },
                 "local_eval": overrides["local-eval"],
             }
+            entry["inprocess_engine_in_turn"] = in_turn
             if with_client_figures is not None:
                 entry["inprocess_engine_local_eval"] = with_client_figures
             if algorithm == "fedavg" and not args.no_baseline:
@@ -219,6 +237,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 # run to run (after the command's checks): the plain loop's time excludes its imports too
                 entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / plain
                 entry["engine_ratio"] = entry["inprocess_engine"]["total_wall_seconds"] / plain
+                entry["engine_in_turn_ratio"] = in_turn["total_wall_seconds"] / plain
                 if with_client_figures is not None:
                     entry["engine_local_eval_ratio"] = with_client_figures["total_wall_seconds"] / plain
             results.append(entry)
@@ -242,6 +261,12 @@ def sim_rows(record: dict[str, Any]) -> list[list[str]]:
                 f"{engine['command_wall_seconds']:.1f}" if engine else "-",
                 f"{run['command_wall_seconds']:.1f}" if "command_wall_seconds" in run else "-",
                 f"{entry['engine_ratio']:.2f}x" if "engine_ratio" in entry else "-",
+                (
+                    f"{entry['inprocess_engine_in_turn']['total_wall_seconds']:.1f} "
+                    f"({entry['engine_in_turn_ratio']:.2f}x)"
+                    if "engine_in_turn_ratio" in entry
+                    else "-"
+                ),
                 (
                     f"{entry['inprocess_engine_local_eval']['total_wall_seconds']:.1f} "
                     f"({entry['engine_local_eval_ratio']:.2f}x)"
@@ -269,6 +294,7 @@ SIM_COLUMNS = [
     "in-process command s",
     "flower command s",
     "in-process / plain",
+    "in-process, clients in turn s (/ plain)",
     "in-process with client figures s (/ plain)",
     "flower / plain",
     "flower: command to round 1 done, s",

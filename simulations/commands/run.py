@@ -72,6 +72,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="flower: flwr run on a local simulation SuperLink (default); inprocess: the same ServerApp and "
         "ClientApp in this process, clients in turn (fastest; same outputs)",
     )
+    parser.add_argument(
+        "--in-turn",
+        action="store_true",
+        help="inprocess engine: answer each client's message alone, one after another, as the flower engine does "
+        "(otherwise the clients of a round that run FedAvg's local training train together; the same numbers)",
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="print the result table only")
     output.add_argument(
@@ -80,14 +86,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=main)
 
 
-def simulate(run: PreparedRun, mode: str = "progress", resume_hint: str = "", engine: str = "flower") -> dict:
+def simulate(
+    run: PreparedRun, mode: str = "progress", resume_hint: str = "", engine: str = "flower", together: bool = True
+) -> dict:
     """Run one prepared run on ``engine``; return its summary (as written in its run directory).
 
     ``flower``: ``flwr run`` on a simulation SuperLink of our own; ``inprocess``: the same
     ServerApp (:func:`server.app.serve`) and ClientApp in this process, clients called in
     turn (:class:`simulations.inprocess.InProcessGrid`). ``mode``: ``progress`` shows a
     progress bar and keeps the log in the run directory (``run.log``), ``verbose`` streams
-    the log to the terminal, ``quiet`` shows nothing. The summary gains
+    the log to the terminal, ``quiet`` shows nothing. ``together=False``: the in-process engine
+    answers the clients' messages in turn (see :class:`simulations.inprocess.InProcessGrid`). The summary gains
     ``total_wall_seconds`` and ``peak_memory_gb`` (the largest resident memory of every
     process of the run: for ``flower`` the SuperLink and all its descendants).
 
@@ -103,7 +112,7 @@ def simulate(run: PreparedRun, mode: str = "progress", resume_hint: str = "", en
         try:
             if engine == "inprocess":
                 with progress:
-                    memory, log = _serve_in_process(run, verbose=mode == "verbose")
+                    memory, log = _serve_in_process(run, verbose=mode == "verbose", together=together)
                 _keep_log(run_dir, token, log)
                 _judge(run_dir, token, f"see {run_dir.path / 'run.log'}" if log else "see the log above")
             else:
@@ -138,7 +147,7 @@ def _keep_log(run_dir: RunDirectory, token: str, text: str) -> None:
         atomic_write(run_dir.path / "run.log", text)
 
 
-def _serve_in_process(run: PreparedRun, verbose: bool) -> tuple[PeakMemory, str]:
+def _serve_in_process(run: PreparedRun, verbose: bool, together: bool = True) -> tuple[PeakMemory, str]:
     """The ServerApp over the in-process grid; returns its memory and log (empty when it went to the terminal).
 
     A failure is judged from the run's status, as a Flower run's is.
@@ -158,7 +167,7 @@ def _serve_in_process(run: PreparedRun, verbose: bool) -> tuple[PeakMemory, str]
         captured = logging.StreamHandler(buffer)
         captured.setFormatter(logging.Formatter("%(levelname)s %(asctime)s: %(message)s"))
         logger.addHandler(captured)
-    grid = InProcessGrid(run.config.to_flower(), int(run.federation["num-supernodes"]))
+    grid = InProcessGrid(run.config.to_flower(), int(run.federation["num-supernodes"]), together=together)
     try:
         with PeakMemory(os.getpid()) as memory, task_identity():
             try:
@@ -201,6 +210,8 @@ def federation_args(args: argparse.Namespace) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.in_turn and args.engine != "inprocess":
+        raise ValueError("--in-turn applies to the in-process engine only; add --engine inprocess or drop it")
     args.federation_config = federation_args(args)
     run = prepare(args.run_config, args.federation_config)
     config = run.config
@@ -218,11 +229,12 @@ def main(args: argparse.Namespace) -> int:
         )
     hint = "stamen run " + " ".join(
         [f"--engine {args.engine}"] * (args.engine != "flower")
+        + ["--in-turn"] * args.in_turn
         + [f"-c {shlex.quote(c)}" for c in args.run_config]
         + [f"--federation-config {shlex.quote(f)}" for f in args.federation_config]
     )
     mode = "quiet" if args.quiet else "verbose" if args.verbose else "progress"
-    summary = simulate(run, mode=mode, resume_hint=hint.strip(), engine=args.engine)
+    summary = simulate(run, mode=mode, resume_hint=hint.strip(), engine=args.engine, together=not args.in_turn)
     print_summary(summary)
     return EXIT_DEGRADED if summary.get("degraded") else 0
 

@@ -49,6 +49,7 @@ def test_partition_table_on_screen(capsys):
         (["run", "-c", "model='transformer'"], "unknown model 'transformer'"),
         (["run", "-c", "num-server-rounds=0"], "num-server-rounds must be >= 1"),
         (["run", "--federation-config", "num-supernodes=4000"], "cannot cut 3000 nodes into 4000 clients"),
+        (["run", "--in-turn"], "--in-turn applies to the in-process engine only"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(argv, message):
