@@ -39,7 +39,7 @@ from client.job import OPTIMIZER_STATE
 from client.secagg import aggregates_securely
 from contract import protocol as p
 from models.together import ClientBlock, Weights, evaluate_together, fit_together, trains_together
-from models.training import adam
+from models.training import adam, one_graph
 
 Handler = Callable[[Message, Context], Message]
 
@@ -75,12 +75,12 @@ def answer_together(messages: Sequence[Message], contexts: Sequence[Context], al
 
 
 def _evaluate_together(works: list[TrainingRound], received: list[Weights]) -> None:
-    """Each client's received (global) model evaluated: together on the seen graphs, alone where a
-    subgraph has further evaluation settings."""
+    """Each client's received (global) model evaluated: together where one forward pass serves a client
+    (:func:`models.training.one_graph`), alone where it needs more (unseen nodes, a new client)."""
     plain = [
         i
         for i, work in enumerate(works)
-        if work.spec.aggregates and work.job.new_client is None and not hasattr(work.job.data, "unseen_mask")
+        if work.spec.aggregates and work.job.new_client is None and one_graph(work.job.data)
     ]
     if len(plain) > 1:
         started = time.perf_counter()

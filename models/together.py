@@ -47,7 +47,7 @@ from models.node_classifier import Encoder, GCNPropagation, NodeClassifier, SAGE
 from models.object_cache import kept_all
 from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
 from models.sparse_product import SparseMatrix, SparsePattern, gcn_adjacency, mean_adjacency, sparse_features
-from models.training import Evaluation, seen_graph_counts
+from models.training import Evaluation, evaluation_of
 
 Weights = dict[str, Tensor]
 """One client's parameters by the model's parameter names."""
@@ -108,7 +108,10 @@ def _dropout(x: Tensor, sizes: list[int], p: float, generators: Sequence[torch.G
     """Dropout on the stacked rows of the clients, each client's mask from its own generator."""
     if p == 0.0:
         return x
-    return x * torch.cat([_mask(part, p, g) for part, g in zip(x.split(sizes), generators)])
+    noise = torch.empty_like(x)
+    for part, generator in zip(noise.split(sizes), generators):
+        part.bernoulli_(1 - p, generator=generator)
+    return x * noise.div_(1 - p)
 
 
 def _inputs(
@@ -155,6 +158,11 @@ def _stacked(parts: Sequence[SparseMatrix]) -> SparseMatrix:
     return SparsePattern.of(rows, cols, shape).with_values(torch.cat([part.values for part in parts]))
 
 
+def _rows(weights: Sequence[Weights], key: str, sizes: list[int]) -> Tensor:
+    """Each client's vector ``key`` repeated over its rows, stacked: a bias to add to the clients' rows."""
+    return torch.cat([w[key].expand(n, -1) for w, n in zip(weights, sizes)])
+
+
 def _layer(
     layer: torch.nn.Module,
     name: str,
@@ -166,7 +174,7 @@ def _layer(
     if isinstance(layer, GCNLayer):
         projected = _projected(inputs, weights, f"{name}.lin.weight")
         out = block.gcn(projected.dtype) @ projected
-        return torch.cat([o + w[f"{name}.bias"] for o, w in zip(out.split(block.sizes), weights)])
+        return out + _rows(weights, f"{name}.bias", block.sizes)
     if isinstance(layer, SAGELayer):
         neighbours = _projected(inputs, weights, f"{name}.lin_l.weight")
         roots = _projected(inputs, weights, f"{name}.lin_r.weight").split(block.sizes)
@@ -213,10 +221,14 @@ def forward_together(
 
 @torch.no_grad()
 def evaluate_together(model: NodeClassifier, weights: Sequence[Weights], block: ClientBlock) -> list[Evaluation]:
-    """:func:`models.training.evaluate` of each client's ``weights`` on its subgraph's seen graph, at once
-    (a subgraph with evaluation settings beyond it, e.g. unseen nodes, is evaluated alone)."""
+    """:func:`models.training.evaluate` of each client's ``weights`` on its subgraph, at once (for subgraphs
+    whose whole graph is their training graph, :func:`~models.training.one_graph`, and no new client)."""
     logits = forward_together(model, weights, block, [], training=False)
-    return [seen_graph_counts(out.argmax(dim=-1) == data.y, data) for out, data in zip(logits, block.datas)]
+    evaluations = []
+    for out, data in zip(logits, block.datas):
+        hits = out.argmax(dim=-1) == data.y
+        evaluations.append(evaluation_of(hits, data, hits))
+    return evaluations
 
 
 def fit_together(

@@ -130,28 +130,39 @@ def evaluate(model: nn.Module, data: Data, new_client: Data | None = None) -> Ev
     Validation and test nodes are predicted on the training graph (``edge_index``);
     unseen and missing-class nodes, when ``data`` has their masks, on the client's whole
     subgraph (``full_edge_index``; one forward pass serves both when no node is unseen, as the
-    two graphs are then the same); ``new_client``'s nodes, all of them, on its own graph.
+    two graphs are then the same, :func:`one_graph`); ``new_client``'s nodes, all of them, on its
+    own graph.
     """
     model.eval()
     hits = model(data.x, data.edge_index).argmax(dim=-1) == data.y
+    full_hits = hits if one_graph(data) else model(data.x, data.full_edge_index).argmax(dim=-1) == data.y
+    new_hits = None if new_client is None else model(new_client.x, new_client.edge_index).argmax(dim=-1) == new_client.y
+    return evaluation_of(hits, data, full_hits, new_hits)
+
+
+def one_graph(data: Data) -> bool:
+    """Whether ``data``'s whole subgraph is its training graph (no node unseen): one forward pass serves both."""
+    if not hasattr(data, "unseen_mask"):
+        return True
+    return data.full_edge_index is data.edge_index or torch.equal(data.full_edge_index, data.edge_index)
+
+
+def evaluation_of(
+    hits: torch.Tensor, data: Data, full_hits: torch.Tensor, new_hits: torch.Tensor | None = None
+) -> Evaluation:
+    """The :class:`Evaluation` of per-node ``hits`` (prediction correct) on ``data``'s training graph,
+    ``full_hits`` on its whole subgraph (read for its unseen and missing-class nodes, when it has
+    their masks) and ``new_hits`` on the new client's nodes (None: no new client)."""
     settings: dict[str, tuple[int, int]] = {}
     if hasattr(data, "unseen_mask"):
-        same_graph = data.full_edge_index is data.edge_index or torch.equal(data.full_edge_index, data.edge_index)
-        full_hits = hits if same_graph else model(data.x, data.full_edge_index).argmax(dim=-1) == data.y
         for name, mask in (("unseen-node", data.unseen_mask), ("missing-class", data.missing_mask)):
             settings[name] = (int(full_hits[mask].sum()), int(mask.sum()))
-    if new_client is not None:
-        new_hits = model(new_client.x, new_client.edge_index).argmax(dim=-1) == new_client.y
+    if new_hits is not None:
         settings["new-client"] = (int(new_hits.sum()), int(new_hits.numel()))
-    return seen_graph_counts(hits, data, settings)
-
-
-def seen_graph_counts(hits: torch.Tensor, data: Data, settings: dict[str, tuple[int, int]] | None = None) -> Evaluation:
-    """The :class:`Evaluation` of per-node ``hits`` (prediction correct) on ``data``'s validation and test nodes."""
     return Evaluation(
         val_correct=int(hits[data.val_mask].sum()),
         num_val=int(data.val_mask.sum()),
         test_correct=int(hits[data.test_mask].sum()),
         num_test=int(data.test_mask.sum()),
-        settings=settings or {},
+        settings=settings,
     )

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord
 
+from contract.arrays import array_values
 from server.rundir import atomic_write
 
 CHECKPOINT_FILE = "checkpoint.npz"
@@ -83,7 +84,9 @@ def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
         "node_partitions": {str(k): v for k, v in checkpoint.node_partitions.items()},
         "sampler_state": checkpoint.sampler_state,
     }
-    entries = {f"{_WEIGHT}{i}": array.numpy() for i, array in enumerate(checkpoint.arrays.values())}
+    entries = {
+        f"{_WEIGHT}{i}": array_values(array, writable=False) for i, array in enumerate(checkpoint.arrays.values())
+    }
     entries[_ROUND] = np.array(checkpoint.round, dtype=np.int64)
     entries[_META] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     _remove_stale(run_dir)

@@ -8,7 +8,7 @@ import torch
 from client import together as together_module
 from client.job import OPTIMIZER_STATE, private_tensors
 from contract.run_config import RunConfig
-from models.together import fit_together
+from models.together import evaluate_together, fit_together
 from simulations.inprocess import run_in_process
 
 BASE = {"dataset": "csbm", "csbm-nodes": 300, "num-server-rounds": 3, "seed": 4}
@@ -22,7 +22,7 @@ def _run(together: bool, clients: int, **values) -> tuple[list[dict], list]:
 
 
 @pytest.mark.parametrize(
-    ("values", "batched"),
+    ("values", "batched"),  # the clients trained together per round (and evaluated together unless noted)
     [
         ({}, [4, 4, 4]),
         ({"model": "sage", "local-eval": True}, [4, 4, 4]),
@@ -32,18 +32,27 @@ def _run(together: bool, clients: int, **values) -> tuple[list[dict], list]:
         ({"attack": "sign-flip", "malicious-clients": "1"}, [3, 3, 3]),  # a forged reply: that client alone
         ({"algorithm": "fedprox", "proximal-mu": 0.1}, []),  # FedProx's own training: every client alone
         ({"model": "gat"}, []),
+        ({"missing-classes": 1}, [4, 4, 4]),  # masks of the settings, one graph: evaluated together too
+        ({"unseen-node-frac": 0.2}, [4, 4, 4]),  # the whole subgraph differs: evaluated alone
+        ({"new-client": True}, [4, 4, 4]),  # evaluated on the new client too: alone
     ],
 )
 def test_together_replies_as_alone(values, batched, monkeypatch):
-    sizes = []
+    sizes, evaluated = [], []
 
     def counted(model, weights, *args):
         sizes.append(len(weights))
         return fit_together(model, weights, *args)
 
+    def evaluations(model, weights, block):
+        evaluated.append(len(weights))
+        return evaluate_together(model, weights, block)
+
     monkeypatch.setattr(together_module, "fit_together", counted)
+    monkeypatch.setattr(together_module, "evaluate_together", evaluations)
     together, states = _run(True, 4, **values)
     assert sizes == batched
+    assert evaluated == ([] if "unseen-node-frac" in values or "new-client" in values else batched)
     alone, alone_states = _run(False, 4, **values)
     assert together == alone
     assert len(together) == BASE["num-server-rounds"] + 1
