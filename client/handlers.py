@@ -216,12 +216,21 @@ def training_seed(job: LocalJob, server_round: int) -> int:
     return job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id
 
 
-def end_training(work: TrainingRound) -> Message:
-    """The reply to a trained round: the trained model evaluated (when the run asks), its records, the figures."""
+def evaluates_trained_model(work: TrainingRound) -> bool:
+    """Whether the reply carries the trained model's figures (the run's rules: see contract/rules.py)."""
+    return work.job.config.local_eval or work.unlearning or not work.spec.aggregates
+
+
+def end_training(work: TrainingRound, evaluation: Evaluation | None = None, seconds: float = 0.0) -> Message:
+    """The reply to a trained round: the trained model evaluated (when the run asks: ``evaluation``,
+    found elsewhere in ``seconds``, or evaluated here), its records, the figures."""
     job, model, metrics, laps = work.job, work.model, work.metrics, work.laps
-    if job.config.local_eval or work.unlearning or not work.spec.aggregates:  # the run's rules: contract/rules.py
-        metrics.update(_counts(_evaluate(model, job), LOCAL_KEYS))
-    laps.lap(p.EVAL_SECONDS)
+    if evaluates_trained_model(work):
+        metrics.update(_counts(evaluation if evaluation is not None else _evaluate(model, job), LOCAL_KEYS))
+    if evaluation is None:
+        laps.lap(p.EVAL_SECONDS)
+    else:
+        laps.add(p.EVAL_SECONDS, seconds)
     records = work.algorithm.reply_records(model, job, work.server_round)
     laps.lap(p.PACK_SECONDS)
     metrics.update(laps.seconds)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 import torch
 from flwr.app import Context, Message, MessageType
 
+from client.algorithms import ClientAlgorithm
 from client.clipping import clips_on_client
 from client.fedavg import FedAvgClient
 from client.handlers import (
@@ -32,6 +33,7 @@ from client.handlers import (
     begin_training,
     end_training,
     evaluate_received_model,
+    evaluates_trained_model,
     train_begun,
     training_seed,
 )
@@ -39,7 +41,7 @@ from client.job import OPTIMIZER_STATE
 from client.secagg import aggregates_securely
 from contract import protocol as p
 from models.together import ClientBlock, Weights, evaluate_together, fit_together, trains_together
-from models.training import adam, one_graph
+from models.training import Evaluation, adam, one_graph
 
 Handler = Callable[[Message, Context], Message]
 
@@ -68,10 +70,30 @@ def answer_together(messages: Sequence[Message], contexts: Sequence[Context], al
             replies[group[0][0]] = train_begun(_loaded(works[0], received[0]))
             continue
         trained, share = _fit(works, received)
-        for (i, work, _), weights in zip(group, trained):
+        local = _evaluate_trained(works, trained)
+        for (i, work, _), weights, (evaluation, seconds) in zip(group, trained, local):
             work.laps.add(p.TRAIN_SECONDS, share)
-            replies[i] = end_training(_loaded(work, weights))
+            replies[i] = end_training(_loaded(work, weights), evaluation, seconds)
     return replies  # type: ignore[return-value]
+
+
+def _evaluate_trained(works: list[TrainingRound], trained: list[Weights]) -> list[tuple[Evaluation | None, float]]:
+    """The trained models' evaluations where the replies carry them: together where one forward pass
+    serves a client, else None (:func:`~client.handlers.end_training` evaluates it alone)."""
+    found: list[tuple[Evaluation | None, float]] = [(None, 0.0)] * len(works)
+    chosen = [
+        i
+        for i, work in enumerate(works)
+        if evaluates_trained_model(work) and work.job.new_client is None and one_graph(work.job.data)
+    ]
+    if len(chosen) > 1:
+        started = time.perf_counter()
+        block = ClientBlock([works[i].job.data for i in chosen])
+        evaluations = evaluate_together(works[chosen[0]].model, [trained[i] for i in chosen], block)
+        share = (time.perf_counter() - started) / len(chosen)
+        for i, evaluation in zip(chosen, evaluations):
+            found[i] = (evaluation, share)
+    return found
 
 
 def _evaluate_together(works: list[TrainingRound], received: list[Weights]) -> None:
@@ -86,7 +108,7 @@ def _evaluate_together(works: list[TrainingRound], received: list[Weights]) -> N
         started = time.perf_counter()
         block = ClientBlock([works[i].job.data for i in plain])
         weights = [received[i] for i in plain]
-        if all(_same(own, weights[0]) for own in weights):  # the global model: one product for all clients' rows
+        if _one_model([works[i] for i in plain], weights):  # the global model: one product for all clients' rows
             weights = [weights[0]] * len(weights)
         evaluations = evaluate_together(works[plain[0]].model, weights, block)
         share = (time.perf_counter() - started) / len(plain)
@@ -97,8 +119,18 @@ def _evaluate_together(works: list[TrainingRound], received: list[Weights]) -> N
             evaluate_received_model(_loaded(work, received[i]))
 
 
-def _same(a: Weights, b: Weights) -> bool:
-    return a is b or all(torch.equal(a[name], b[name]) for name in a)
+def _one_model(works: list[TrainingRound], received: list[Weights]) -> bool:
+    """Whether every client received the same weights: one record loaded as sent (the in-process engine
+    hands a round's clients one record), or equal tensors."""
+    record = works[0].message.content[p.ARRAYS]
+    if all(
+        work.message.content[p.ARRAYS] is record
+        and type(work.algorithm).new_model is ClientAlgorithm.new_model
+        and type(work.algorithm).receive is ClientAlgorithm.receive
+        for work in works
+    ):
+        return True
+    return all(all(torch.equal(own[name], received[0][name]) for name in own) for own in received[1:])
 
 
 def _may_train_together(message: Message, context: Context) -> bool:

@@ -22,7 +22,7 @@ def _run(together: bool, clients: int, **values) -> tuple[list[dict], list]:
 
 
 @pytest.mark.parametrize(
-    ("values", "batched"),  # the clients trained together per round (and evaluated together unless noted)
+    ("values", "batched"),  # the clients trained together per round
     [
         ({}, [4, 4, 4]),
         ({"model": "sage", "local-eval": True}, [4, 4, 4]),
@@ -52,7 +52,9 @@ def test_together_replies_as_alone(values, batched, monkeypatch):
     monkeypatch.setattr(together_module, "evaluate_together", evaluations)
     together, states = _run(True, 4, **values)
     assert sizes == batched
-    assert evaluated == ([] if "unseen-node-frac" in values or "new-client" in values else batched)
+    one_pass = "unseen-node-frac" not in values and "new-client" not in values  # else each client alone
+    per_round = one_pass * (1 + values.get("local-eval", True))  # the received model, and the trained ones
+    assert evaluated == [size for size in batched for _ in range(per_round)]
     alone, alone_states = _run(False, 4, **values)
     assert together == alone
     assert len(together) == BASE["num-server-rounds"] + 1
