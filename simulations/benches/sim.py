@@ -238,6 +238,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / plain
                 entry["engine_ratio"] = entry["inprocess_engine"]["total_wall_seconds"] / plain
                 entry["engine_in_turn_ratio"] = in_turn["total_wall_seconds"] / plain
+                entry["engine_round_ratio"] = (
+                    entry["inprocess_engine"]["seconds_per_round"] / entry["in_process"]["seconds_per_round"]
+                )
                 if with_client_figures is not None:
                     entry["engine_local_eval_ratio"] = with_client_figures["total_wall_seconds"] / plain
             results.append(entry)
@@ -261,6 +264,7 @@ def sim_rows(record: dict[str, Any]) -> list[list[str]]:
                 f"{engine['command_wall_seconds']:.1f}" if engine else "-",
                 f"{run['command_wall_seconds']:.1f}" if "command_wall_seconds" in run else "-",
                 f"{entry['engine_ratio']:.2f}x" if "engine_ratio" in entry else "-",
+                f"{entry['engine_round_ratio']:.2f}x" if "engine_round_ratio" in entry else "-",
                 (
                     f"{entry['inprocess_engine_in_turn']['total_wall_seconds']:.1f} "
                     f"({entry['engine_in_turn_ratio']:.2f}x)"
@@ -294,6 +298,7 @@ SIM_COLUMNS = [
     "in-process command s",
     "flower command s",
     "in-process / plain",
+    "in-process / plain, mean round",
     "in-process, clients in turn s (/ plain)",
     "in-process with client figures s (/ plain)",
     "flower / plain",

@@ -60,6 +60,11 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert entry["local_eval"] is False  # the plain loop's evaluations; the default's beside them
     with_client_figures = entry["inprocess_engine_local_eval"]
     assert entry["engine_local_eval_ratio"] == with_client_figures["total_wall_seconds"] / baseline["wall_seconds"]
+    in_turn = entry["inprocess_engine_in_turn"]  # the clients answered one by one (--in-turn)
+    assert entry["engine_in_turn_ratio"] == in_turn["total_wall_seconds"] / baseline["wall_seconds"]
+    assert in_turn["test_acc_at_best_val"] == entry["inprocess_engine"]["test_acc_at_best_val"]  # the same run
+    engine = entry["inprocess_engine"]
+    assert entry["engine_round_ratio"] == engine["seconds_per_round"] / baseline["seconds_per_round"]
     readme = (out / "README.md").read_text()
     assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme
     assert "Seconds per steady round, by part" in readme
