@@ -13,13 +13,15 @@ from models.training import fit
 class FedAvgClient(ClientAlgorithm):
     """Local epochs of Adam on the received weights (the hooks' defaults do the rest)."""
 
-    def train(
-        self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord, proximal_mu: float = 0.0
-    ) -> float:
+    def train(self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
         optimizer = job.optimizer(model)
-        loss = fit(model, job.data, job.config.local_epochs, optimizer, proximal_mu=proximal_mu)
+        loss = fit(model, job.data, job.config.local_epochs, optimizer, self.proximal_mu(round_config))
         job.keep_optimizer(optimizer)
         return loss
+
+    def proximal_mu(self, round_config: ConfigRecord) -> float:
+        """The strength of a proximal term around the received weights (FedAvg: none)."""
+        return 0.0
 
 
 PART = FedAvgClient()

@@ -9,16 +9,11 @@ from __future__ import annotations
 from flwr.app import ConfigRecord
 
 from client.fedavg import FedAvgClient
-from client.job import LocalJob
-from models import NodeClassifier
 
 
 class FedProxClient(FedAvgClient):
-    def train(  # type: ignore[override]
-        self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord
-    ) -> float:
-        mu = float(round_config["proximal-mu"])  # the server's FedProx sends it every round: no client default
-        return super().train(model, job, round_config, proximal_mu=mu)
+    def proximal_mu(self, round_config: ConfigRecord) -> float:
+        return float(round_config["proximal-mu"])  # the server's FedProx sends it every round: no client default
 
 
 PART = FedProxClient()

@@ -7,11 +7,14 @@ then gives each message the reply the ClientApp gives it alone, built by the sam
 client), except that the clients' local training steps run together
 (:func:`models.together.fit_together`: one pass over their block-diagonal graph, each client
 with its own weights, Adam moments and dropout draws), which takes the same steps to the
-bit.
+bit, and the models they receive, and those they train when the run asks for their
+figures, are evaluated in one pass too (:func:`models.together.evaluate_together`).
 
 A message trains together when its client runs FedAvg's own local training (an algorithm
-whose ``train`` is :meth:`client.fedavg.FedAvgClient.train`, no forged reply), without
-DP-SGD, an unlearning round, secure aggregation or client-side clipping (the ClientApp's
+whose ``train`` is :meth:`client.fedavg.FedAvgClient.train`, FedProx's proximal term
+included; no forged reply), without
+DP-SGD, an unlearning step other than local training (retraining and fine-tuning train
+together), secure aggregation or client-side clipping (the ClientApp's
 mods would act on it), on a CPU and with a model :func:`models.together.trains_together`
 takes. Every other message gets the ClientApp alone, as before. A client's training time
 (its ``client-train-seconds``) is its share of the batch's.
@@ -50,7 +53,7 @@ def answer_together(messages: Sequence[Message], contexts: Sequence[Context], al
     """The replies to ``messages`` (in order), sent to the clients of ``contexts``; ``alone`` answers a
     message that does not train together (the ClientApp itself)."""
     replies: list[Message | None] = [None] * len(messages)
-    waiting: dict[int, list[tuple[int, TrainingRound, Weights]]] = {}  # by run config (the engine runs one)
+    waiting: dict[tuple, list[tuple[int, TrainingRound, Weights]]] = {}  # by run config and proximal strength
     for i, (message, context) in enumerate(zip(messages, contexts)):
         if not _may_train_together(message, context):
             replies[i] = alone(message, context)
@@ -58,7 +61,8 @@ def answer_together(messages: Sequence[Message], contexts: Sequence[Context], al
         work = begin_training(message, context, evaluate=False)
         if _trains_together(work):  # its received weights kept: the next client resets the process's model
             received = {name: w.detach().clone() for name, w in work.model.named_parameters()}
-            waiting.setdefault(id(work.job.config), []).append((i, work, received))
+            batch = (id(work.job.config), work.algorithm.proximal_mu(work.round_config))
+            waiting.setdefault(batch, []).append((i, work, received))
         else:
             evaluate_received_model(work)
             replies[i] = train_begun(work)
@@ -145,11 +149,12 @@ def _may_train_together(message: Message, context: Context) -> bool:
 
 
 def _trains_together(work: TrainingRound) -> bool:
-    return (
-        not work.unlearning
-        and type(work.algorithm).train is FedAvgClient.train
-        and trains_together(work.model, work.job.device)
-    )
+    if work.unlearning:
+        from client.unlearning import trains_locally  # unlearning modules load only when asked
+
+        if not trains_locally(work.round_config):  # LAF, head repair or gradient ascent
+            return False
+    return type(work.algorithm).train is FedAvgClient.train and trains_together(work.model, work.job.device)
 
 
 def _loaded(work: TrainingRound, weights: Weights) -> TrainingRound:
@@ -161,7 +166,7 @@ def _loaded(work: TrainingRound, weights: Weights) -> TrainingRound:
 
 
 def _fit(works: list[TrainingRound], received: list[Weights]) -> tuple[list[Weights], float]:
-    """:meth:`FedAvgClient.train` for every client of ``works`` at once: each resumes its Adam moments,
+    """:meth:`FedAvgClient.train` (FedProx's too) for every client of ``works`` at once: each resumes its Adam moments,
     trains from its ``received`` weights with its own dropout draws, and keeps its moments. Returns the
     trained weights and each client's share of the time."""
     started = time.perf_counter()
@@ -174,7 +179,8 @@ def _fit(works: list[TrainingRound], received: list[Weights]) -> tuple[list[Weig
             work.job.resume(optimizer, OPTIMIZER_STATE, [w[name] for name in names])
     generators = [torch.Generator().manual_seed(training_seed(work.job, work.server_round)) for work in works]
     block = ClientBlock([work.job.data for work in works])
-    losses = fit_together(works[0].model, weights, block, config.local_epochs, optimizer, generators)
+    mu = works[0].algorithm.proximal_mu(works[0].round_config)  # the same for the batch (its key)
+    losses = fit_together(works[0].model, weights, block, config.local_epochs, optimizer, generators, mu)
     for work, w, loss in zip(works, weights, losses):
         work.job.keep_optimizer(optimizer, OPTIMIZER_STATE, [w[name] for name in names])
         work.metrics[p.TRAIN_LOSS] = loss

@@ -108,6 +108,12 @@ def _flag(round_config: ConfigRecord) -> tuple[str, str]:
     raise ValueError(f"not an unlearning round: none of {', '.join(p.UNLEARN_TRAIN_KEYS)} in its config")
 
 
+def trains_locally(round_config: ConfigRecord) -> bool:
+    """Whether an unlearning round's step is local training on its view (retraining, fine-tuning), not
+    LAF, head repair or gradient ascent (:func:`unlearning_round` gives None for it)."""
+    return _flag(round_config)[0] == p.UNLEARN_RETRAIN
+
+
 def round_view(job: LocalJob, round_config: ConfigRecord, num_partitions: int, server_round: int) -> LocalJob:
     """The job an unlearning round sees.
 

@@ -238,6 +238,7 @@ def fit_together(
     epochs: int,
     optimizer: torch.optim.Optimizer,
     generators: Sequence[torch.Generator],
+    proximal_mu: float = 0.0,
 ) -> list[float]:
     """:func:`models.training.fit` for every client at once; each client's mean loss.
 
@@ -248,7 +249,9 @@ def fit_together(
         epochs: full-batch steps.
         optimizer: over every client's weights (a fused Adam steps each tensor on its own).
         generators: per client, the generator its dropout masks come from.
+        proximal_mu: FedProx's proximal strength, each client around its weights on entry.
     """
+    anchors = [[w.detach().clone() for w in own.values()] for own in weights] if proximal_mu > 0 else []
     totals = [0.0] * len(weights)
     for _ in range(epochs):
         optimizer.zero_grad()
@@ -256,6 +259,9 @@ def fit_together(
         losses = [
             F.cross_entropy(out[data.train_mask], data.y[data.train_mask]) for out, data in zip(logits, block.datas)
         ]
+        for i, anchor in enumerate(anchors):  # as fit's proximal term, client by client
+            drift = sum((w - a).pow(2).sum() for w, a in zip(weights[i].values(), anchor))
+            losses[i] = losses[i] + 0.5 * proximal_mu * drift
         torch.stack(losses).sum().backward()
         optimizer.step()
         for i, loss in enumerate(losses):

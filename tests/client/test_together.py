@@ -9,7 +9,10 @@ from client import together as together_module
 from client.job import OPTIMIZER_STATE, private_tensors
 from contract.run_config import RunConfig
 from models.together import evaluate_together, fit_together
-from simulations.inprocess import run_in_process
+from server.algorithms import server_algorithm
+from server.loop import run_rounds
+from server.unlearning import unlearn_federation
+from simulations.inprocess import InProcessGrid, run_in_process, task_identity
 
 BASE = {"dataset": "csbm", "csbm-nodes": 300, "num-server-rounds": 3, "seed": 4}
 
@@ -30,7 +33,8 @@ def _run(together: bool, clients: int, **values) -> tuple[list[dict], list]:
         ({"fraction-train": 0.5, "min-clients": 2}, [2, 2, 2]),
         ({"attack": "label-flip", "malicious-clients": "1"}, [4, 4, 4]),  # poisoned labels: still together
         ({"attack": "sign-flip", "malicious-clients": "1"}, [3, 3, 3]),  # a forged reply: that client alone
-        ({"algorithm": "fedprox", "proximal-mu": 0.1}, []),  # FedProx's own training: every client alone
+        ({"algorithm": "fedprox", "proximal-mu": 0.1}, [4, 4, 4]),  # FedAvg's training with its proximal term
+        ({"algorithm": "ditto"}, []),  # an algorithm's own training: every client alone
         ({"model": "gat"}, []),
         ({"missing-classes": 1}, [4, 4, 4]),  # masks of the settings, one graph: evaluated together too
         ({"unseen-node-frac": 0.2}, [4, 4, 4]),  # the whole subgraph differs: evaluated alone
@@ -63,3 +67,44 @@ def test_together_replies_as_alone(values, batched, monkeypatch):
         if OPTIMIZER_STATE in ours:
             mine, yours = private_tensors(ours[OPTIMIZER_STATE]), private_tensors(theirs[OPTIMIZER_STATE])
             assert mine.keys() == yours.keys() and all(torch.equal(mine[k], yours[k]) for k in mine)
+
+
+@pytest.mark.parametrize("method", ["finetune", "retrain", "laf+ft"])
+def test_unlearning_rounds_train_together_as_alone(method, tmp_path, monkeypatch):
+    """Retraining and fine-tuning rounds (local training on the remaining subgraphs) train together;
+    LAF's own rounds go alone; the unlearned model and its figures are the same."""
+    values = {**BASE, "unlearn-request": "nodes:0:0.5", "unlearn-method": method, "min-clients": 2}
+    config = RunConfig.from_flower(values)
+    module = server_algorithm("fedavg")
+    sizes = []
+
+    def counted(model, weights, *args):
+        sizes.append(len(weights))
+        return fit_together(model, weights, *args)
+
+    monkeypatch.setattr(together_module, "fit_together", counted)
+    outcomes = []
+    for together in (True, False):
+        grid = InProcessGrid(config.to_flower(), 3, together=together)
+        (tmp_path / str(together)).mkdir()
+        with task_identity():
+            arrays = run_rounds(
+                grid, module.make_strategy(config), config.num_server_rounds, True, 2, 60.0, lambda row: None
+            )
+            trained = len(sizes)
+            result, unlearned = unlearn_federation(
+                grid, config, arrays, module.make_strategy, True, tmp_path / str(together), 1.0
+            )
+        figures = {k: v for k, v in result.as_dict().items() if "seconds" not in k}
+        outcomes.append((figures, unlearned.to_torch_state_dict()))
+        if together:
+            assert len(sizes) > trained  # the unlearning rounds trained together too
+    (ours, our_weights), (theirs, their_weights) = outcomes
+    assert _without_times(ours) == _without_times(theirs)
+    assert all(torch.equal(our_weights[k], their_weights[k]) for k in their_weights)
+
+
+def _without_times(value):
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if "seconds" not in k and "time" not in k}
+    return value

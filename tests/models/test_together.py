@@ -25,7 +25,7 @@ def _client(seed: int, nodes: int, features: int, sparse: bool) -> Data:
     return Data(x=x, edge_index=edges, y=y, train_mask=train, num_classes=4)
 
 
-def _train_in_turn(template, datas, seeds, rounds, epochs):
+def _train_in_turn(template, datas, seeds, rounds, epochs, mu=0.0):
     models = [copy.deepcopy(template) for _ in datas]
     optimizers = [adam(m.parameters(), 0.01, 5e-4) for m in models]
     losses = []
@@ -33,11 +33,11 @@ def _train_in_turn(template, datas, seeds, rounds, epochs):
         for model, optimizer, data, seed in zip(models, optimizers, datas, seeds):
             model.load_state_dict(template.state_dict())
             torch.default_generator.manual_seed(seed + r)  # as the client's handler seeds its draws
-            losses.append(fit(model, data, epochs, optimizer))
+            losses.append(fit(model, data, epochs, optimizer, proximal_mu=mu))
     return [dict(m.named_parameters()) for m in models], losses
 
 
-def _train_together(template, datas, seeds, rounds, epochs):
+def _train_together(template, datas, seeds, rounds, epochs, mu=0.0):
     names = [name for name, _ in template.named_parameters()]
     weights = [{n: p.detach().clone().requires_grad_() for n, p in template.named_parameters()} for _ in datas]
     optimizer = adam([w[n] for w in weights for n in names], 0.01, 5e-4)
@@ -48,32 +48,33 @@ def _train_together(template, datas, seeds, rounds, epochs):
                 for name, value in template.named_parameters():
                     w[name].copy_(value)
         generators = [torch.Generator().manual_seed(seed + r) for seed in seeds]
-        losses += fit_together(template, weights, block, epochs, optimizer, generators)
+        losses += fit_together(template, weights, block, epochs, optimizer, generators, mu)
     return weights, losses
 
 
 @pytest.mark.parametrize(
-    ("name", "layers", "sparse", "dropout"),
+    ("name", "layers", "sparse", "dropout", "mu"),
     [
-        ("gcn", 2, True, 0.5),
-        ("gcn", 3, False, 0.5),
-        ("gcn", 1, True, 0.0),
-        ("sage", 2, True, 0.5),
-        ("sage", 2, False, 0.3),
-        ("mlp", 2, True, 0.5),
-        ("mlp", 3, False, 0.5),
-        ("sgc", 2, True, 0.5),
-        ("sgc", 2, False, 0.5),
+        ("gcn", 2, True, 0.5, 0.0),
+        ("gcn", 2, True, 0.5, 0.1),  # FedProx's proximal term
+        ("gcn", 3, False, 0.5, 0.0),
+        ("gcn", 1, True, 0.0, 0.0),
+        ("sage", 2, True, 0.5, 0.0),
+        ("sage", 2, False, 0.3, 0.0),
+        ("mlp", 2, True, 0.5, 0.0),
+        ("mlp", 3, False, 0.5, 0.0),
+        ("sgc", 2, True, 0.5, 0.0),
+        ("sgc", 2, False, 0.5, 0.0),
     ],
 )
-def test_together_equals_in_turn_to_the_bit(name, layers, sparse, dropout):
+def test_together_equals_in_turn_to_the_bit(name, layers, sparse, dropout, mu):
     datas = [_client(seed, nodes, 40, sparse) for seed, nodes in ((0, 30), (1, 55), (2, 17))]
     torch.manual_seed(0)
     template = build_model(name, 40, 4, hidden=16, num_layers=layers, dropout=dropout)
     assert trains_together(template, torch.device("cpu"))
     seeds = [11, 12, 13]
-    in_turn, turn_losses = _train_in_turn(template, datas, seeds, rounds=2, epochs=3)
-    together, together_losses = _train_together(template, datas, seeds, rounds=2, epochs=3)
+    in_turn, turn_losses = _train_in_turn(template, datas, seeds, rounds=2, epochs=3, mu=mu)
+    together, together_losses = _train_together(template, datas, seeds, rounds=2, epochs=3, mu=mu)
     assert together_losses == turn_losses  # round by round, client by client
     for ours, theirs in zip(together, in_turn):
         for key, value in theirs.items():
