@@ -165,6 +165,7 @@ class TrainingRound:
     model: torch.nn.Module
     metrics: dict
     laps: Laps
+    stepped: bool = False  # an unlearning step other than local training (LAF, head repair, ascent) ran
 
     @property
     def num_partitions(self) -> int:
@@ -218,7 +219,7 @@ def training_seed(job: LocalJob, server_round: int) -> int:
 
 def evaluates_trained_model(work: TrainingRound) -> bool:
     """Whether the reply carries the trained model's figures (the run's rules: see contract/rules.py)."""
-    return work.job.config.local_eval or work.unlearning or not work.spec.aggregates
+    return work.job.config.local_eval or work.stepped or not work.spec.aggregates
 
 
 def end_training(work: TrainingRound, evaluation: Evaluation | None = None, seconds: float = 0.0) -> Message:
@@ -252,6 +253,7 @@ def train_begun(work: TrainingRound) -> Message:
         step = unlearning_round(job, model, work.round_config, work.num_partitions, work.server_round)
     if step is not None:  # LAF, head repair or gradient ascent, not local training
         work.model, work.metrics[p.TRAIN_LOSS] = step
+        work.stepped = True
     elif job.config.privacy == "dp-sgd":
         work.metrics[p.TRAIN_LOSS], private = train_round(model, job, work.server_round)
         work.metrics.update(private)

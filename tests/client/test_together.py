@@ -7,6 +7,7 @@ import torch
 
 from client import together as together_module
 from client.job import OPTIMIZER_STATE, private_tensors
+from contract import protocol as p
 from contract.run_config import RunConfig
 from models.together import evaluate_together, fit_together
 from server.algorithms import server_algorithm
@@ -73,7 +74,7 @@ def test_together_replies_as_alone(values, batched, monkeypatch):
 def test_unlearning_rounds_train_together_as_alone(method, tmp_path, monkeypatch):
     """Retraining and fine-tuning rounds (local training on the remaining subgraphs) train together;
     LAF's own rounds go alone; the unlearned model and its figures are the same."""
-    values = {**BASE, "unlearn-request": "nodes:0:0.5", "unlearn-method": method, "min-clients": 2}
+    values = {**BASE, "unlearn-request": "nodes:0:0.5", "unlearn-method": method, "min-clients": 2, "local-eval": False}
     config = RunConfig.from_flower(values)
     module = server_algorithm("fedavg")
     sizes = []
@@ -87,6 +88,19 @@ def test_unlearning_rounds_train_together_as_alone(method, tmp_path, monkeypatch
     for together in (True, False):
         grid = InProcessGrid(config.to_flower(), 3, together=together)
         (tmp_path / str(together)).mkdir()
+        phases: dict[str, set[bool]] = {}  # unlearning flag -> whether its replies carried the trained model's figures
+        send = grid.send_and_receive
+
+        def recording(messages, *, timeout=None, send=send, phases=phases):
+            messages = list(messages)
+            replies = send(messages, timeout=timeout)
+            for message, reply in zip(messages, replies):
+                config = message.content[p.CONFIG] if p.CONFIG in message.content else {}
+                for flag in (key for key in p.UNLEARN_TRAIN_KEYS if key in config):
+                    phases.setdefault(flag, set()).add(p.LOCAL_VAL_CORRECT in reply.content[p.METRICS])
+            return replies
+
+        grid.send_and_receive = recording
         with task_identity():
             arrays = run_rounds(
                 grid, module.make_strategy(config), config.num_server_rounds, True, 2, 60.0, lambda row: None
@@ -95,6 +109,8 @@ def test_unlearning_rounds_train_together_as_alone(method, tmp_path, monkeypatch
             result, unlearned = unlearn_federation(
                 grid, config, arrays, module.make_strategy, True, tmp_path / str(together), 1.0
             )
+        # local-eval=false: local training rounds reply the received model's figures only, LAF's its own
+        assert phases == {p.UNLEARN_RETRAIN: {False}, **({p.UNLEARN_LAF: {True}} if method == "laf+ft" else {})}
         figures = {k: v for k, v in result.as_dict().items() if "seconds" not in k}
         outcomes.append((figures, unlearned.to_torch_state_dict()))
         if together:
