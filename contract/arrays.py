@@ -1,4 +1,4 @@
-"""Flower ``Array``\\ s of numpy values, in the bytes ``np.save`` writes, at a fraction of Flower's cost.
+"""Flower arrays (``Array``) of numpy values, in the bytes ``np.save`` writes, at a fraction of Flower's cost.
 
 Flower serialises each array with ``np.save`` and reads it with ``np.load``: both write or
 parse the format's header (a Python dict literal) every time, a tenth of a millisecond per

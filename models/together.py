@@ -76,11 +76,11 @@ class ClientBlock:
         self.sizes = [int(data.num_nodes) for data in self.datas]
 
     def gcn(self, dtype: torch.dtype) -> SparseMatrix:
-        """:math:`\\operatorname{diag}(\\hat{\\mathbf{A}}_c)` with GCN's normalisation."""
+        r""":math:`\operatorname{diag}(\hat{\mathbf{A}}_c)` with GCN's normalisation."""
         return _kept_block([gcn_adjacency(d.edge_index, n, dtype) for d, n in zip(self.datas, self.sizes)])
 
     def mean(self, dtype: torch.dtype) -> SparseMatrix:
-        """:math:`\\operatorname{diag}(\\mathbf{M}_c)`, GraphSAGE's mean over in-neighbours."""
+        r""":math:`\operatorname{diag}(\mathbf{M}_c)`, GraphSAGE's mean over in-neighbours."""
         return _kept_block([mean_adjacency(d.edge_index, n, dtype) for d, n in zip(self.datas, self.sizes)])
 
 
@@ -141,7 +141,7 @@ def _inputs(
 
 
 def _projected(inputs: Sequence[Tensor | SparseMatrix], weights: Sequence[Weights], key: str) -> Tensor:
-    """The clients' :math:`\mathbf{X}_c\mathbf{W}_c^{\top}`, stacked; one sparse product over all their rows
+    r"""The clients' :math:`\mathbf{X}_c\mathbf{W}_c^{\top}`, stacked; one sparse product over all their rows
     when they share one weight matrix (an evaluation of the global model): row by row the same sums."""
     if len(inputs) > 1 and all(w is weights[0] for w in weights):
         if all(isinstance(x, SparseMatrix) for x in inputs):
