@@ -134,6 +134,21 @@ def _command(
     return {"command_wall_seconds": wall, "command_to_round_1_seconds": round_one if round_one is not None else wall}
 
 
+class _Runs:
+    """``stamen run`` commands of one job, each timed (:func:`_command`), with the summary it wrote."""
+
+    def __init__(self, folder: Path, stem: str, run_overrides: list[str], num_clients: int) -> None:
+        self.folder, self.stem, self.run_overrides, self.num_clients = folder, stem, run_overrides, num_clients
+
+    def __call__(
+        self, engine: str, suffix: str, *extra: str, options: tuple[str, ...] = ()
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        run_dir = self.folder / f"{self.stem}-{suffix}"
+        overrides = [*self.run_overrides, *extra, f"run-name='{self.stem}-{suffix}'"]
+        timings = _command(overrides, self.num_clients, engine, run_dir, options)
+        return timings, json.loads((run_dir / "summary.json").read_text())
+
+
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One ``flwr run`` per client count and algorithm; the in-process loop beside FedAvg."""
     out = Path(args.out).resolve()
@@ -158,28 +173,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             checking = time.perf_counter()
             prepare([*run_overrides, f"run-name='{stem}-check'"], federation_overrides)  # the CLI's checks, timed
             check_seconds = time.perf_counter() - checking
+
+            timed = _Runs(out / "runs", stem, run_overrides, num_clients)
             print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
-            flower = _command(
-                [*run_overrides, f"run-name='{stem}-flower'"], num_clients, "flower", out / "runs" / f"{stem}-flower"
-            )
-            summary = json.loads((out / "runs" / f"{stem}-flower" / "summary.json").read_text())
+            flower, summary = timed("flower", "flower")
             print(f"[bench sim] {algorithm}, {num_clients} clients: stamen run --engine inprocess ...", flush=True)
-            inprocess = _command(
-                [*run_overrides, f"run-name='{stem}-inprocess'"],
-                num_clients,
-                "inprocess",
-                out / "runs" / f"{stem}-inprocess",
-            )
-            engine_summary = json.loads((out / "runs" / f"{stem}-inprocess" / "summary.json").read_text())
+            inprocess, engine_summary = timed("inprocess", "inprocess")
             print(f"[bench sim] {algorithm}, {num_clients} clients: the same with --in-turn ...", flush=True)
-            in_turn = _command(
-                [*run_overrides, f"run-name='{stem}-inprocess-in-turn'"],
-                num_clients,
-                "inprocess",
-                out / "runs" / f"{stem}-inprocess-in-turn",
-                ("--in-turn",),
-            )
-            in_turn_summary = json.loads((out / "runs" / f"{stem}-inprocess-in-turn" / "summary.json").read_text())
+            in_turn, in_turn_summary = timed("inprocess", "inprocess-in-turn", options=("--in-turn",))
             in_turn["total_wall_seconds"] = in_turn_summary["total_wall_seconds"]
             in_turn["test_acc_at_best_val"] = (
                 in_turn_summary["best"]["global_test_acc"] or in_turn_summary["best"]["test_acc"]
@@ -187,13 +188,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             with_client_figures = None
             if not overrides["local-eval"]:
                 print(f"[bench sim] {algorithm}, {num_clients} clients: the same with local-eval=true ...", flush=True)
-                with_client_figures = _command(
-                    [*run_overrides, "local-eval=true", f"run-name='{stem}-inprocess-local-eval'"],
-                    num_clients,
-                    "inprocess",
-                    out / "runs" / f"{stem}-inprocess-local-eval",
-                )
-                local_summary = json.loads((out / "runs" / f"{stem}-inprocess-local-eval" / "summary.json").read_text())
+                with_client_figures, local_summary = timed("inprocess", "inprocess-local-eval", "local-eval=true")
                 with_client_figures["total_wall_seconds"] = local_summary["total_wall_seconds"]
             rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
             actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
