@@ -69,58 +69,42 @@ def answer_together(messages: Sequence[Message], contexts: Sequence[Context], al
     for group in waiting.values():
         group.sort(key=lambda entry: entry[1].job.partition_id)  # one block per set of clients, whatever their order
         works, received = [work for _, work, _ in group], [weights for _, _, weights in group]
-        _evaluate_together(works, received)
+        one_model = _one_model(works, received)
+        for work, weights, (evaluation, seconds) in zip(
+            works, received, _evaluated(works, received, lambda work: work.spec.aggregates, one_model)
+        ):
+            evaluate_received_model(work if evaluation is not None else _loaded(work, weights), evaluation, seconds)
         if len(group) == 1:
             replies[group[0][0]] = train_begun(_loaded(works[0], received[0]))
             continue
         trained, share = _fit(works, received)
-        local = _evaluate_trained(works, trained)
+        local = _evaluated(works, trained, evaluates_trained_model)
         for (i, work, _), weights, (evaluation, seconds) in zip(group, trained, local):
             work.laps.add(p.TRAIN_SECONDS, share)
             replies[i] = end_training(_loaded(work, weights), evaluation, seconds)
     return replies  # type: ignore[return-value]
 
 
-def _evaluate_trained(works: list[TrainingRound], trained: list[Weights]) -> list[tuple[Evaluation | None, float]]:
-    """The trained models' evaluations where the replies carry them: together where one forward pass
-    serves a client, else None (:func:`~client.handlers.end_training` evaluates it alone)."""
+def _evaluated(
+    works: list[TrainingRound], weights: list[Weights], wanted: Callable[[TrainingRound], bool], one_model: bool = False
+) -> list[tuple[Evaluation | None, float]]:
+    """The evaluations of ``weights`` for the clients ``wanted`` picks, with each one's share of the time:
+    together where one forward pass serves a client (:func:`models.training.one_graph`, no new client);
+    None for the others, which the handler evaluates alone. ``one_model``: every client holds the same
+    weights (the received global model), so its first-layer product runs once over all their rows."""
     found: list[tuple[Evaluation | None, float]] = [(None, 0.0)] * len(works)
     chosen = [
-        i
-        for i, work in enumerate(works)
-        if evaluates_trained_model(work) and work.job.new_client is None and one_graph(work.job.data)
+        i for i, work in enumerate(works) if wanted(work) and work.job.new_client is None and one_graph(work.job.data)
     ]
     if len(chosen) > 1:
         started = time.perf_counter()
+        own = [weights[chosen[0]]] * len(chosen) if one_model else [weights[i] for i in chosen]
         block = ClientBlock([works[i].job.data for i in chosen])
-        evaluations = evaluate_together(works[chosen[0]].model, [trained[i] for i in chosen], block)
+        evaluations = evaluate_together(works[chosen[0]].model, own, block)
         share = (time.perf_counter() - started) / len(chosen)
         for i, evaluation in zip(chosen, evaluations):
             found[i] = (evaluation, share)
     return found
-
-
-def _evaluate_together(works: list[TrainingRound], received: list[Weights]) -> None:
-    """Each client's received (global) model evaluated: together where one forward pass serves a client
-    (:func:`models.training.one_graph`), alone where it needs more (unseen nodes, a new client)."""
-    plain = [
-        i
-        for i, work in enumerate(works)
-        if work.spec.aggregates and work.job.new_client is None and one_graph(work.job.data)
-    ]
-    if len(plain) > 1:
-        started = time.perf_counter()
-        block = ClientBlock([works[i].job.data for i in plain])
-        weights = [received[i] for i in plain]
-        if _one_model([works[i] for i in plain], weights):  # the global model: one product for all clients' rows
-            weights = [weights[0]] * len(weights)
-        evaluations = evaluate_together(works[plain[0]].model, weights, block)
-        share = (time.perf_counter() - started) / len(plain)
-        for i, evaluation in zip(plain, evaluations):
-            evaluate_received_model(works[i], evaluation, share)
-    for i, work in enumerate(works):
-        if i not in plain or len(plain) == 1:
-            evaluate_received_model(_loaded(work, received[i]))
 
 
 def _one_model(works: list[TrainingRound], received: list[Weights]) -> bool:

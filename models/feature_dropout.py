@@ -26,22 +26,42 @@ from torch import Tensor
 from models.sparse_product import SparseMatrix, sparse_features
 
 
-def sparse_feature_dropout(features: SparseMatrix, p: float, training: bool) -> SparseMatrix:
-    """Dropout of rate ``p`` on a sparse feature matrix: one draw per stored entry, still sparse."""
+def dropout_mask_(out: Tensor, p: float, generator: torch.Generator) -> Tensor:
+    """Fill ``out`` with dropout's scaled keep-mask, ``bernoulli(1 - p) / (1 - p)``, drawn from ``generator``.
+
+    :func:`torch.nn.functional.dropout` on a CPU multiplies by this very mask drawn from torch's
+    global generator; a generator of one's own (one per client, :mod:`models.together`) gives
+    the same draws as that generator seeded alike.
+    """
+    return out.bernoulli_(1 - p, generator=generator).div_(1 - p)
+
+
+def _dropout(x: Tensor, p: float, training: bool, generator: torch.Generator | None) -> Tensor:
+    if generator is None or not training or p == 0.0:
+        return torch.nn.functional.dropout(x, p, training)
+    return x * dropout_mask_(torch.empty_like(x), p, generator)
+
+
+def sparse_feature_dropout(
+    features: SparseMatrix, p: float, training: bool, generator: torch.Generator | None = None
+) -> SparseMatrix:
+    """Dropout of rate ``p`` on a sparse feature matrix: one draw per stored entry, still sparse
+    (drawn from ``generator`` if given, else torch's)."""
     if not training or p == 0.0:
         return features
-    return features.with_values(torch.nn.functional.dropout(features.values, p, training))
+    return features.with_values(_dropout(features.values, p, training, generator))
 
 
-def feature_dropout(x: Tensor, p: float, training: bool) -> Tensor:
-    """Dropout of rate ``p`` on a node-feature matrix ``x``, drawing for its non-zero entries only.
+def feature_dropout(x: Tensor, p: float, training: bool, generator: torch.Generator | None = None) -> Tensor:
+    """Dropout of rate ``p`` on a node-feature matrix ``x``, drawing for its non-zero entries only
+    (from ``generator`` if given, else torch's).
 
     A dense ``x`` (see :func:`~models.sparse_product.sparse_features`), and one that needs a
-    gradient, get :func:`torch.nn.functional.dropout`.
+    gradient, get :func:`torch.nn.functional.dropout` (or its mask from ``generator``).
     """
     features = sparse_features(x) if training and p > 0.0 else None
     if features is None:
-        return torch.nn.functional.dropout(x, p, training)
+        return _dropout(x, p, training, generator)
     out = torch.zeros_like(x)
-    out[features.pattern.rows, features.pattern.cols] = torch.nn.functional.dropout(features.values, p, training)
+    out[features.pattern.rows, features.pattern.cols] = _dropout(features.values, p, training, generator)
     return out

@@ -32,7 +32,7 @@ from torch_geometric.nn import APPNP, GATConv
 from models.feature_dropout import feature_dropout, sparse_feature_dropout
 from models.names import MODELS
 from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
-from models.sparse_product import gcn_adjacency, mean_adjacency, sparse_features
+from models.sparse_product import SparseMatrix, gcn_adjacency, mean_adjacency, sparse_features
 
 
 class GCNPropagation(nn.Module):
@@ -67,19 +67,23 @@ class Encoder(nn.Module):
         (:mod:`models.sparse_layers`) gets sparse features as a sparse matrix, unless a
         forward hook watches it: hooks (Opacus's, DP-SGD's tape) expect tensors.
         """
-        first = self.layers[0] if self.layers else None
-        reads_sparse = getattr(first, "takes_sparse", False) and not (first._forward_hooks or first._forward_pre_hooks)
-        features = sparse_features(x) if reads_sparse else None
-        if features is not None:
-            x = sparse_feature_dropout(features, self.dropout, self.training)
-        else:
-            x = feature_dropout(x, self.dropout, self.training)
+        x = self.first_input(x, self.training)
         for index, layer in enumerate(self.layers):
             if index > 0:
                 x = nn.functional.dropout(x, self.dropout, self.training)
             x = layer(x, edge_index) if self.uses_edges else layer(x)
             x = torch.relu(x)
         return nn.functional.dropout(x, self.dropout, self.training) if self.layers else x
+
+    def first_input(self, x: Tensor, training: bool, generator: torch.Generator | None = None) -> Tensor | SparseMatrix:
+        """The node features after input dropout (its draws from ``generator`` if given, else torch's),
+        as the first layer reads them: a sparse matrix for a layer that takes one, unwatched by hooks."""
+        first = self.layers[0] if self.layers else None
+        reads_sparse = getattr(first, "takes_sparse", False) and not (first._forward_hooks or first._forward_pre_hooks)
+        features = sparse_features(x) if reads_sparse else None
+        if features is not None:
+            return sparse_feature_dropout(features, self.dropout, training, generator)
+        return feature_dropout(x, self.dropout, training, generator)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         x = self.transform(x, edge_index)

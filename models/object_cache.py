@@ -20,21 +20,12 @@ from typing import Any, TypeVar
 from torch import Tensor
 
 T = TypeVar("T")
-_CACHE: dict[tuple[Any, Any], tuple[Any, Any, Any]] = {}
+_CACHE: dict[tuple[tuple[int, ...], Any], tuple[tuple[weakref.ref, ...], tuple[int, ...], Any]] = {}
 
 
 def kept(obj: object, key: Any, build: Callable[[], T]) -> T:
     """``build()`` once per live ``obj`` (and ``key``); the kept result after that."""
-    if isinstance(obj, Tensor) and obj.is_inference():
-        return build()
-    version = obj._version if isinstance(obj, Tensor) else 0
-    slot = (id(obj), key)
-    entry = _CACHE.get(slot)
-    if entry is not None and entry[0]() is obj and entry[1] == version:
-        return entry[2]
-    value = build()
-    _CACHE[slot] = (weakref.ref(obj, lambda _, slot=slot: _CACHE.pop(slot, None)), version, value)
-    return value
+    return kept_all((obj,), key, build)
 
 
 def kept_all(objects: Sequence[object], key: Any, build: Callable[[], T]) -> T:
@@ -42,8 +33,6 @@ def kept_all(objects: Sequence[object], key: Any, build: Callable[[], T]) -> T:
 
     The entry goes when any of them goes, and is built again when any tensor among them was written.
     """
-    if len(objects) == 1:
-        return kept(objects[0], key, build)
     if any(isinstance(obj, Tensor) and obj.is_inference() for obj in objects):
         return build()
     versions = tuple(obj._version if isinstance(obj, Tensor) else 0 for obj in objects)

@@ -43,11 +43,12 @@ from torch import Tensor
 from torch.nn import functional as F
 from torch_geometric.data import Data
 
+from models.feature_dropout import dropout_mask_
 from models.node_classifier import Encoder, GCNPropagation, NodeClassifier, SAGEReadout
 from models.object_cache import kept_all
 from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
-from models.sparse_product import SparseMatrix, SparsePattern, gcn_adjacency, mean_adjacency, sparse_features
-from models.training import Evaluation, evaluation_of
+from models.sparse_product import SparseMatrix, SparsePattern, gcn_adjacency, mean_adjacency
+from models.training import Evaluation, evaluation_of, local_loss
 
 Weights = dict[str, Tensor]
 """One client's parameters by the model's parameter names."""
@@ -91,17 +92,16 @@ def _kept_block(blocks: list[SparseMatrix]) -> SparseMatrix:
 
 def _block_diagonal(blocks: list[SparseMatrix]) -> SparseMatrix:
     """The block-diagonal matrix of square ``blocks``, its entries in each block's order."""
-    offsets = torch.tensor([0] + [b.size(0) for b in blocks]).cumsum(0).tolist()
-    rows = torch.cat([b.pattern.rows + offset for b, offset in zip(blocks, offsets)])
-    cols = torch.cat([b.pattern.cols + offset for b, offset in zip(blocks, offsets)])
-    n = offsets[-1]
-    return SparsePattern.of(rows, cols, (n, n)).with_values(torch.cat([b.values for b in blocks]))
+    return _one_after_another(blocks, diagonal=True)
 
 
-def _mask(like: Tensor, p: float, generator: torch.Generator) -> Tensor:
-    """:func:`torch.nn.functional.dropout`'s scaled mask on a CPU, drawn from ``generator``."""
-    noise = torch.empty_like(like).bernoulli_(1 - p, generator=generator)
-    return noise.div_(1 - p)
+def _one_after_another(parts: Sequence[SparseMatrix], diagonal: bool) -> SparseMatrix:
+    """The sparse matrices' rows one after another, their columns shifted as well (``diagonal``) or shared."""
+    offsets = torch.tensor([0] + [part.size(0) for part in parts]).cumsum(0).tolist()
+    rows = torch.cat([part.pattern.rows + offset for part, offset in zip(parts, offsets)])
+    cols = torch.cat([part.pattern.cols + (offset if diagonal else 0) for part, offset in zip(parts, offsets)])
+    shape = (offsets[-1], offsets[-1] if diagonal else parts[0].size(1))
+    return SparsePattern.of(rows, cols, shape).with_values(torch.cat([part.values for part in parts]))
 
 
 def _dropout(x: Tensor, sizes: list[int], p: float, generators: Sequence[torch.Generator]) -> Tensor:
@@ -110,34 +110,8 @@ def _dropout(x: Tensor, sizes: list[int], p: float, generators: Sequence[torch.G
         return x
     noise = torch.empty_like(x)
     for part, generator in zip(noise.split(sizes), generators):
-        part.bernoulli_(1 - p, generator=generator)
-    return x * noise.div_(1 - p)
-
-
-def _inputs(
-    encoder: Encoder, datas: Sequence[Data], generators: Sequence[torch.Generator], training: bool
-) -> list[Tensor | SparseMatrix]:
-    """Each client's features after input dropout, as :meth:`Encoder.transform` makes them: sparse features
-    stay sparse for a first layer (every layer here reads them), else dropout draws for their entries only."""
-    p = encoder.dropout if training else 0.0
-    inputs: list[Tensor | SparseMatrix] = []
-    for i, data in enumerate(datas):
-        generator = generators[i] if p > 0.0 else None
-        x = data.x
-        features = sparse_features(x) if encoder.layers or p > 0.0 else None
-        if encoder.layers and features is not None:
-            inputs.append(
-                features if p == 0.0 else features.with_values(features.values * _mask(features.values, p, generator))
-            )
-        elif p == 0.0:
-            inputs.append(x)
-        elif features is None:
-            inputs.append(x * _mask(x, p, generator))
-        else:  # SGC on sparse features: feature_dropout's dense matrix of the dropped-out entries
-            dense = torch.zeros_like(x)
-            dense[features.pattern.rows, features.pattern.cols] = features.values * _mask(features.values, p, generator)
-            inputs.append(dense)
-    return inputs
+        dropout_mask_(part, p, generator)
+    return x * noise
 
 
 def _projected(inputs: Sequence[Tensor | SparseMatrix], weights: Sequence[Weights], key: str) -> Tensor:
@@ -145,17 +119,8 @@ def _projected(inputs: Sequence[Tensor | SparseMatrix], weights: Sequence[Weight
     when they share one weight matrix (an evaluation of the global model): row by row the same sums."""
     if len(inputs) > 1 and all(w is weights[0] for w in weights):
         if all(isinstance(x, SparseMatrix) for x in inputs):
-            return kept_all(inputs, "stacked", lambda: _stacked(inputs)) @ weights[0][key].t()
+            return kept_all(inputs, "stacked", lambda: _one_after_another(inputs, diagonal=False)) @ weights[0][key].t()
     return torch.cat([x @ w[key].t() for x, w in zip(inputs, weights)])
-
-
-def _stacked(parts: Sequence[SparseMatrix]) -> SparseMatrix:
-    """The sparse matrices' rows one after another (same columns)."""
-    offsets = torch.tensor([0] + [part.size(0) for part in parts]).cumsum(0).tolist()
-    rows = torch.cat([part.pattern.rows + offset for part, offset in zip(parts, offsets)])
-    cols = torch.cat([part.pattern.cols for part in parts])
-    shape = (offsets[-1], parts[0].size(1))
-    return SparsePattern.of(rows, cols, shape).with_values(torch.cat([part.values for part in parts]))
 
 
 def _rows(weights: Sequence[Weights], key: str, sizes: list[int]) -> Tensor:
@@ -200,7 +165,8 @@ def forward_together(
     (``generators``: each client's dropout draws; unused without training)."""
     encoder: Encoder = model.encoder
     p = encoder.dropout if training else 0.0
-    inputs = _inputs(encoder, block.datas, generators, training)
+    draws = generators if training else [None] * len(block.datas)
+    inputs = [encoder.first_input(data.x, training, g) for data, g in zip(block.datas, draws)]
     x: Tensor | None = None
     for index, layer in enumerate(encoder.layers):
         if index > 0:
@@ -251,17 +217,15 @@ def fit_together(
         generators: per client, the generator its dropout masks come from.
         proximal_mu: FedProx's proximal strength, each client around its weights on entry.
     """
-    anchors = [[w.detach().clone() for w in own.values()] for own in weights] if proximal_mu > 0 else []
+    anchors = [[w.detach().clone() for w in own.values()] if proximal_mu > 0 else [] for own in weights]
     totals = [0.0] * len(weights)
     for _ in range(epochs):
         optimizer.zero_grad()
         logits = forward_together(model, weights, block, generators, training=True)
         losses = [
-            F.cross_entropy(out[data.train_mask], data.y[data.train_mask]) for out, data in zip(logits, block.datas)
+            local_loss(out, data, list(own.values()), anchor, proximal_mu)
+            for out, data, own, anchor in zip(logits, block.datas, weights, anchors)
         ]
-        for i, anchor in enumerate(anchors):  # as fit's proximal term, client by client
-            drift = sum((w - a).pow(2).sum() for w, a in zip(weights[i].values(), anchor))
-            losses[i] = losses[i] + 0.5 * proximal_mu * drift
         torch.stack(losses).sum().backward()
         optimizer.step()
         for i, loss in enumerate(losses):

@@ -60,15 +60,26 @@ def fit(
     total = 0.0
     for _ in range(epochs):
         optimizer.zero_grad()
-        logits = model(data.x, data.edge_index)
-        loss = nn.functional.cross_entropy(logits[data.train_mask], data.y[data.train_mask])
-        if anchor:
-            drift = sum((p - a).pow(2).sum() for p, a in zip(model.parameters(), anchor))
-            loss = loss + 0.5 * proximal_mu * drift
+        loss = local_loss(model(data.x, data.edge_index), data, list(model.parameters()), anchor, proximal_mu)
         loss.backward()
         optimizer.step()
         total += float(loss.detach())
     return total / epochs
+
+
+def local_loss(
+    logits: torch.Tensor,
+    data: Data,
+    params: list[torch.Tensor],
+    anchor: list[torch.Tensor],
+    proximal_mu: float,
+) -> torch.Tensor:
+    """Cross-entropy on the training nodes, plus FedProx's proximal term around ``anchor`` when it is not empty."""
+    loss = nn.functional.cross_entropy(logits[data.train_mask], data.y[data.train_mask])
+    if anchor:
+        drift = sum((p - a).pow(2).sum() for p, a in zip(params, anchor))
+        loss = loss + 0.5 * proximal_mu * drift
+    return loss
 
 
 def adam_state_record(

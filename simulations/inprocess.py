@@ -8,8 +8,10 @@ use it on machines too small for a Ray simulation per measurement.
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Callable, Iterable, Iterator
 
+import numpy as np
 from flwr.app import Context, Error, Message, RecordDict
 
 from client.app import app as client_app
@@ -123,10 +125,6 @@ def run_in_process(
 ) -> InProcessGrid:
     """``config``'s federated run over ``num_clients`` in-process clients; rows go to ``on_row``. Returns
     the grid (its nodes' contexts); ``together``: see :class:`InProcessGrid`."""
-    import random
-
-    import numpy as np
-
     algorithm = server_algorithm(config.algorithm)
     grid = InProcessGrid(config.to_flower(), num_clients, together=together)
     random.seed(config.seed)  # as the ServerApp seeds Flower's client sampling (server/app.py)
