@@ -16,11 +16,12 @@ from contract.run_config import RunConfig
 from server import outputs, privacy
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
-from server.checkpoint import Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
+from server.checkpoint import Checkpoint, checkpoint_bytes, checkpoint_dir, load_checkpoint, write_checkpoint
 from server.loop import Row, TooFewClientsError, run_rounds
-from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name
+from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from server.secagg import SecureAggregationGrid
 from server.unlearning import history_recorder, unlearn_federation, unlearning_method
+from server.writer import BehindWriter
 
 app = ServerApp()
 
@@ -130,13 +131,15 @@ def train_and_report(
     def on_row(row: Row) -> None:
         if setup.epsilon_after is not None and "clients" in row:
             row["client_dp_epsilon"] = setup.epsilon_after(row["round"])
-        run_dir.append_row(row)
+        line = row_line(row)
+        records.put(lambda: run_dir.append_line(line))
         shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 
     def on_checkpoint(checkpoint: Checkpoint) -> None:
         checkpoint.sampler_state = list(random.getstate())
-        save_checkpoint(run_dir.path, checkpoint)
+        data = checkpoint_bytes(checkpoint)
+        records.put(lambda: write_checkpoint(run_dir.path, data))
 
     initial, history = setup.initial, None
     if config.unlearn_request and unlearning_method(config.unlearn_method).needs_history:  # record updates
@@ -145,21 +148,22 @@ def train_and_report(
         if initial is None:  # the replay starts from the seeded initial model: the server must know it
             initial = privacy.initial_arrays(grid, config.round_timeout)
         history = UpdateHistory(initial.to_torch_state_dict())
-    outputs.load_plotting()  # ready for the curves when the rounds end
+    records = BehindWriter()  # each round's row and checkpoint, written while the next round runs
     try:
-        arrays = run_rounds(
-            SecureAggregationGrid(grid, config) if config.secure_aggregation else grid,
-            setup.strategy,
-            config.num_server_rounds,
-            aggregates=algorithm.AGGREGATES,
-            min_clients=config.min_clients,
-            timeout=config.round_timeout,
-            on_row=on_row,
-            initial=initial,
-            resume=resume,
-            on_checkpoint=on_checkpoint,
-            on_replies=history_recorder(history) if history is not None else None,
-        )
+        with records:
+            arrays = run_rounds(
+                SecureAggregationGrid(grid, config) if config.secure_aggregation else grid,
+                setup.strategy,
+                config.num_server_rounds,
+                aggregates=algorithm.AGGREGATES,
+                min_clients=config.min_clients,
+                timeout=config.round_timeout,
+                on_row=on_row,
+                initial=initial,
+                resume=resume,
+                on_checkpoint=on_checkpoint,
+                on_replies=history_recorder(history) if history is not None else None,
+            )
     except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
         log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir.path)
         raise SystemExit(2) from error

@@ -71,12 +71,23 @@ class Checkpoint:
 
 
 def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
-    """Replace ``run_dir/checkpoint.npz`` with ``checkpoint``, atomically and durably.
+    """Replace ``run_dir/checkpoint.npz`` with ``checkpoint``, atomically and durably."""
+    write_checkpoint(run_dir, checkpoint_bytes(checkpoint))
+
+
+def write_checkpoint(run_dir: Path, data: bytes) -> None:
+    """Replace ``run_dir/checkpoint.npz`` with ``data`` (:func:`checkpoint_bytes`), atomically and durably.
 
     Until the rename the previous checkpoint stays whole; the temporary file is removed
     whatever fails, and stale temporary files of a killed writer are removed first.
     """
     run_dir = Path(run_dir)
+    _remove_stale(run_dir)
+    atomic_write(run_dir / CHECKPOINT_FILE, data)
+
+
+def checkpoint_bytes(checkpoint: Checkpoint) -> bytes:
+    """``checkpoint`` as the bytes of ``checkpoint.npz`` (see the module docstring)."""
     meta = {
         "round": checkpoint.round,
         "weight_names": list(checkpoint.arrays.keys()),
@@ -89,10 +100,9 @@ def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
     }
     entries[_ROUND] = np.array(checkpoint.round, dtype=np.int64)
     entries[_META] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    _remove_stale(run_dir)
     buffer = io.BytesIO()
     np.savez(buffer, **entries)
-    atomic_write(run_dir / CHECKPOINT_FILE, buffer.getvalue())
+    return buffer.getvalue()
 
 
 def _remove_stale(run_dir: Path) -> None:

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import io
 import math
-import threading
 from pathlib import Path
 from typing import Any
 
 from flwr.app import ArrayRecord
 
 from contract.run_config import RunConfig
+from server.curves import curves_svg
 from server.loop import FailureCategory, Row
-from server.rundir import atomic_write
+from server.rundir import CURVES_FILE, atomic_write
 
 SUMMARY_FIGURES = (
     ("global_test_acc", "global test accuracy"),
@@ -220,68 +220,6 @@ def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
     atomic_write(run_dir / "model.pt", buffer.getvalue())
 
 
-def load_plotting() -> threading.Thread:
-    """Import matplotlib (its Agg backend) in a background thread while the rounds run.
-
-    The import costs about 0.4 s, which :func:`plot_curves` would otherwise add to
-    the end of every run; during the rounds this process mostly computes in PyTorch, which
-    releases the interpreter, or waits for the clients. The import writes nothing of the run's.
-    """
-    thread = threading.Thread(target=_import_pyplot, name="stamen-load-plotting", daemon=True)
-    thread.start()
-    return thread
-
-
-def _import_pyplot() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
-    import matplotlib.ticker  # noqa: F401
-
-
 def plot_curves(run_dir: Path, rows: list[Row], title: str = "") -> None:
-    """``curves.png``: accuracy per round (global and client models, best validation round marked) and training loss.
-
-    Rounds are whole numbers; every curve has its own colour, the loss one no accuracy uses.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
-
-    figure, (accuracy_axis, loss_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
-    colours = ("tab:blue", "tab:cyan", "tab:green", "tab:olive")
-    for (key, label), colour in zip(SUMMARY_FIGURES[:4], colours, strict=True):
-        points = [(r["round"], r[key]) for r in rows if key in r]
-        if points:
-            accuracy_axis.plot(*zip(*points), label=label, color=colour, marker="." if len(points) <= 30 else None)
-    selector = "global_val_acc" if any("global_val_acc" in r for r in rows) else "val_acc"
-    scored = [r for r in rows if selector in r]
-    if scored:
-        best = max(scored, key=lambda r: r[selector])
-        accuracy_axis.axvline(best["round"], color="grey", linestyle="--", linewidth=1)
-        accuracy_axis.annotate(
-            f"best validation: round {best['round']}",
-            (best["round"], accuracy_axis.get_ylim()[0]),
-            xytext=(4, 6),
-            textcoords="offset points",
-            fontsize=8,
-            color="grey",
-        )
-    accuracy_axis.set(xlabel="round", ylabel="accuracy", title="accuracy per round")
-    accuracy_axis.legend(fontsize=8)
-    losses = [(r["round"], r["train_loss"]) for r in rows if "train_loss" in r]
-    if losses:
-        loss_axis.plot(*zip(*losses), color="tab:purple")
-    loss_axis.set(xlabel="round", ylabel="train loss (weighted by training nodes)", title="training loss per round")
-    for axis in (accuracy_axis, loss_axis):
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axis.grid(alpha=0.3)
-    figure.suptitle(title or run_dir.name)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120)
-    atomic_write(run_dir / "curves.png", buffer.getvalue())
-    plt.close(figure)
+    """``curves.svg``: accuracy (best validation round marked) and training loss per round (:mod:`server.curves`)."""
+    atomic_write(run_dir / CURVES_FILE, curves_svg(rows, title or run_dir.name))

@@ -9,7 +9,7 @@ What a run directory holds (every name in :data:`RUN_FILES`; nothing else is Sta
 - ``metrics.jsonl``: one JSON line per round, written as each round finishes;
 - ``summary.json``: final and best-validation figures, timings;
 - ``model.pt``: the final global state dict (with the model's spec);
-- ``curves.png``: accuracy and loss per round;
+- ``curves.svg``: accuracy and loss per round (``curves.png`` in runs of Stamen before 2026-12);
 - ``checkpoint.*``: the server's state after the last finished round
   (:mod:`server.checkpoint`), from which ``resume-from`` continues;
 - ``certificates.json``, ``unlearn.json``, ``unlearn.md``: optional queries after training.
@@ -54,6 +54,7 @@ STATUS_FILE = "status.json"
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "summary.json"
+CURVES_FILE = "curves.svg"
 RUN_FILES = frozenset(
     {
         STATUS_FILE,
@@ -61,7 +62,8 @@ RUN_FILES = frozenset(
         METRICS_FILE,
         SUMMARY_FILE,
         "model.pt",
-        "curves.png",
+        CURVES_FILE,
+        "curves.png",  # written by earlier versions
         "checkpoint.npz",
         "checkpoint.json",
         "certificates.json",
@@ -139,6 +141,11 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staging)
         raise
+
+
+def row_line(row: Row) -> str:
+    """One round's row as its line of ``metrics.jsonl``."""
+    return json.dumps(row) + "\n"
 
 
 def _json(value: Any) -> str:
@@ -252,8 +259,12 @@ class RunDirectory:
         self.start(config, **identity)
 
     def append_row(self, row: Row) -> None:
+        self.append_line(row_line(row))
+
+    def append_line(self, line: str) -> None:
+        """Append one line of :func:`row_line` to ``metrics.jsonl``, durably."""
         with open(self.path / METRICS_FILE, "a") as stream:
-            stream.write(json.dumps(row) + "\n")
+            stream.write(line)
             stream.flush()
             os.fsync(stream.fileno())
 

@@ -32,7 +32,7 @@ def test_stamen_run_trains_certifies_and_forgets_a_class(tmp_path, stamen_run, s
     result = stamen_run(run_config)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     run_dir = tmp_path / "e2e"
-    for name in ("config.json", "metrics.jsonl", "summary.json", "model.pt", "curves.png"):
+    for name in ("config.json", "metrics.jsonl", "summary.json", "model.pt", "curves.svg"):
         assert (run_dir / name).is_file(), name
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [row["round"] for row in rows] == [0, 1, 2, 3, 4]
