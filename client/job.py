@@ -17,6 +17,7 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from graphs.node_data import load_partition
 from models import NodeClassifier, build_model
+from models.state import copy_state
 from models.training import adam, adam_state_record, restore_adam_state
 
 OPTIMIZER_STATE = "optimizer-state"
@@ -165,7 +166,7 @@ def _initial_model(
 
 
 def _reset(model: NodeClassifier, initial: dict[str, torch.Tensor]) -> NodeClassifier:
-    model.load_state_dict(initial)
+    copy_state(model, initial)
     model.zero_grad(set_to_none=True)
     return model
 

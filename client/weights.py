@@ -16,6 +16,7 @@ import torch
 from flwr.app import ArrayRecord
 
 from contract.arrays import array_values, numpy_array
+from models.state import copy_state
 
 _LOADED: list[tuple[ArrayRecord, list[bytes], dict[str, torch.Tensor]]] = []
 
@@ -43,8 +44,15 @@ def load_weights(module: torch.nn.Module, record: ArrayRecord, strict: bool = Tr
     cached = _LOADED[0] if _LOADED else None
     if cached is not None and cached[0] is record and len(cached[1]) == len(datas):
         if all(a is b for a, b in zip(cached[1], datas)):
-            module.load_state_dict(cached[2], strict=strict)
+            _load(module, cached[2], strict)
             return
     tensors = record_tensors(record)
     _LOADED[:] = [(record, datas, tensors)]
-    module.load_state_dict(tensors, strict=strict)
+    _load(module, tensors, strict)
+
+
+def _load(module: torch.nn.Module, tensors: dict[str, torch.Tensor], strict: bool) -> None:
+    if strict:
+        copy_state(module, tensors)
+    else:
+        module.load_state_dict(tensors, strict=False)

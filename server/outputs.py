@@ -47,6 +47,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     failures = failure_counts(rows)
     seconds = [r["seconds"] for r in trained]
     train_max = [r["client_train_seconds_max"] for r in trained]
+    train_sum = [r.get("client_train_seconds_sum", 0.0) for r in trained]
     summary = {
         "algorithm": config.algorithm,
         "dataset": config.dataset,
@@ -60,7 +61,9 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "max_test_acc": max((r.get("global_test_acc", r.get("test_acc", 0.0)) for r in rows), default=None),
         "wall_seconds": wall_seconds,
         "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
+        # per round: the slowest client's local training, and all clients' together
         "client_train_seconds_per_round": sum(train_max) / len(train_max) if train_max else None,
+        "clients_train_seconds_per_round": sum(train_sum) / len(train_sum) if train_sum else None,
         # a round that went on without some clients: the figures are not those of the full federation
         "failed_clients": failures,
         "degraded": sum(failures.values()) > 0,

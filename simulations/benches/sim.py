@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -56,6 +57,14 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--csbm-nodes", type=int, default=3000)
     sim.add_argument("--cpus-per-client", type=int, default=1)
     sim.add_argument("--no-baseline", action="store_true", help="skip the in-process loop")
+    sim.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="run the in-process engine (together and in turn) and the plain loop this many times, interleaved; "
+        "each figure is the median run's, each repeat's ratio is shown beside (this machine's timings vary by "
+        "10-20%% from run to run)",
+    )
     sim.add_argument(
         "--local-eval",
         choices=("false", "true"),
@@ -134,6 +143,11 @@ def _command(
     return {"command_wall_seconds": wall, "command_to_round_1_seconds": round_one if round_one is not None else wall}
 
 
+def _median(runs: list, wall: Callable[[Any], float]) -> Any:
+    """The run whose ``wall`` time is the median of ``runs`` (the lower middle one for an even count)."""
+    return sorted(runs, key=wall)[(len(runs) - 1) // 2]
+
+
 class _Runs:
     """``stamen run`` commands of one job, each timed (:func:`_command`), with the summary it wrote."""
 
@@ -151,6 +165,8 @@ class _Runs:
 
 def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One ``flwr run`` per client count and algorithm; the in-process loop beside FedAvg."""
+    if args.repeats < 1:
+        raise ValueError(f"--repeats {args.repeats}: give at least 1")
     out = Path(args.out).resolve()
     results: list[dict[str, Any]] = []
     for num_clients in int_list(args.clients, "--clients"):
@@ -177,10 +193,19 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             timed = _Runs(out / "runs", stem, run_overrides, num_clients)
             print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
             flower, summary = timed("flower", "flower")
-            print(f"[bench sim] {algorithm}, {num_clients} clients: stamen run --engine inprocess ...", flush=True)
-            inprocess, engine_summary = timed("inprocess", "inprocess")
-            print(f"[bench sim] {algorithm}, {num_clients} clients: the same with --in-turn ...", flush=True)
-            in_turn, in_turn_summary = timed("inprocess", "inprocess-in-turn", options=("--in-turn",))
+            baseline = algorithm == "fedavg" and not args.no_baseline
+            engines, in_turns, plains = [], [], []
+            for repeat in range(1, args.repeats + 1):  # interleaved: the machine's drift touches each alike
+                suffix = f"-{repeat}" if args.repeats > 1 else ""
+                print(f"[bench sim] {algorithm}, {num_clients} clients: stamen run --engine inprocess ...", flush=True)
+                engines.append(timed("inprocess", f"inprocess{suffix}"))
+                print(f"[bench sim] {algorithm}, {num_clients} clients: the same with --in-turn ...", flush=True)
+                in_turns.append(timed("inprocess", f"inprocess-in-turn{suffix}", options=("--in-turn",)))
+                if baseline:
+                    print(f"[bench sim] in-process FedAvg loop, {num_clients} clients ...", flush=True)
+                    plains.append(_baseline({k: v for k, v in overrides.items() if k != "output-dir"}, num_clients))
+            inprocess, engine_summary = _median(engines, lambda run: run[1]["total_wall_seconds"])
+            in_turn, in_turn_summary = _median(in_turns, lambda run: run[1]["total_wall_seconds"])
             in_turn["total_wall_seconds"] = in_turn_summary["total_wall_seconds"]
             in_turn["test_acc_at_best_val"] = (
                 in_turn_summary["best"]["global_test_acc"] or in_turn_summary["best"]["test_acc"]
@@ -223,11 +248,15 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "local_eval": overrides["local-eval"],
             }
             entry["inprocess_engine_in_turn"] = in_turn
+            entry["repeats"] = {
+                "inprocess_engine": [summary["total_wall_seconds"] for _, summary in engines],
+                "inprocess_engine_in_turn": [summary["total_wall_seconds"] for _, summary in in_turns],
+                "in_process": [run["wall_seconds"] for run in plains],
+            }
             if with_client_figures is not None:
                 entry["inprocess_engine_local_eval"] = with_client_figures
-            if algorithm == "fedavg" and not args.no_baseline:
-                print(f"[bench sim] in-process FedAvg loop, {num_clients} clients ...", flush=True)
-                entry["in_process"] = _baseline({k: v for k, v in overrides.items() if k != "output-dir"}, num_clients)
+            if baseline:
+                entry["in_process"] = _median(plains, lambda run: run["wall_seconds"])
                 plain = entry["in_process"]["wall_seconds"]
                 # run to run (after the command's checks): the plain loop's time excludes its imports too
                 entry["wall_ratio"] = entry["flwr_run"]["total_wall_seconds"] / plain
@@ -260,6 +289,7 @@ def sim_rows(record: dict[str, Any]) -> list[list[str]]:
                 f"{run['command_wall_seconds']:.1f}" if "command_wall_seconds" in run else "-",
                 f"{entry['engine_ratio']:.2f}x" if "engine_ratio" in entry else "-",
                 f"{entry['engine_round_ratio']:.2f}x" if "engine_round_ratio" in entry else "-",
+                _each_repeat(entry),
                 (
                     f"{entry['inprocess_engine_in_turn']['total_wall_seconds']:.1f} "
                     f"({entry['engine_in_turn_ratio']:.2f}x)"
@@ -284,6 +314,13 @@ def sim_rows(record: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _each_repeat(entry: dict[str, Any]) -> str:
+    """Each repeat's in-process engine time over the plain loop's of the same repeat (``--repeats``)."""
+    repeats = entry.get("repeats", {})
+    pairs = list(zip(repeats.get("inprocess_engine", []), repeats.get("in_process", [])))
+    return " ".join(f"{engine / plain:.2f}x" for engine, plain in pairs) if len(pairs) > 1 else "-"
+
+
 SIM_COLUMNS = [
     "algorithm",
     "clients",
@@ -294,6 +331,7 @@ SIM_COLUMNS = [
     "flower command s",
     "in-process / plain",
     "in-process / plain, mean round",
+    "in-process / plain, each repeat",
     "in-process, clients in turn s (/ plain)",
     "in-process with client figures s (/ plain)",
     "flower / plain",

@@ -260,11 +260,16 @@ def print_summary(summary: dict) -> None:
     console.print(
         f"wall time {summary['total_wall_seconds']:.1f} s, peak memory {summary['peak_memory_gb']:.2f} GB "
         f"(server loop {summary['wall_seconds']:.1f} s, "
-        f"{summary['seconds_per_round']:.3f} s per round, of which client training "
-        f"{summary['client_train_seconds_per_round']:.3f} s); devices: {', '.join(summary['devices'])}",
+        f"{summary['seconds_per_round']:.3f} s per round: clients' training {_seconds(summary, 'clients')} in all, "
+        f"the slowest client's {_seconds(summary, 'client')}); devices: {', '.join(summary['devices'])}",
         highlight=False,
     )
     console.print(f"outputs: {summary['run_dir']}", highlight=False)
+
+
+def _seconds(summary: dict, who: str) -> str:
+    value = summary.get(f"{who}_train_seconds_per_round")  # absent in summaries of earlier versions
+    return "-" if value is None else f"{value:.3f} s"
 
 
 def _own_model(algorithm: str) -> bool:

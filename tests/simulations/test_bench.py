@@ -27,6 +27,8 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
             "3",
             "--algorithms",
             "fedavg",
+            "--repeats",
+            "2",
             "--name",
             "tiny",
             "--out",
@@ -58,6 +60,10 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert baseline["wall_seconds"] > 0 and 0 <= baseline["final_test_acc"] <= 1
     assert entry["wall_ratio"] == run["total_wall_seconds"] / baseline["wall_seconds"]
     assert entry["local_eval"] is False  # the plain loop's evaluations; the default's beside them
+    repeats = entry["repeats"]  # interleaved repeats; the figures are the lower middle run's
+    assert [len(repeats[key]) for key in ("inprocess_engine", "inprocess_engine_in_turn", "in_process")] == [2, 2, 2]
+    assert baseline["wall_seconds"] == min(repeats["in_process"])
+    assert entry["inprocess_engine"]["total_wall_seconds"] == min(repeats["inprocess_engine"])
     with_client_figures = entry["inprocess_engine_local_eval"]
     assert entry["engine_local_eval_ratio"] == with_client_figures["total_wall_seconds"] / baseline["wall_seconds"]
     in_turn = entry["inprocess_engine_in_turn"]  # the clients answered one by one (--in-turn)
@@ -66,7 +72,7 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     engine = entry["inprocess_engine"]
     assert entry["engine_round_ratio"] == engine["seconds_per_round"] / baseline["seconds_per_round"]
     readme = (out / "README.md").read_text()
-    assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme
+    assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme and "each repeat" in readme
     assert "Seconds per steady round, by part" in readme
 
 
