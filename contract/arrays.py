@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import io
+import math
 
 import numpy as np
 from flwr.app import Array
@@ -28,7 +29,7 @@ _MAGIC = b"\x93NUMPY"
 _KEPT = 4096  # headers kept at most (shapes a run uses: a handful)
 
 _HEADERS: dict[tuple[str, tuple[int, ...]], bytes] = {}
-_LAYOUTS: dict[bytes, tuple[np.dtype, tuple[int, ...], bool]] = {}
+_LAYOUTS: dict[bytes, tuple[np.dtype, tuple[int, ...], bool, int]] = {}  # header -> dtype, shape, order, count
 
 
 def numpy_array(values: np.ndarray) -> Array:
@@ -70,9 +71,9 @@ def array_values(array: Array, writable: bool = True) -> np.ndarray:
         dtype = np.lib.format.descr_to_dtype(fields["descr"])
         if dtype.hasobject:
             raise ValueError("an array of Python objects in a weights record; refused (it could run code)")
-        layout = _LAYOUTS[header] = (dtype, tuple(fields["shape"]), bool(fields["fortran_order"]))
-    dtype, shape, fortran = layout
-    count = int(np.prod(shape, dtype=np.int64))
+        shape = tuple(fields["shape"])
+        layout = _LAYOUTS[header] = (dtype, shape, bool(fields["fortran_order"]), math.prod(shape))
+    dtype, shape, fortran, count = layout
     values = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
     values = values.reshape(shape, order="F" if fortran else "C")
     if not writable and dtype.isnative:
