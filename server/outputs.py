@@ -224,5 +224,12 @@ def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
 
 
 def plot_curves(run_dir: Path, rows: list[Row], title: str = "") -> None:
-    """``curves.svg``: accuracy (best validation round marked) and training loss per round (:mod:`server.curves`)."""
+    """``curves.svg``: accuracy (best validation round marked) and training loss per round (:mod:`server.curves`).
+
+    A ``curves.png`` an earlier version drew for this run (resumed now) is removed: it ends
+    before the rounds run since.
+    """
     atomic_write(run_dir / CURVES_FILE, curves_svg(rows, title or run_dir.name))
+    earlier = run_dir / "curves.png"
+    if earlier.is_file() and not earlier.is_symlink():
+        earlier.unlink()

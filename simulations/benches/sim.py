@@ -6,7 +6,9 @@ process, a round's clients trained together), the same with ``--in-turn`` (the c
 answered one after another), and, for FedAvg, a plain PyTorch FedAvg loop over the same federation
 (:mod:`simulations.benches.baseline`, the yardstick of in-process libraries). Each runs
 as its own command in a fresh process, timed from the command's start: its wall time,
-the time until round 1 was done, and its peak memory are its own.
+the time until round 1 was done, and its peak memory are its own. ``--repeats N`` runs the
+in-process engine and the plain loop N times, interleaved, and reports the median run's
+figures with each repeat's ratio.
 """
 
 from __future__ import annotations

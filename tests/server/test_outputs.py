@@ -78,3 +78,11 @@ assert "matplotlib" not in sys.modules
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "curves.svg").read_text().startswith("<svg ")
+
+
+def test_a_resumed_run_of_an_earlier_version_loses_its_stale_png(tmp_path):
+    from server import outputs
+
+    (tmp_path / "curves.png").write_bytes(b"\x89PNG drawn before the run was resumed")
+    outputs.plot_curves(tmp_path, [{"round": 1, "global_val_acc": 0.5}], "resumed")
+    assert not (tmp_path / "curves.png").exists() and (tmp_path / "curves.svg").is_file()
