@@ -33,7 +33,7 @@ ACCURACIES = (
 )
 LOSS = ("train_loss", "train loss (weighted by training nodes)", "#9467bd")
 
-WIDTH, HEIGHT = 1100, 470
+WIDTH, HEIGHT = 1100, 490  # room below the panels for a legend of four lines
 TOP, PLOT_HEIGHT = 60, 300  # the panels' plot areas: y from TOP to TOP + PLOT_HEIGHT
 PANELS = ((75, 455), (625, 455))  # left x and width of each plot area
 MARKED = 30  # lines of at most this many points get a dot per point

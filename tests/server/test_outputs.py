@@ -86,3 +86,13 @@ def test_a_resumed_run_of_an_earlier_version_loses_its_stale_png(tmp_path):
     (tmp_path / "curves.png").write_bytes(b"\x89PNG drawn before the run was resumed")
     outputs.plot_curves(tmp_path, [{"round": 1, "global_val_acc": 0.5}], "resumed")
     assert not (tmp_path / "curves.png").exists() and (tmp_path / "curves.svg").is_file()
+
+
+def test_every_label_lies_inside_the_figure_with_all_four_accuracies():
+    keys = ("global_test_acc", "global_val_acc", "test_acc", "val_acc", "train_loss")
+    svg = curves_svg([{"round": r, **{key: 0.5 + r / 100 for key in keys}} for r in range(1, 11)], "four")
+    root = ElementTree.fromstring(svg)
+    width, height = float(root.get("width")), float(root.get("height"))
+    texts = [t for t in root.iter(f"{SVG}text") if t.get("transform") is None]
+    assert len([t for t in texts if "accuracy (" in (t.text or "") or "accuracy" == (t.text or "")]) >= 2
+    assert all(0 < float(t.get("x")) < width and 12 <= float(t.get("y")) <= height - 5 for t in texts)
