@@ -87,12 +87,7 @@ class ClientBlock:
 
 def _kept_block(blocks: list[SparseMatrix]) -> SparseMatrix:
     """The block-diagonal matrix of ``blocks``, built once while they all live."""
-    return kept_all(blocks, "block-diagonal", lambda: _block_diagonal(blocks))
-
-
-def _block_diagonal(blocks: list[SparseMatrix]) -> SparseMatrix:
-    """The block-diagonal matrix of square ``blocks``, its entries in each block's order."""
-    return _one_after_another(blocks, diagonal=True)
+    return kept_all(blocks, "block-diagonal", lambda: _one_after_another(blocks, diagonal=True))
 
 
 def _one_after_another(parts: Sequence[SparseMatrix], diagonal: bool) -> SparseMatrix:

@@ -6,7 +6,6 @@ import random
 import time
 from logging import ERROR, INFO
 
-import numpy as np
 from flwr.app import Context
 from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
@@ -17,7 +16,7 @@ from server import outputs, privacy
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_bytes, checkpoint_dir, load_checkpoint, write_checkpoint
-from server.loop import Row, TooFewClientsError, run_rounds
+from server.loop import Row, TooFewClientsError, run_rounds, seed_server_draws
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from server.secagg import SecureAggregationGrid
 from server.unlearning import history_recorder, unlearn_federation, unlearning_method
@@ -121,8 +120,7 @@ def train_and_report(
 ) -> dict:
     """The rounds, then the summary, model and curves, then the optional queries; returns the summary."""
     log(INFO, "stamen: writing run outputs to %s", run_dir.path)
-    random.seed(config.seed)  # Flower's client sampling draws from Python's random module
-    np.random.seed(config.seed)  # Flower's client-level DP noise draws from NumPy's
+    seed_server_draws(config.seed)
     if resume is not None:
         log(INFO, "stamen: resuming from the checkpoint of round %d in %s", resume.round, run_dir.path)
         if resume.sampler_state:

@@ -22,6 +22,7 @@ whether the run was degraded.
 
 from __future__ import annotations
 
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -30,6 +31,7 @@ from enum import Enum
 from logging import WARNING
 from typing import Any
 
+import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.common import log
 from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
@@ -359,6 +361,13 @@ def exchange(
         health.failures.extend(failed)
     require_clients(what, len(valid), len(messages), failed, min_clients)
     return valid
+
+
+def seed_server_draws(seed: int) -> None:
+    """Seed what the server side of a run draws from: Flower's client sampling (Python's ``random``) and
+    its client-level DP noise (NumPy's global generator). Every transport calls it before the rounds."""
+    random.seed(seed)
+    np.random.seed(seed)
 
 
 def run_rounds(

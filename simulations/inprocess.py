@@ -8,16 +8,14 @@ use it on machines too small for a Ray simulation per measurement.
 from __future__ import annotations
 
 import contextlib
-import random
 from collections.abc import Callable, Iterable, Iterator
 
-import numpy as np
 from flwr.app import Context, Error, Message, RecordDict
 
 from client.app import app as client_app
 from contract.run_config import RunConfig
 from server.algorithms import server_algorithm
-from server.loop import Row, run_rounds
+from server.loop import Row, run_rounds, seed_server_draws
 
 
 class InProcessGrid:
@@ -127,8 +125,7 @@ def run_in_process(
     the grid (its nodes' contexts); ``together``: see :class:`InProcessGrid`."""
     algorithm = server_algorithm(config.algorithm)
     grid = InProcessGrid(config.to_flower(), num_clients, together=together)
-    random.seed(config.seed)  # as the ServerApp seeds Flower's client sampling (server/app.py)
-    np.random.seed(config.seed)
+    seed_server_draws(config.seed)  # as the ServerApp does
     with task_identity():
         run_rounds(
             grid,

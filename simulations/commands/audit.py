@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import json
 import math
-import random
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -43,7 +42,7 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import NodeClassifier, build_model
 from server.algorithms import server_algorithm
-from server.loop import run_rounds
+from server.loop import run_rounds, seed_server_draws
 from server.privacy import private_setup
 from server.rundir import atomic_write
 from simulations.audit import Guesses, epsilon_lower_bound, guess_membership
@@ -136,8 +135,7 @@ def audit_run(
     planted, canaries = {}, {}
     for i in range(num_clients):
         planted[i], canaries[i] = plant_canaries(client_data(spec, i, CPU), per_client, strength, rng)
-    random.seed(config.seed)  # Flower's client sampling
-    np.random.seed(config.seed)  # Flower's DP noise
+    seed_server_draws(config.seed)
     torch.manual_seed(config.seed)
     rows: list[dict] = []
     algorithm = server_algorithm(config.algorithm)

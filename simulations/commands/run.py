@@ -70,7 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=ENGINES,
         default="flower",
         help="flower: flwr run on a local simulation SuperLink (default); inprocess: the same ServerApp and "
-        "ClientApp in this process, clients in turn (fastest; same outputs)",
+        "ClientApp in this process, a round's clients trained together (fastest; same outputs and numbers)",
     )
     parser.add_argument(
         "--in-turn",
@@ -92,8 +92,8 @@ def simulate(
     """Run one prepared run on ``engine``; return its summary (as written in its run directory).
 
     ``flower``: ``flwr run`` on a simulation SuperLink of our own; ``inprocess``: the same
-    ServerApp (:func:`server.app.serve`) and ClientApp in this process, clients called in
-    turn (:class:`simulations.inprocess.InProcessGrid`). ``mode``: ``progress`` shows a
+    ServerApp (:func:`server.app.serve`) and ClientApp in this process
+    (:class:`simulations.inprocess.InProcessGrid`). ``mode``: ``progress`` shows a
     progress bar and keeps the log in the run directory (``run.log``), ``verbose`` streams
     the log to the terminal, ``quiet`` shows nothing. ``together=False``: the in-process engine
     answers the clients' messages in turn (see :class:`simulations.inprocess.InProcessGrid`). The summary gains

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -39,7 +38,7 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from models import NodeClassifier, build_model
 from server.algorithms import server_algorithm
-from server.loop import RunHealth, run_rounds
+from server.loop import RunHealth, run_rounds, seed_server_draws
 from server.unlearning import METHODS as REGISTRY
 from server.unlearning import RETRAIN, Forgetting, forget, history_recorder
 from simulations.inprocess import InProcessGrid, task_identity
@@ -107,7 +106,7 @@ def train_original(
     ``history``, when given, records every client's update (as a Flower run does for ``federaser``).
     """
     algorithm = server_algorithm(config.algorithm)
-    random.seed(config.seed)  # Flower's client sampling draws from Python's random module
+    seed_server_draws(config.seed)
     health = RunHealth()
     with task_identity():
         arrays = run_rounds(
@@ -152,7 +151,7 @@ def forget_in_process(
     staying = num_clients - (1 if request.leaving() is not None else 0)
     config = dataclasses.replace(config, min_clients=min(config.min_clients, staying))
     algorithm = server_algorithm(config.algorithm)
-    random.seed(config.seed)
+    seed_server_draws(config.seed)
     with task_identity():
         done = forget(
             InProcessGrid(config.to_flower(), num_clients),
