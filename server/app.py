@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import random
 import time
 from logging import ERROR, INFO
@@ -18,6 +20,7 @@ from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_bytes, checkpoint_dir, load_checkpoint, write_checkpoint
 from server.loop import Row, TooFewClientsError, run_rounds, seed_server_draws
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
+from server.runlock import writer_of
 from server.secagg import SecureAggregationGrid
 from server.unlearning import history_recorder, unlearn_federation, unlearning_method
 from server.writer import BehindWriter
@@ -44,12 +47,6 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _sampler_state(saved: list) -> tuple:
-    """``random.getstate()`` back from its JSON form (tuples became lists)."""
-    version, internal, gauss = saved
-    return version, tuple(internal), gauss
-
-
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     """The ServerApp under Flower (simulation or deployment): :func:`serve` on Flower's grid."""
@@ -61,41 +58,52 @@ def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine:
 
     Every transport runs this: Flower's grid (``flwr run``, deployments) and the
     in-process grid (``stamen run --engine inprocess``), so both write the same outputs.
+    The run directory's lock (:mod:`server.runlock`) is held from before its checks to the
+    last write: by this process, or by the command that started it and handed it its token.
     Nothing on disk changes before the run config, the privacy settings and the run
-    directory (or the checkpoint to resume) passed their checks. From then on the run's
-    ``status.json`` says where it stands: ``running``, then ``finished`` (with
-    ``degraded`` set when clients failed) or ``failed`` with the error.
+    directory (or the checkpoint to resume: its weights, sampler state and rows) passed
+    their checks. From then on the run's ``status.json`` says where it stands: ``running``,
+    then ``finished`` (with ``degraded`` set when clients failed) or ``failed`` with the error.
     """
     started = time.perf_counter()
-    try:
-        config = check_run_config(values)
-        algorithm = server_algorithm(config.algorithm)
-        resume = None
-        if config.resume_from:
-            run_dir, resume = resume_target(config)
-        else:
-            run_dir = RunDirectory.plan(config)
-        setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
-    except (ValueError, FileExistsError, FileNotFoundError) as error:
-        log(ERROR, "error: %s", error)
-        raise SystemExit(2) from error
-    if resume is not None and resume.round >= config.num_server_rounds and _finished(run_dir):
-        log(INFO, "stamen: %s finished all %d rounds; nothing left to run", run_dir.path, resume.round)
-        return
-    if resume is not None:
-        run_dir.reopen(config, resume.round, flower_run_id=flower_run_id, engine=engine)
-    else:
-        run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
-    try:
-        summary = train_and_report(grid, config, run_dir, algorithm, setup, resume, started)
-    except KeyboardInterrupt:
-        run_dir.set_status(RunStatus.INTERRUPTED, error="interrupted", ended=time.time())
-        raise
-    except BaseException as error:
-        reason = str(error.__cause__ or error) if isinstance(error, SystemExit) else f"{type(error).__name__}: {error}"
-        run_dir.set_status(RunStatus.FAILED, error=reason, ended=time.time())
-        raise
-    run_dir.set_status(RunStatus.FINISHED, degraded=summary["degraded"], ended=time.time())
+    with contextlib.ExitStack() as held:
+        try:
+            config = check_run_config(values)
+            algorithm = server_algorithm(config.algorithm)
+            if config.resume_from:
+                run_dir = RunDirectory(checkpoint_dir(config.resume_from))
+                held.enter_context(writer_of(run_dir.path))
+                run_dir, resume = resume_target(config)
+            else:
+                run_dir, resume = RunDirectory.plan(config), None
+                held.enter_context(writer_of(run_dir.path))
+                run_dir = RunDirectory.plan(dataclasses.replace(config, run_name=run_dir.path.name))  # under the lock
+            setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
+            if resume is not None:
+                if resume.round >= config.num_server_rounds and _finished(run_dir):
+                    log(INFO, "stamen: %s finished all %d rounds; nothing left to run", run_dir.path, resume.round)
+                    return
+                resume.check_weights(setup.initial or privacy.initial_arrays(grid, config.round_timeout))
+                kept = run_dir.reopen(config, resume.round, flower_run_id=flower_run_id, engine=engine)
+            else:
+                kept = None
+        except (ValueError, FileExistsError, FileNotFoundError) as error:
+            log(ERROR, "error: %s", error)
+            raise SystemExit(2) from error
+        if resume is None:
+            run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
+        try:
+            summary = train_and_report(grid, config, run_dir, algorithm, setup, resume, started, kept)
+        except KeyboardInterrupt:
+            run_dir.set_status(RunStatus.INTERRUPTED, error="interrupted", ended=time.time())
+            raise
+        except BaseException as error:
+            reason = (
+                str(error.__cause__ or error) if isinstance(error, SystemExit) else f"{type(error).__name__}: {error}"
+            )
+            run_dir.set_status(RunStatus.FAILED, error=reason, ended=time.time())
+            raise
+        run_dir.set_status(RunStatus.FINISHED, degraded=summary["degraded"], ended=time.time())
 
 
 def _finished(run_dir: RunDirectory) -> bool:
@@ -103,10 +111,24 @@ def _finished(run_dir: RunDirectory) -> bool:
 
 
 def resume_target(config: RunConfig) -> tuple[RunDirectory, Checkpoint]:
-    """The run directory and checkpoint ``resume-from`` names, checked against the run config."""
+    """The run directory and checkpoint ``resume-from`` names, checked against the run config.
+
+    Checks everything a resume reads before it writes: the config (only the keys of
+    :data:`server.rundir.RESUMABLE_KEYS` may change), the checkpoint (whole, its sampler
+    state well formed, not beyond ``num-server-rounds``) and the rows it keeps (rounds
+    before the checkpoint's, each once). The weights' shapes need the model: :func:`serve`
+    checks them against the clients' initial model.
+    """
     run_dir = RunDirectory(checkpoint_dir(config.resume_from))
     run_dir.check_resume(config)
-    return run_dir, load_checkpoint(run_dir.path)
+    checkpoint = load_checkpoint(run_dir.path)
+    if checkpoint.round > config.num_server_rounds:
+        raise ValueError(
+            f"resume-from={config.resume_from!r}: the checkpoint is at round {checkpoint.round}, beyond "
+            f"num-server-rounds={config.num_server_rounds}; resume with num-server-rounds >= {checkpoint.round}"
+        )
+    run_dir.resume_rows(checkpoint.round)
+    return run_dir, checkpoint
 
 
 def train_and_report(
@@ -117,20 +139,30 @@ def train_and_report(
     setup: privacy.PrivateSetup,
     resume: Checkpoint | None,
     started: float,
+    kept: list[Row] | None = None,
 ) -> dict:
-    """The rounds, then the summary, model and curves, then the optional queries; returns the summary."""
+    """The rounds, then the summary, model and curves, then the optional queries; returns the summary.
+
+    ``kept``: a resumed run's rows before its checkpoint, which its first new row's write
+    puts back in place of every later row (:meth:`RunDirectory.replace_rows`).
+    """
     log(INFO, "stamen: writing run outputs to %s", run_dir.path)
     seed_server_draws(config.seed)
     if resume is not None:
         log(INFO, "stamen: resuming from the checkpoint of round %d in %s", resume.round, run_dir.path)
-        if resume.sampler_state:
-            random.setstate(_sampler_state(resume.sampler_state))
+        if resume.random_state() is not None:
+            random.setstate(resume.random_state())
 
     def on_row(row: Row) -> None:
         if setup.epsilon_after is not None and "clients" in row:
             row["client_dp_epsilon"] = setup.epsilon_after(row["round"])
+        nonlocal kept
         line = row_line(row)
-        records.put(lambda: run_dir.append_line(line))
+        if kept is not None:  # a resumed run's first new row: the rows from the checkpoint's round on go with it
+            rows, kept = kept, None
+            records.put(lambda: run_dir.replace_rows(rows, line))
+        else:
+            records.put(lambda: run_dir.append_line(line))
         shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 

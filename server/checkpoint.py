@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -68,6 +69,30 @@ class Checkpoint:
     pending: dict[str, Any]
     node_partitions: dict[int, int] = field(default_factory=dict)
     sampler_state: list = field(default_factory=list)
+
+    def random_state(self) -> tuple | None:
+        """The sampler's ``random.getstate()`` back from its JSON form (tuples became lists); None if not saved."""
+        if not self.sampler_state:
+            return None
+        version, internal, gauss = self.sampler_state
+        return version, tuple(internal), gauss
+
+    def check_weights(self, model: ArrayRecord) -> None:
+        """ValueError in one line unless every saved weight is one of ``model``'s, with its shape and dtype.
+
+        ``model`` is the run's initial model (what every client builds); the server's weights may
+        be a part of it (the shared part of a personalised model). A checkpoint of another model
+        (another ``hidden``, a hand-copied file) is refused before a resume changes anything.
+        """
+        wanted = {name: (tuple(a.shape), a.dtype) for name, a in model.items()}
+        for name, array in self.arrays.items():
+            saved = (tuple(array.shape), array.dtype)
+            if wanted.get(name) != saved:
+                has = f"has {wanted[name]}" if name in wanted else "has no such array"
+                raise ValueError(
+                    f"the checkpoint's weights do not fit the run's model ({name!r}: saved {saved}, the model {has}); "
+                    "resume with the run's own config and checkpoint, or start a new run"
+                )
 
 
 def save_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> None:
@@ -173,6 +198,12 @@ def _parse(file: Path) -> Checkpoint:
     pending, node_partitions, sampler_state = meta["pending"], meta["node_partitions"], meta["sampler_state"]
     if not isinstance(pending, dict) or not isinstance(node_partitions, dict) or not isinstance(sampler_state, list):
         raise ValueError("its metadata's pending row, node partitions or sampler state has the wrong type")
+    if sampler_state:  # what random.setstate will be given: checked now, before a resume writes anything
+        try:
+            version, internal, gauss = sampler_state
+            random.Random().setstate((version, tuple(internal), gauss))
+        except (TypeError, ValueError, OverflowError) as error:
+            raise ValueError(f"its sampler state is malformed ({error})") from None
     return Checkpoint(
         round=meta_round,
         arrays=ArrayRecord({str(name): Array(w) for name, w in zip(weight_names, weights, strict=True)}),

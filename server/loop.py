@@ -396,7 +396,8 @@ def run_rounds(
     (:class:`TooFewClientsError` otherwise). ``health``, when given, collects every
     failure of this call (see :class:`RunHealth` for when a run counts as degraded).
     After every round ``on_checkpoint`` gets the server's state; ``resume`` continues
-    from such a state with the next round.
+    from such a state with the next round (a checkpoint of the last round: only the final
+    evaluation and the last row are left, as when a run stopped right after its checkpoint).
 
     ``train_config`` is sent with every training message (e.g. the unlearning fallback's
     retraining flag); ``initial`` weights are sent in round 1 (default none: clients build the
@@ -415,10 +416,10 @@ def run_rounds(
     node_partitions: dict[int, int] = {}
     first = 1
     if resume is not None:
-        if resume.round >= num_rounds:
+        if resume.round > num_rounds:
             raise ValueError(
-                f"the checkpoint is at round {resume.round}, num-server-rounds={num_rounds}: nothing left to run; "
-                "raise num-server-rounds to train further"
+                f"the checkpoint is at round {resume.round}, beyond num-server-rounds={num_rounds}; "
+                f"resume with num-server-rounds >= {resume.round}"
             )
         arrays, pending, node_partitions = resume.arrays, dict(resume.pending), dict(resume.node_partitions)
         first = resume.round + 1

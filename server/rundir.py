@@ -34,6 +34,7 @@ older run is never taken for this run's result.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -224,6 +225,7 @@ class RunDirectory:
     def start(self, config: RunConfig, **identity: Any) -> None:
         """Record this run as running (a new run, or a resumed one), who runs it (``identity``:
         e.g. the Flower run id and the engine) and its config."""
+        text = _json(config.to_flower())
         self.set_status(
             RunStatus.RUNNING,
             **identity,
@@ -231,8 +233,9 @@ class RunDirectory:
             pid=os.getpid(),
             provenance=provenance(seeds=[config.seed]),
             started=time.time(),
+            config_sha256=hashlib.sha256(text.encode()).hexdigest(),
         )
-        atomic_write(self.path / CONFIG_FILE, _json(config.to_flower()))
+        atomic_write(self.path / CONFIG_FILE, text)
 
     def set_status(self, status: RunStatus, **fields: Any) -> None:
         """Write ``status.json``: the new status over the fields already recorded."""
@@ -251,19 +254,47 @@ class RunDirectory:
                 "resume with the original values"
             )
 
-    def reopen(self, config: RunConfig, checkpoint_round: int, **identity: Any) -> None:
-        """Continue this run after round ``checkpoint_round``: rows of later rounds are dropped (run again)."""
+    def reopen(self, config: RunConfig, checkpoint_round: int, **identity: Any) -> list[Row]:
+        """Continue this run after round ``checkpoint_round``; returns the rows kept (rounds before it).
+
+        Nothing of the rows is changed here: every check (:meth:`check_resume`, :meth:`resume_rows`)
+        runs first, and the rows of rounds from ``checkpoint_round`` on, which the run computes
+        again, are replaced only together with the first new row (:meth:`replace_rows`). A resume
+        that fails before its first round leaves ``metrics.jsonl`` as it found it.
+        """
         self.check_resume(config)
-        kept = [row for row in self.rows() if row["round"] < checkpoint_round]
-        atomic_write(self.path / METRICS_FILE, "".join(json.dumps(row) + "\n" for row in kept))
+        kept = self.resume_rows(checkpoint_round)
         self.start(config, **identity)
+        return kept
+
+    def resume_rows(self, checkpoint_round: int) -> list[Row]:
+        """The rows a resume from ``checkpoint_round`` keeps: rounds before it, each of 1.. once, in order.
+
+        A torn last line (the run was stopped while writing a row of a round it will run again)
+        is left out; any other damage is a ValueError naming the file and line.
+        """
+        kept = [row for row in self.rows(torn_last_ok=True) if row["round"] < checkpoint_round]
+        rounds = [row["round"] for row in kept]
+        if rounds != sorted(set(rounds)) or set(range(1, checkpoint_round)) - set(rounds):
+            raise ValueError(
+                f"{self.path / METRICS_FILE} does not hold the rows of rounds 1..{checkpoint_round - 1} once each, "
+                f"in order (found rounds {_ranges(rounds)}) although the checkpoint is at round {checkpoint_round}; "
+                "the run directory was changed by hand: restore it, or start a new run"
+            )
+        return kept
+
+    def replace_rows(self, rows: list[Row], line: str) -> None:
+        """``metrics.jsonl`` becomes ``rows`` and then ``line``, atomically (a resumed run's first new row)."""
+        atomic_write(self.path / METRICS_FILE, "".join(row_line(row) for row in rows) + line)
 
     def append_row(self, row: Row) -> None:
         self.append_line(row_line(row))
 
     def append_line(self, line: str) -> None:
         """Append one line of :func:`row_line` to ``metrics.jsonl``, durably."""
-        with open(self.path / METRICS_FILE, "a") as stream:
+        # O_NOFOLLOW: a symbolic link put in the run directory's place of metrics.jsonl is never written through
+        handle = os.open(self.path / METRICS_FILE, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        with os.fdopen(handle, "a") as stream:
             stream.write(line)
             stream.flush()
             os.fsync(stream.fileno())
@@ -282,11 +313,49 @@ class RunDirectory:
     def config(self) -> dict[str, Any]:
         return self._read_json(CONFIG_FILE)
 
+    def recorded_config(self) -> dict[str, Any]:
+        """``config.json``, checked against the digest the run recorded in ``status.json`` when it started.
+
+        A config edited afterwards would make a later query (``stamen unlearn``) compute on
+        another graph or model than the run trained: a ValueError naming the file. Run
+        directories of earlier versions recorded no digest and are taken as they are.
+        """
+        recorded = self.status().get("config_sha256")
+        if recorded is not None and hashlib.sha256(self._text(CONFIG_FILE).encode()).hexdigest() != recorded:
+            raise ValueError(
+                f"{self.path / CONFIG_FILE} was changed after the run wrote it (its digest differs from the one in "
+                f"{STATUS_FILE}); restore it, or train a new run with the config you want"
+            )
+        return self.config()
+
     def summary(self) -> dict[str, Any]:
         return self._read_json(SUMMARY_FILE)
 
-    def rows(self) -> list[Row]:
-        return [json.loads(line) for line in self._text(METRICS_FILE).splitlines() if line]
+    def rows(self, torn_last_ok: bool = False) -> list[Row]:
+        """The rows of ``metrics.jsonl``, each a JSON object with an integer ``round``.
+
+        A line that is not such a row is a ValueError naming the file, the line and what to
+        do; ``torn_last_ok`` leaves out an unfinished last line (no newline: a write cut short)
+        instead.
+        """
+        file = self.path / METRICS_FILE
+        text = self._text(METRICS_FILE)
+        lines = text.split("\n")
+        torn = lines.pop()  # "" when the file ends with a newline, as every whole write does
+        rows: list[Row] = []
+        for number, line in enumerate(lines, 1):
+            if line:
+                rows.append(_row(file, number, line))
+        if torn and not torn_last_ok:
+            try:
+                rows.append(_row(file, len(lines) + 1, torn))
+            except ValueError:
+                raise ValueError(
+                    f"{file}: line {len(lines) + 1}, the last, was cut short (the run was stopped while writing "
+                    f"it); resume the run with resume-from='{self.path}' (it runs that round again), or delete "
+                    "that line"
+                ) from None
+        return rows
 
     def outcome(self, token: str) -> dict[str, Any] | None:
         """The status this run wrote for the command holding ``token``; None if it never wrote one."""
@@ -309,6 +378,30 @@ class RunDirectory:
         if not isinstance(value, dict):
             raise ValueError(f"{self.path / name} does not hold a JSON object; the run directory is damaged")
         return value
+
+
+def _row(file: Path, number: int, line: str) -> Row:
+    """Line ``number`` of ``metrics.jsonl`` as a row, or a ValueError naming it."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{file}: line {number} is not JSON ({error.msg}); the run directory is damaged") from None
+    if not isinstance(row, dict) or not isinstance(row.get("round"), int) or isinstance(row["round"], bool):
+        raise ValueError(
+            f"{file}: line {number} is not a round's row (no integer 'round'); the run directory is damaged"
+        )
+    return row
+
+
+def _ranges(rounds: list[int]) -> str:
+    """``0-3, 5, 7-8`` (in the order given), ``none`` for no rounds."""
+    parts: list[list[int]] = []
+    for value in rounds:
+        if parts and value == parts[-1][-1] + 1:
+            parts[-1].append(value)
+        else:
+            parts.append([value])
+    return ", ".join(f"{p[0]}-{p[-1]}" if len(p) > 1 else str(p[0]) for p in parts) or "none"
 
 
 def _is_run_file(name: str) -> bool:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -22,7 +23,13 @@ def _checkpoint(round_: int) -> Checkpoint:
     shapes = ((4, 3), (4,), (2, 4))
     arrays = ArrayRecord({n: Array(np.full(s, float(round_), dtype=np.float32)) for n, s in zip(NAMES, shapes)})
     pending = {"round": round_, "clients": 3, "failed_clients": []}
-    return Checkpoint(round_, arrays, pending, node_partitions={100: 0, 101: 1}, sampler_state=[3, [round_], None])
+    return Checkpoint(round_, arrays, pending, node_partitions={100: 0, 101: 1}, sampler_state=_sampler(round_))
+
+
+def _sampler(seed: int) -> list:
+    """A real ``random.getstate()`` in its JSON form (tuples as lists)."""
+    version, internal, gauss = random.Random(seed).getstate()
+    return [version, list(internal), gauss]
 
 
 def _assert_whole(checkpoint: Checkpoint, round_: int) -> None:
@@ -41,7 +48,7 @@ def test_a_checkpoint_is_one_file_that_loads_back_whole(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == [CHECKPOINT_FILE]
     loaded = load_checkpoint(tmp_path / CHECKPOINT_FILE)  # a file in the run directory names it too
     _assert_whole(loaded, 2)
-    assert loaded.node_partitions == {100: 0, 101: 1} and loaded.sampler_state == [3, [2], None]
+    assert loaded.node_partitions == {100: 0, 101: 1} and loaded.sampler_state == _sampler(2)
     assert checkpoint_dir(tmp_path) == tmp_path.resolve()
 
 

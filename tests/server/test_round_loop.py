@@ -91,8 +91,13 @@ def test_resuming_from_a_checkpoint_continues_the_rounds_exactly(tmp_path):
     for key in ("global_test_acc", "test_acc", "train_loss"):
         assert rest[-1][key] == pytest.approx(uninterrupted[-1][key], abs=1e-6), key
     assert rest[0]["global_test_acc"] == pytest.approx(uninterrupted[2]["global_test_acc"], abs=1e-6)
-    with pytest.raises(ValueError, match="nothing left to run"):
-        _rows("fedavg", run={**run, "num-server-rounds": 2}, resume=resumed)
+    # A checkpoint of the last round (a run stopped before its final evaluation): only the last row is left.
+    last = _rows("fedavg", run={**run, "num-server-rounds": 2}, resume=resumed)
+    assert len(last) == 1 and last[0]["round"] == 2
+    for key in ("global_test_acc", "test_acc", "train_loss", "clients"):
+        assert last[0][key] == first[-1][key], key
+    with pytest.raises(ValueError, match="beyond num-server-rounds=1"):
+        _rows("fedavg", run={**run, "num-server-rounds": 1}, resume=resumed)
 
 
 class FaultyGrid(InProcessGrid):

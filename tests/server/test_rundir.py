@@ -23,11 +23,14 @@ def test_a_resumed_run_must_train_the_same_thing(tmp_path):
     run_dir = _created(config)
     for row in ({"round": 0}, {"round": 1}, {"round": 2}):
         run_dir.append_row(row)
-    run_dir.reopen(RunConfig.from_flower({**RUN, "num-server-rounds": 9, "resume-from": "x"}), 2)
-    assert [row["round"] for row in run_dir.rows()] == [0, 1]  # round 2 is run again
     with pytest.raises(ValueError, match=r"differs .* in \['lr'\]"):
         run_dir.reopen(RunConfig.from_flower({**RUN, "lr": 0.5}), 2)
-    assert [row["round"] for row in run_dir.rows()] == [0, 1]  # a refused resume changes nothing
+    assert [row["round"] for row in run_dir.rows()] == [0, 1, 2]  # a refused resume changes nothing
+    kept = run_dir.reopen(RunConfig.from_flower({**RUN, "num-server-rounds": 9, "resume-from": "x"}), 2)
+    assert [row["round"] for row in kept] == [0, 1]  # round 2 is run again ...
+    assert [row["round"] for row in run_dir.rows()] == [0, 1, 2]  # ... but its row stays until the new one
+    run_dir.replace_rows(kept, '{"round": 2, "again": true}\n')
+    assert run_dir.rows() == [{"round": 0}, {"round": 1}, {"round": 2, "again": True}]
     with pytest.raises(FileNotFoundError, match="no checkpoint.npz"):
         load_checkpoint(run_dir.path)
 
@@ -100,3 +103,38 @@ def test_status_carries_the_token_of_the_command_that_started_the_run(tmp_path):
 def test_atomic_write_leaves_no_temporary_file(tmp_path):
     atomic_write(tmp_path / "a.json", json.dumps({"a": 1}))
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_rows_name_the_file_and_line_of_damage(tmp_path):
+    run_dir = _created(RunConfig(output_dir=str(tmp_path), run_name="r"))
+    metrics = run_dir.path / "metrics.jsonl"
+    metrics.write_text('{"round": 0}\n{"round": 1}\n{"rou')  # a row cut short by a crash
+    with pytest.raises(ValueError, match=r"metrics.jsonl: line 3, the last, was cut short .* resume-from="):
+        run_dir.rows()
+    assert [row["round"] for row in run_dir.resume_rows(2)] == [0, 1]  # a resume runs that round again
+    metrics.write_text('{"round": 0}\nnot json\n{"round": 2}\n')
+    with pytest.raises(ValueError, match=r"metrics.jsonl: line 2 is not JSON"):
+        run_dir.rows()
+    metrics.write_text('{"round": 0}\n{"accuracy": 1}\n')
+    with pytest.raises(ValueError, match=r"line 2 is not a round's row"):
+        run_dir.rows()
+
+
+def test_a_resume_needs_every_row_before_its_checkpoint(tmp_path):
+    run_dir = _created(RunConfig(output_dir=str(tmp_path), run_name="r"))
+    for row in ({"round": 0}, {"round": 1}, {"round": 3}):
+        run_dir.append_row(row)
+    with pytest.raises(ValueError, match=r"rounds 1..3 once each, in order \(found rounds 0-1, 3\)"):
+        run_dir.resume_rows(4)
+    assert [row["round"] for row in run_dir.resume_rows(2)] == [0, 1]
+
+
+def test_rows_are_never_appended_through_a_symlink(tmp_path):
+    run_dir = _created(RunConfig(output_dir=str(tmp_path), run_name="r"))
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("mine\n")
+    (run_dir.path / "metrics.jsonl").unlink()
+    (run_dir.path / "metrics.jsonl").symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        run_dir.append_row({"round": 0})
+    assert elsewhere.read_text() == "mine\n"
