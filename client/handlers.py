@@ -27,7 +27,7 @@ from flwr.app import (
 from client.algorithms import ClientAlgorithm, client_algorithm
 from client.attacks import attacked
 from client.certification import certify_local
-from client.device import choose_device, seed_device
+from client.device import choose_device, pin_threads, seed_device
 from client.job import LocalJob, client_data, new_client_data
 from client.privacy import train_round
 from client.weights import weights_record
@@ -127,6 +127,7 @@ def _seed(job: LocalJob, server_round: int, purpose: int) -> None:
     state would depend on which clients it served before. Seeding every handler on entry
     makes each client's numbers the same on every transport, every time.
     """
+    pin_threads()  # the kernels too: their thread count changes the sums' order (client/device.py)
     base = training_seed(job, server_round)
     seed_device(base if purpose == TRAINING else base * 31 + 17 * purpose, job.device)
 
