@@ -10,7 +10,7 @@ import sys
 from types import ModuleType
 
 from contract.provenance import handed_down
-from simulations.errors import RunFailed, RunInterrupted
+from simulations.errors import RunFailed, RunInterrupted, os_error_line
 
 # The commands (modules of simulations.commands) and their one-line help. A command's module
 # is imported only when that command runs, so `stamen --help` and `stamen config` load no
@@ -78,8 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     except RunInterrupted as error:
         print(f"stamen {args.command}: {error}", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, RuntimeError) as error:
+    except (ValueError, RuntimeError) as error:
         print(f"stamen {args.command}: error: {_one_line(error)}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a folder not writable, a full disk, a busy port...: one line, never a traceback
+        print(f"stamen {args.command}: error: {os_error_line(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"stamen {args.command}: interrupted", file=sys.stderr)

@@ -20,6 +20,7 @@ import shlex
 import time
 
 from server.rundir import RunDirectory, RunStatus, run_token
+from server.runlock import FolderLock
 from simulations.errors import RunFailed, RunInterrupted
 from simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
 from simulations.preflight import PreparedRun, prepare
@@ -106,14 +107,18 @@ def simulate(
     """
     run_dir = run.run_dir
     started = time.perf_counter()
-    first_round = _resumed_round(run)
-    progress = RunProgress(run_dir.path, run.config.num_server_rounds, first_round, enabled=mode == "progress")
-    with run_token() as token:
+    with run_token() as token, FolderLock(run_dir.path):  # held for the run's ServerApp too (server/runlock.py)
+        if not run.config.resume_from:  # checked again under the lock: another run may have taken the name since
+            RunDirectory.plan(run.config)
+        first_round = _resumed_round(run)
+        progress = RunProgress(run_dir.path, run.config.num_server_rounds, first_round, enabled=mode == "progress")
         try:
             if engine == "inprocess":
                 with progress:
-                    memory, log = _serve_in_process(run, verbose=mode == "verbose", together=together)
+                    memory, log, error = _serve_in_process(run, verbose=mode == "verbose", together=together)
                 _keep_log(run_dir, token, log)
+                if error is not None and run_dir.outcome(token) is None:  # refused before it started: say why
+                    raise error
                 _judge(run_dir, token, f"see {run_dir.path / 'run.log'}" if log else "see the log above")
             else:
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
@@ -128,14 +133,15 @@ def simulate(
                     _judge(run_dir, token, f"flwr exit code {code}; {where}; Flower's own logs: {home}")
         except KeyboardInterrupt:  # every process of the run was stopped on the way out
             raise RunInterrupted(_interrupted(run_dir, token, resume_hint)) from None
-    summary = run_dir.summary()
-    summary.update({"total_wall_seconds": time.perf_counter() - started, "peak_memory_gb": memory.peak_gb})
-    run_dir.write_json("summary.json", summary)
+        summary = run_dir.summary()
+        summary.update({"total_wall_seconds": time.perf_counter() - started, "peak_memory_gb": memory.peak_gb})
+        run_dir.write_json("summary.json", summary)
     return summary
 
 
 def _resumed_round(run: PreparedRun) -> int:
-    rows = run.run_dir.rows() if run.config.resume_from and (run.run_dir.path / "metrics.jsonl").is_file() else []
+    resumed = run.config.resume_from and (run.run_dir.path / "metrics.jsonl").is_file()
+    rows = run.run_dir.rows(torn_last_ok=True) if resumed else []
     return max((int(row.get("round", 0)) for row in rows), default=0)
 
 
@@ -147,8 +153,11 @@ def _keep_log(run_dir: RunDirectory, token: str, text: str) -> None:
         atomic_write(run_dir.path / "run.log", text)
 
 
-def _serve_in_process(run: PreparedRun, verbose: bool, together: bool = True) -> tuple[PeakMemory, str]:
-    """The ServerApp over the in-process grid; returns its memory and log (empty when it went to the terminal).
+def _serve_in_process(
+    run: PreparedRun, verbose: bool, together: bool = True
+) -> tuple[PeakMemory, str, BaseException | None]:
+    """The ServerApp over the in-process grid; returns its memory, its log (empty when it went to the
+    terminal) and the error that ended it (the reason itself for a refusal: the ServerApp's exit 2 carries it).
 
     A failure is judged from the run's status, as a Flower run's is.
     """
@@ -168,18 +177,21 @@ def _serve_in_process(run: PreparedRun, verbose: bool, together: bool = True) ->
         captured.setFormatter(logging.Formatter("%(levelname)s %(asctime)s: %(message)s"))
         logger.addHandler(captured)
     grid = InProcessGrid(run.config.to_flower(), int(run.federation["num-supernodes"]), together=together)
+    error: BaseException | None = None
     try:
         with PeakMemory(os.getpid()) as memory, task_identity():
             try:
                 serve(grid, run.config.to_flower(), engine="inprocess")
-            except (SystemExit, Exception):  # recorded in status.json (or the run never started): judged next
-                pass
+            except SystemExit as stop:  # recorded in status.json (or the run never started): judged next
+                error = stop.__cause__ or stop
+            except Exception as failure:
+                error = failure
     finally:
         if not verbose:
             logger.removeHandler(captured)
             for handler in handlers:
                 logger.addHandler(handler)
-    return memory, buffer.getvalue()
+    return memory, buffer.getvalue(), error
 
 
 def _judge(run_dir: RunDirectory, token: str, where: str) -> None:

@@ -50,8 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from server.rundir import RunDirectory, RunStatus, check_output_dir, check_run_name
-    from simulations.preflight import prepare
+    from server.rundir import check_output_dir, check_run_name
 
     args.federation_config = federation_args(args)
     if args.jobs < 1:
@@ -59,6 +58,17 @@ def main(args: argparse.Namespace) -> int:
     name = args.name or time.strftime("sweep-%Y%m%d-%H%M%S")
     check_run_name(name)
     folder = check_output_dir(args.out) / name
+    from server.runlock import FolderLock
+
+    with FolderLock(folder, "sweep folder"):  # two sweeps of one name: the second is refused, naming the first
+        return _sweep(args, folder)
+
+
+def _sweep(args: argparse.Namespace, folder: Path) -> int:
+    """The sweep in ``folder``, its lock held: every config checked, the unfinished runs run, the table."""
+    from server.rundir import RunDirectory, RunStatus
+    from simulations.preflight import prepare
+
     runs = grid([parse_set(text) for text in args.sets], parse_seeds(args.seeds))
     todo: list[SweepRun] = []
     for run in runs:  # every config is checked before the first run starts

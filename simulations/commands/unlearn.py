@@ -77,7 +77,7 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
     for name in ("summary.json", "model.pt"):
         if not (run_dir / name).is_file():
             raise FileNotFoundError(f"{run_dir / name} not found: is {run_dir} a finished run directory?")
-    values, summary = run.config(), run.summary()
+    values, summary = run.recorded_config(), run.summary()
     config = RunConfig.from_flower(values)
     num_clients = summary.get("clients")
     if not isinstance(num_clients, int) or num_clients < 1:
@@ -98,9 +98,25 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from simulations.screen import output_console
+    """Check the run and the requests, then unlearn; the run directory's lock held throughout."""
+    import os
+
+    from server.runlock import FolderLock
 
     run_dir = Path(args.run_dir).expanduser().resolve()
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"run directory {run_dir} not found")
+    with FolderLock(run_dir):  # one writer: not while the run itself, or another unlearn, writes there
+        if not os.access(run_dir, os.W_OK | os.X_OK):  # checked before the slow work, not after it
+            raise PermissionError(
+                13, "not writable: unlearning writes its results into the run directory", str(run_dir)
+            )
+        return _unlearn(args, run_dir)
+
+
+def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
+    from simulations.screen import output_console
+
     config, num_clients, state = load_run(run_dir)
     check_algorithm(config.algorithm)
     methods = parse_methods(args.method)
@@ -115,6 +131,9 @@ def main(args: argparse.Namespace) -> int:
     out_dirs = []
     for request in requests:
         out = run_dir / "unlearn" / request.slug
+        for folder in (out.parent, out):  # written into below: never through a link to elsewhere
+            if folder.is_symlink():
+                raise ValueError(f"{folder} is a symbolic link; Stamen writes only into real folders: remove the link")
         if out.exists() and any(out.iterdir()) and not args.overwrite:
             raise FileExistsError(f"{out} already holds results; pass --overwrite to replace them")
         out_dirs.append(out)
