@@ -138,9 +138,11 @@ def atomic_write(path: Path, data: str | bytes) -> None:
             os.fsync(folder)
         finally:
             os.close(folder)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staging)
+        if isinstance(error, OSError) and error.filename is None and error.errno is not None:
+            raise type(error)(error.errno, error.strerror, str(path)) from error  # a full disk names the file
         raise
 
 
@@ -293,11 +295,17 @@ class RunDirectory:
     def append_line(self, line: str) -> None:
         """Append one line of :func:`row_line` to ``metrics.jsonl``, durably."""
         # O_NOFOLLOW: a symbolic link put in the run directory's place of metrics.jsonl is never written through
-        handle = os.open(self.path / METRICS_FILE, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
-        with os.fdopen(handle, "a") as stream:
-            stream.write(line)
-            stream.flush()
-            os.fsync(stream.fileno())
+        file = self.path / METRICS_FILE
+        handle = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        try:
+            with os.fdopen(handle, "a") as stream:
+                stream.write(line)
+                stream.flush()
+                os.fsync(stream.fileno())
+        except OSError as error:
+            if error.filename is None and error.errno is not None:  # a full disk names the file
+                raise type(error)(error.errno, error.strerror, str(file)) from error
+            raise
 
     def write_json(self, name: str, value: Any) -> None:
         """One of the run's JSON files (``summary.json``, ``certificates.json``, ...), atomically."""

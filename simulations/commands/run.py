@@ -16,6 +16,7 @@ prints the command that resumes it; exit 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import time
 
@@ -116,9 +117,11 @@ def simulate(
             if engine == "inprocess":
                 with progress:
                     memory, log, error = _serve_in_process(run, verbose=mode == "verbose", together=together)
-                _keep_log(run_dir, token, log)
-                if error is not None and run_dir.outcome(token) is None:  # refused before it started: say why
-                    raise error
+                with contextlib.suppress(OSError):  # the log is kept if it can be; the run's own error comes first
+                    _keep_log(run_dir, token, log)
+                outcome = run_dir.outcome(token)
+                if error is not None and (outcome is None or outcome["status"] == RunStatus.RUNNING.value):
+                    raise error  # refused before it started, or its status could not be written (a full disk)
                 _judge(run_dir, token, f"see {run_dir.path / 'run.log'}" if log else "see the log above")
             else:
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
