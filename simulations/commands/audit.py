@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -206,6 +207,8 @@ def _output(text: str) -> Path | None:
         raise NotADirectoryError(f"--output={text!r}: folder {str(path.parent)!r} does not exist; create it first")
     if path.exists() or path.is_symlink():
         raise FileExistsError(f"--output={text!r} exists; Stamen does not overwrite it, choose another name")
+    if not os.access(path.parent, os.W_OK | os.X_OK):  # found now, not after the audit's training runs
+        raise PermissionError(13, "not writable: the audit writes --output there", str(path.parent))
     return path
 
 
