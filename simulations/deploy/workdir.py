@@ -9,15 +9,22 @@ A user's folder is never deleted. ``stamen deploy local --workdir DIR`` takes DI
   there, and never follows a symbolic link (a link among them is removed as a link).
 
 Every check runs before anything is removed or written; a refusal is one line saying
-what to do. Output folders of ``deploy partition`` and ``deploy certs`` go through
+what to do. A workdir has one deployment at a time (:func:`held_workdir`: its lock,
+:mod:`server.runlock`, is taken before the checks and held until the deployment ends), so a
+second ``stamen deploy local`` on the same workdir, the default one of two terminals
+included, is refused naming the first instead of deleting its certificates and state. Output folders of ``deploy partition`` and ``deploy certs`` go through
 :func:`check_output_folder`: absent or a real folder, never a file or a link.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+
+from server.runlock import FolderLock
 
 MARKER = ".stamen-deploy-workdir"
 MARKER_TEXT = "This folder was created by `stamen deploy local`; it may remove what it wrote here.\n"
@@ -68,3 +75,16 @@ def prepare_workdir(path: Path) -> Path:
         with os.fdopen(descriptor, "w") as handle:
             handle.write(MARKER_TEXT)
     return path
+
+
+@contextlib.contextmanager
+def held_workdir(path: Path) -> Iterator[Path]:
+    """:func:`prepare_workdir` under the workdir's lock, held for the block (the deployment's life).
+
+    Raises:
+        server.runlock.FolderLocked: another deployment uses this workdir (one line naming it).
+        ValueError: as :func:`prepare_workdir`.
+    """
+    path = check_output_folder(Path(path).absolute(), "--workdir")
+    with FolderLock(path, "deployment workdir"):
+        yield prepare_workdir(path)
