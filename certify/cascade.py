@@ -28,7 +28,7 @@ sweeps what it can, leaves targets certified by the bound out of the MILP and so
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 
@@ -60,6 +60,7 @@ def certify_samplewise(
     method: str = "auto",
     enumerate_limit: int = ENUMERATE_LIMIT,
     on_target: Callable[[TargetOutcome], None] | None = None,
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
     r"""Sample-wise certificates of every target row of ``k_tl`` for each budget.
 
@@ -79,8 +80,9 @@ def certify_samplewise(
 
     ``on_target(outcome)`` is called as each target is decided (all its budgets), before
     the next one starts: a long job keeps its finished targets (:mod:`certify.journal`).
-    A target's outcome depends on no other target, so certifying a subset of the rows
-    of ``k_tl`` gives those rows' outcomes (apart from timings).
+    The rows in ``skip`` (decided earlier) are left out of the result. A target's outcome
+    depends on no other target, so it is the same whichever others are skipped (apart
+    from timings); the arrays stay whole, so even the rounding is the same.
     """
     k_ll, y, flippable = check_inputs(k_ll, y, c, flippable)
     y = y.astype(np.float64)
@@ -102,6 +104,8 @@ def certify_samplewise(
         enum_share = sw.seconds / max(k_tl.shape[0], 1) / max(n_enum, 1)
         enum_worst = {b: sw.upto(b) for b in budgets if 0 < b <= k_enum}
     for t in range(k_tl.shape[0]):
+        if t in skip:
+            continue
         sign = 1.0 if clean[t] >= 0 else -1.0
         out = TargetOutcome(t, float(clean[t]))
         attack_size, attack_flips, attack_margin = None, None, None
@@ -243,6 +247,7 @@ def certify_multiclass(
     k_tt: np.ndarray | None = None,
     progress: Callable[[int], None] | None = None,
     on_target: Callable[[TargetOutcome], None] | None = None,
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
     """Exact multi-class (one-vs-all SVM) sample-wise certificates.
 
@@ -251,8 +256,8 @@ def certify_multiclass(
     positive. Rivals whose clean margin exceeds twice the stability radius (each class
     score moves at most one radius) are skipped; the rest are solved by
     :class:`PairwiseMILP`. ``clean_score`` is the smallest clean margin and
-    ``worst_case_score`` the smallest worst-case margin over the rivals. ``on_target`` as
-    in :func:`certify_samplewise`.
+    ``worst_case_score`` the smallest worst-case margin over the rivals. ``on_target`` and
+    ``skip`` as in :func:`certify_samplewise`.
     """
     labels = np.asarray(labels, dtype=np.int64)
     k_ll, _, flippable = check_inputs(k_ll, labels, c, flippable)
@@ -262,6 +267,8 @@ def certify_multiclass(
     budgets = sorted({int(b) for b in budgets})
     results = []
     for t in range(k_tl.shape[0]):
+        if t in skip:
+            continue
         a = int(np.argmax(scores[t]))
         margins = scores[t, a] - scores[t]
         margins[a] = np.inf

@@ -10,7 +10,7 @@ several classes: iff every rival's worst-case margin stays positive.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -34,9 +34,16 @@ def fit(blocks: KernelBlocks, task: CertificationTask) -> CleanFit:
 
 
 def samplewise(
-    blocks: KernelBlocks, task: CertificationTask, fit: CleanFit, done: Callable[[TargetOutcome], None]
+    blocks: KernelBlocks,
+    task: CertificationTask,
+    fit: CleanFit,
+    done: Callable[[TargetOutcome], None],
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
-    """Exact worst case of every target at every budget (all at once: ``done`` hears them at the end)."""
+    """Exact worst case of every target at every budget but those in ``skip``.
+
+    All targets are decided at once (in closed form, cheap), so ``done`` hears them at the end.
+    """
     weights = _weights(blocks, task)
     num_targets = len(blocks.y_t)
     if task.binary:
@@ -61,6 +68,7 @@ def samplewise(
         seconds = (time.perf_counter() - t0) / max(num_targets, 1)
         for i, out in enumerate(outs):
             out.budgets[k] = BudgetOutcome(status[i], Method.EXACT, float(worst[i]), None, flips[i], seconds, False)
+    outs = [out for out in outs if out.position not in skip]
     for out in outs:
         done(out)
     return outs

@@ -116,7 +116,7 @@ def _samplewise(
     on_target: Callable[[int, TargetOutcome], None] | None,
     progress: Callable[[int], None] | None,
 ) -> dict[int, TargetOutcome]:
-    """Every target's outcome by position: the finished ones reused, the rest certified (rows of the blocks)."""
+    """Every target's outcome by position: the finished ones reused, the rest certified."""
     num_targets = len(task.instance.targets)
     outcomes = {i: out for i, out in finished.targets.items() if 0 <= i < num_targets}
     pending = [i for i in range(num_targets) if i not in outcomes]
@@ -124,18 +124,14 @@ def _samplewise(
         return outcomes
 
     def done(outcome: TargetOutcome) -> None:
-        position = pending[outcome.position]  # the plugin saw only the pending rows
-        outcome.position = position
-        outcomes[position] = outcome
+        outcomes[outcome.position] = outcome
         if on_target is not None:
-            on_target(position, outcome)
+            on_target(outcome.position, outcome)
         if progress is not None:
             progress(1)
 
-    whole = len(pending) == num_targets
-    plugin.samplewise(
-        blocks if whole else blocks.rows(pending), task, fit if whole else fit.rows(pending), done
-    )
+    # the blocks stay whole (finished targets are skipped, not cut out), so every figure rounds the same
+    plugin.samplewise(blocks, task, fit, done, frozenset(outcomes))
     missing = [i for i in pending if i not in outcomes]
     if missing:  # a plug-in must report every target it was given
         raise RuntimeError(f"model {task.model} did not report targets at positions {missing[:5]}")

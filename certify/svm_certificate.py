@@ -11,7 +11,7 @@ cross-validation on the labelled nodes (:func:`certify.svm.select_C`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -39,7 +39,11 @@ def fit(blocks: KernelBlocks, task: CertificationTask) -> CleanFit:
 
 
 def samplewise(
-    blocks: KernelBlocks, task: CertificationTask, fit: CleanFit, done: Callable[[TargetOutcome], None]
+    blocks: KernelBlocks,
+    task: CertificationTask,
+    fit: CleanFit,
+    done: Callable[[TargetOutcome], None],
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
     """Per target and budget: certified, not certified or unknown (see :mod:`certify.cascade`).
 
@@ -58,6 +62,7 @@ def samplewise(
             spec=task.solver,
             k_tt=blocks.k_tt,
             on_target=done,
+            skip=skip,
         )
     if task.attacker is not None:
         outcomes, _ = certify_against_clients(
@@ -70,6 +75,7 @@ def samplewise(
             task.attacker,
             task.solver,
             blocks.k_tt,
+            skip=skip,
             **sweep,
         )
         merged = merge_clients(outcomes)
@@ -87,6 +93,7 @@ def samplewise(
         decide=task.decide,
         k_tt=blocks.k_tt,
         on_target=done,
+        skip=skip,
         **sweep,
     )
 

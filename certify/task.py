@@ -115,11 +115,6 @@ class KernelBlocks:
         y_t = instance.pm_labels(tgt) if binary else instance.y[tgt]
         return cls(kernel[np.ix_(lab, lab)], kernel[np.ix_(tgt, lab)], np.diag(kernel)[tgt], y_l, y_t)
 
-    def rows(self, positions: list[int]) -> KernelBlocks:
-        """The blocks of the targets at ``positions`` only (the labelled block is shared, not copied)."""
-        idx = np.asarray(positions, dtype=np.int64)
-        return KernelBlocks(self.k_ll, self.k_tl[idx], self.k_tt[idx], self.y_l, self.y_t[idx])
-
 
 @dataclass
 class CleanFit:
@@ -129,7 +124,3 @@ class CleanFit:
     ridge: float | None
     predicted: np.ndarray  # (T,) class index (binary: 0 when the score is >= 0)
     cv_accuracy: dict[str, float] | None = None
-
-    def rows(self, positions: list[int]) -> CleanFit:
-        """The fit seen by the targets at ``positions`` only."""
-        return CleanFit(self.C, self.ridge, self.predicted[np.asarray(positions, dtype=np.int64)], self.cv_accuracy)
