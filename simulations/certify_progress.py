@@ -1,6 +1,7 @@
 """What ``stamen certify`` shows on stderr while it works: stages, units, time left.
 
-On a terminal, one rich bar per architecture: the stage it is in (kernel, fit,
+First a line saying what is loaded (reading a large graph takes seconds). On a terminal,
+then one rich bar per architecture: the stage it is in (kernel, fit,
 certify), the units decided of all (targets sample-wise, budgets collective; those kept
 from the journal count from the start), the time elapsed (it ticks through a long
 kernel or MILP, so the screen is never still) and the time left. Elsewhere (a log, a
@@ -55,10 +56,23 @@ class CertifyProgress:
             self.progress.start()
         return self
 
+    def loading(self, what: str) -> None:
+        """The graph (or graph file) ``what`` is being loaded: the first thing shown, before any slow work."""
+        if self.progress is not None:
+            self.bar = self.progress.add_task(f"loading {what}", total=None, noun="")
+        else:
+            self.note(f"loading {what}")
+
+    def note(self, text: str) -> None:
+        """One line (above the bar on a terminal)."""
+        self.console.print(f"stamen certify: {text}", highlight=False, markup=False)
+
     def begin(self, arch: str, total: int, kept: int, noun: str, nodes: int) -> None:
         """A new architecture: ``total`` units, ``kept`` of them read back from the journal."""
         self.arch, self.total, self.kept, self.noun, self.nodes = arch, total, kept, noun, nodes
         if self.progress is not None:
+            if self.bar is not None and self.progress.tasks[-1].total is None:  # loading is over
+                self.progress.remove_task(self.bar)
             self.bar = self.progress.add_task(f"{arch}: starting", total=total, completed=kept, noun=noun)
 
     def stage(self, stage: Stage) -> None:
@@ -73,7 +87,7 @@ class CertifyProgress:
         if self.progress is not None:
             self.progress.update(self.bar, description=text if stage != Stage.CERTIFY else f"{self.arch}: certify")
         else:
-            self.console.print(f"stamen certify: {text}", highlight=False, markup=False)
+            self.note(text)
 
     def advance(self) -> None:
         """One more unit decided."""

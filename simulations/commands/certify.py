@@ -347,17 +347,62 @@ def main(args: argparse.Namespace) -> int:
     from simulations.screen import output_console
 
     err = output_console(stderr=True)
-    inst, dataset_name = _load_instance(args, cfg)
-    owner = _owners(args, inst)
-    tasks = _tasks(args, cfg, inst, owner)  # validates everything, the kernel included
-    given_kernel = args.kernel is not None
     command = "stamen certify " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
-    payload = {
+    out = Path(args.out)
+    journal = None
+    try:
+        with _StdoutToStderr(), CertifyProgress(err) as screen:
+            screen.loading(Path(args.graph).name if args.graph is not None else args.dataset)
+            inst, dataset_name = _load_instance(args, cfg)
+            owner = _owners(args, inst)
+            tasks = _tasks(args, cfg, inst, owner)  # validates everything, the kernel included
+            payload = _payload(args, cfg, inst, dataset_name, command)
+            options = job_options(args, cfg)
+            journal = Journal.open(out, job_digest(options, inst, tasks, owner), options)
+            for note in journal.notes:
+                screen.note(note)
+            for task in tasks:
+                name = task.arch if args.kernel is None else f"{task.arch} (user kernel)"
+                payload["architectures"][name] = certify_arch(task, name, journal, screen).as_dict()
+    except KeyboardInterrupt:
+        if journal is None:  # nothing was certified yet
+            raise
+        journal.close()
+        collective = args.mode == "collective"
+        units = len(tasks) * (len(cfg["budgets"]) if collective else len(inst.targets))
+        raise RunInterrupted(
+            f"interrupted: kept {journal.units_on_disk()} of {units} finished units "
+            f"({'budgets' if collective else 'targets'}) in {journal.path}; "
+            f"resume with: {command or 'the same command'}"
+        ) from None
+    except BaseException:
+        if journal is not None:
+            journal.close()  # the finished units stay for a later run
+        raise
+    from contract.provenance import provenance
+
+    payload["provenance"] = provenance(seeds=[args.seed])
+    payload = clean_floats(payload)
+    write_outputs(out, payload)
+    journal.remove()
+    if args.json:
+        print(json.dumps(payload))
+        print_tables(payload, err)
+    else:
+        console = output_console()
+        print_tables(payload, console)
+        console.print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
+    return 0
+
+
+def _payload(args: argparse.Namespace, cfg: dict, inst, dataset_name: str, command: str) -> dict:
+    """``certificate.json`` but its architectures and provenance: the job's settings and instance."""
+    return {
         "command": command,
         "dataset": dataset_name,
         "mode": args.mode,
         "model": args.model,
-        "ntk_variant": args.ntk_variant if not given_kernel else "user kernel",
+        "ntk_variant": args.ntk_variant if args.kernel is None else "user kernel",
         "solver": {"name": args.solver, "time_limit": args.time_limit},
         "method": args.method,
         "enumerate_limit": args.enumerate_limit,
@@ -376,42 +421,6 @@ def main(args: argparse.Namespace) -> int:
         },
         "architectures": {},
     }
-    out = Path(args.out)
-    options = job_options(args, cfg)
-    journal = Journal.open(out, job_digest(options, inst, tasks, owner), options)
-    for note in journal.notes:
-        print(f"stamen certify: {note}", file=sys.stderr)
-    per_task = len(cfg["budgets"]) if args.mode == "collective" else len(inst.targets)
-    try:
-        with _StdoutToStderr(), CertifyProgress(err) as screen:
-            for task in tasks:
-                name = task.arch if not given_kernel else f"{task.arch} (user kernel)"
-                payload["architectures"][name] = certify_arch(task, name, journal, screen).as_dict()
-    except KeyboardInterrupt:
-        journal.close()
-        noun = "budgets" if args.mode == "collective" else "targets"
-        resume = command or "the same command"
-        raise RunInterrupted(
-            f"interrupted: kept {journal.units_on_disk()} of {per_task * len(tasks)} finished units ({noun}) in "
-            f"{journal.path}; resume with: {resume}"
-        ) from None
-    except BaseException:
-        journal.close()  # the finished units stay for a later run
-        raise
-    from contract.provenance import provenance
-
-    payload["provenance"] = provenance(seeds=[args.seed])
-    payload = clean_floats(payload)
-    write_outputs(out, payload)
-    journal.remove()
-    if args.json:
-        print(json.dumps(payload))
-        print_tables(payload, err)
-    else:
-        console = output_console()
-        print_tables(payload, console)
-        console.print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
-    return 0
 
 
 def _tasks(args: argparse.Namespace, cfg: dict, inst, owner: np.ndarray | None) -> list:

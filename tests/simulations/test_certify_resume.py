@@ -148,9 +148,10 @@ def test_a_journal_of_another_job_is_refused(tmp_path, monkeypatch, capsys):
     journal = (out / JOURNAL_FILE).read_bytes()
     capsys.readouterr()
     assert main([*SMALL, "--budgets", "0,2", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    assert str(out / JOURNAL_FILE) in err and "budgets" in err and "another --out" in err and "delete" in err
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == "stamen certify: loading csbm-paper" and len(lines) == 2, lines  # the stage, the refusal
+    err = lines[1]
+    assert err.startswith("stamen certify: error: ") and str(out / JOURNAL_FILE) in err and "budgets" in err and "another --out" in err and "delete" in err
     assert (out / JOURNAL_FILE).read_bytes() == journal  # left as it was
     assert main([*SMALL, "--seed", "1", "--out", str(out)]) == 2  # another graph and split: refused too
     assert "seed" in capsys.readouterr().err
