@@ -28,7 +28,7 @@ sweeps what it can, leaves targets certified by the bound out of the MILP and so
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 
@@ -59,6 +59,8 @@ def certify_samplewise(
     progress: Callable[[int], None] | None = None,
     method: str = "auto",
     enumerate_limit: int = ENUMERATE_LIMIT,
+    on_target: Callable[[TargetOutcome], None] | None = None,
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
     r"""Sample-wise certificates of every target row of ``k_tl`` for each budget.
 
@@ -75,6 +77,12 @@ def certify_samplewise(
     ``screen=False`` every budget > 0 goes to the MILP. ``decide=True`` uses the
     decision version (no worst-case score). ``k_tt`` (the targets' kernel diagonal)
     enables the stability bound; without it only the attack screens.
+
+    ``on_target(outcome)`` is called as each target is decided (all its budgets), before
+    the next one starts: a long job keeps its finished targets (:mod:`certify.journal`).
+    The rows in ``skip`` (decided earlier) are left out of the result. A target's outcome
+    depends on no other target, so it is the same whichever others are skipped (apart
+    from timings); the arrays stay whole, so even the rounding is the same.
     """
     k_ll, y, flippable = check_inputs(k_ll, y, c, flippable)
     y = y.astype(np.float64)
@@ -96,6 +104,8 @@ def certify_samplewise(
         enum_share = sw.seconds / max(k_tl.shape[0], 1) / max(n_enum, 1)
         enum_worst = {b: sw.upto(b) for b in budgets if 0 < b <= k_enum}
     for t in range(k_tl.shape[0]):
+        if t in skip:
+            continue
         sign = 1.0 if clean[t] >= 0 else -1.0
         out = TargetOutcome(t, float(clean[t]))
         attack_size, attack_flips, attack_margin = None, None, None
@@ -168,6 +178,8 @@ def certify_samplewise(
             if outcome.status == NOT_CERTIFIED:
                 counter = outcome
         results.append(out)
+        if on_target is not None:
+            on_target(out)
         if progress is not None:
             progress(1)
     return results
@@ -234,6 +246,8 @@ def certify_multiclass(
     spec: SolverSpec = SolverSpec(),
     k_tt: np.ndarray | None = None,
     progress: Callable[[int], None] | None = None,
+    on_target: Callable[[TargetOutcome], None] | None = None,
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
     """Exact multi-class (one-vs-all SVM) sample-wise certificates.
 
@@ -242,7 +256,8 @@ def certify_multiclass(
     positive. Rivals whose clean margin exceeds twice the stability radius (each class
     score moves at most one radius) are skipped; the rest are solved by
     :class:`PairwiseMILP`. ``clean_score`` is the smallest clean margin and
-    ``worst_case_score`` the smallest worst-case margin over the rivals.
+    ``worst_case_score`` the smallest worst-case margin over the rivals. ``on_target`` and
+    ``skip`` as in :func:`certify_samplewise`.
     """
     labels = np.asarray(labels, dtype=np.int64)
     k_ll, _, flippable = check_inputs(k_ll, labels, c, flippable)
@@ -252,6 +267,8 @@ def certify_multiclass(
     budgets = sorted({int(b) for b in budgets})
     results = []
     for t in range(k_tl.shape[0]):
+        if t in skip:
+            continue
         a = int(np.argmax(scores[t]))
         margins = scores[t, a] - scores[t]
         margins[a] = np.inf
@@ -304,6 +321,8 @@ def certify_multiclass(
             if status == NOT_CERTIFIED:
                 counter = out.budgets[k]
         results.append(out)
+        if on_target is not None:
+            on_target(out)
         if progress is not None:
             progress(1)
     return results
@@ -320,6 +339,7 @@ def certify_collective(
     k_tt: np.ndarray | None = None,
     method: str = "auto",
     enumerate_limit: int = ENUMERATE_LIMIT,
+    on_budget: Callable[[int, CollectiveOutcome], None] | None = None,
 ) -> dict[int, CollectiveOutcome]:
     """Collective certificate: per budget, the largest number of targets one flip set changes.
 
@@ -327,7 +347,9 @@ def certify_collective(
     ``enumerate_limit`` flip sets are decided exactly by one exhaustive sweep.
     Targets certified individually by the stability bound cannot change and are left
     out of the MILP. A MILP stopped by its limit reports its proven upper bound on the
-    count (``status`` ``UNKNOWN``, ``max_changed`` ``None``).
+    count (``status`` ``UNKNOWN``, ``max_changed`` ``None``). ``on_budget(k, outcome)`` is
+    called as each budget is decided; a budget's outcome depends on no other budget, so
+    certifying a subset of the budgets gives theirs (apart from timings).
     """
     k_ll, y, flippable = check_inputs(k_ll, y, c, flippable)
     k_tl = np.asarray(k_tl, dtype=np.float64)
@@ -341,11 +363,12 @@ def certify_collective(
     sw = None
     if k_enum > 0:
         sw = exhaustive.sweep(k_ll, k_tl, y, c, k_enum, flippable, clean_alpha=svm.alpha_)
-    for k in budgets:
+
+    def decide(k: int) -> CollectiveOutcome:
         t0 = time.perf_counter()
         if 0 < k <= k_enum:
             changed, flips = sw.collective_upto(k)
-            out[k] = CollectiveOutcome(
+            return CollectiveOutcome(
                 SolveStatus.OPTIMAL,
                 Method.ENUMERATE,
                 changed,
@@ -356,22 +379,19 @@ def certify_collective(
                 best_found=changed,
                 flip_sets=exhaustive.num_flip_sets(int(flippable.sum()), k),
             )
-            continue
         if k == 0:
             changed = int(np.sum(signs * clean <= 0))
-            out[k] = CollectiveOutcome(
+            return CollectiveOutcome(
                 SolveStatus.OPTIMAL, Method.CLEAN, changed, changed, n_t - changed, [], 0.0, best_found=changed
             )
-            continue
         keep = np.ones(n_t, dtype=bool)
         if k_tt is not None:
             radius = stability_radius(np.diag(k_ll), k_tt, c, k, flippable)
             keep = np.abs(clean) <= radius
         if not keep.any():
-            out[k] = CollectiveOutcome(
+            return CollectiveOutcome(
                 SolveStatus.OPTIMAL, Method.BOUND, 0, 0, n_t, [], time.perf_counter() - t0, best_found=0
             )
-            continue
         model = CollectiveMILP(k_ll, y, c, k_tl[keep], signs[keep], flippable, alpha_start=svm.alpha_)
         res = model.solve(k, spec)
         proven = res.status == SolveStatus.OPTIMAL
@@ -379,7 +399,7 @@ def certify_collective(
             upper = res.objective
         else:
             upper = float(np.floor(res.bound + 1e-6)) if res.bound is not None else float(keep.sum())
-        out[k] = CollectiveOutcome(
+        return CollectiveOutcome(
             SolveStatus.OPTIMAL if proven else SolveStatus.UNKNOWN,
             Method.MILP,
             int(res.objective) if proven else None,
@@ -391,4 +411,9 @@ def certify_collective(
             milp_targets=int(keep.sum()),
             solver_status=res.raw_status,
         )
+
+    for k in budgets:
+        out[k] = decide(k)
+        if on_budget is not None:
+            on_budget(k, out[k])
     return out

@@ -12,6 +12,8 @@ nothing from this module.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 
 from certify.cascade import certify_samplewise
@@ -46,19 +48,23 @@ def certify_against_clients(
     attacker: int | str,
     spec: SolverSpec = SolverSpec(),
     k_tt: np.ndarray | None = None,
+    skip: Collection[int] = (),
     **method,
 ) -> tuple[dict[int, list[TargetOutcome]], list[dict[int, Status]]]:
     """Sample-wise statuses when client ``attacker`` (an int or ``"any"``) flips its labels.
 
     ``owner[i]`` is the client of labelled position ``i``. Returns ``(outcomes, statuses)``
-    where ``outcomes`` maps client id to :func:`certify.cascade.certify_samplewise` results.
+    where ``outcomes`` maps client id to :func:`certify.cascade.certify_samplewise` results
+    (of the targets not in ``skip``).
     """
     owner = np.asarray(owner)
     clients = sorted(set(owner.tolist())) if attacker == "any" else [int(attacker)]
     if attacker != "any" and int(attacker) not in set(owner.tolist()):
         raise ValueError(f"attacker client {attacker} owns no labelled node; clients: {sorted(set(owner.tolist()))}")
     outcomes = {
-        cl: certify_samplewise(k_ll, k_tl, y, c, budgets, flippable=(owner == cl), spec=spec, k_tt=k_tt, **method)
+        cl: certify_samplewise(
+            k_ll, k_tl, y, c, budgets, flippable=(owner == cl), spec=spec, k_tt=k_tt, skip=skip, **method
+        )
         for cl in clients
     }
     statuses = combine_any([outcomes[cl] for cl in clients])

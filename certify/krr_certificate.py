@@ -10,7 +10,7 @@ several classes: iff every rival's worst-case margin stays positive.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -34,9 +34,16 @@ def fit(blocks: KernelBlocks, task: CertificationTask) -> CleanFit:
 
 
 def samplewise(
-    blocks: KernelBlocks, task: CertificationTask, fit: CleanFit, progress: Callable[[int], None]
+    blocks: KernelBlocks,
+    task: CertificationTask,
+    fit: CleanFit,
+    done: Callable[[TargetOutcome], None],
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
-    """Exact worst case of every target at every budget."""
+    """Exact worst case of every target at every budget but those in ``skip``.
+
+    All targets are decided at once (in closed form, cheap), so ``done`` hears them at the end.
+    """
     weights = _weights(blocks, task)
     num_targets = len(blocks.y_t)
     if task.binary:
@@ -61,15 +68,24 @@ def samplewise(
         seconds = (time.perf_counter() - t0) / max(num_targets, 1)
         for i, out in enumerate(outs):
             out.budgets[k] = BudgetOutcome(status[i], Method.EXACT, float(worst[i]), None, flips[i], seconds, False)
+    outs = [out for out in outs if out.position not in skip]
+    for out in outs:
+        done(out)
     return outs
 
 
-def collective(blocks: KernelBlocks, task: CertificationTask, fit: CleanFit) -> dict[int, CollectiveOutcome]:
-    """Per budget, the largest number of targets one flip set changes (a small MILP)."""
+def collective(
+    blocks: KernelBlocks,
+    task: CertificationTask,
+    fit: CleanFit,
+    budgets: Sequence[int],
+    done: Callable[[int, CollectiveOutcome], None],
+) -> dict[int, CollectiveOutcome]:
+    """Per budget of ``budgets``, the largest number of targets one flip set changes (a small MILP)."""
     weights = _weights(blocks, task)
     num_targets = len(blocks.y_t)
     out = {}
-    for k in task.budgets:
+    for k in budgets:
         res = krr.collective_binary(weights, blocks.y_l, k, spec=task.solver)
         count = None if res.objective is None else int(res.objective)
         proven = res.status == SolveStatus.OPTIMAL
@@ -89,4 +105,5 @@ def collective(blocks: KernelBlocks, task: CertificationTask, fit: CleanFit) -> 
             milp_targets=num_targets,
             solver_status=res.raw_status,
         )
+        done(k, out[k])
     return out

@@ -90,6 +90,22 @@ class BudgetOutcome:
             out["per_client"] = {str(cl): st.value for cl, st in self.per_client.items()}
         return out
 
+    @classmethod
+    def from_dict(cls, d: dict) -> BudgetOutcome:
+        """The outcome :meth:`as_dict` wrote (read back from a journal): ``as_dict`` of it is ``d`` again."""
+        per_client = d.get("per_client")
+        return cls(
+            status=Status(d["status"]),
+            method=Method(d["method"]),
+            worst_case_score=d["worst_case_score"],
+            bounds=None if d["bounds"] is None else (float(d["bounds"][0]), float(d["bounds"][1])),
+            flips=None if d["flips"] is None else [int(i) for i in d["flips"]],
+            seconds=float(d["seconds"]),
+            milp=bool(d["needed_milp"]),
+            raw_status=d["solver_status"],
+            per_client=None if per_client is None else {int(cl): Status(st) for cl, st in per_client.items()},
+        )
+
 
 @dataclass
 class TargetOutcome:
@@ -98,6 +114,20 @@ class TargetOutcome:
     position: int
     clean_score: float
     budgets: dict[int, BudgetOutcome] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        """JSON form (a line of the certification journal, :mod:`certify.journal`)."""
+        return {
+            "position": self.position,
+            "clean_score": self.clean_score,
+            "budgets": {str(k): b.as_dict() for k, b in self.budgets.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TargetOutcome:
+        """The outcome :meth:`as_dict` wrote; budgets keep their order."""
+        budgets = {int(k): BudgetOutcome.from_dict(b) for k, b in d["budgets"].items()}
+        return cls(int(d["position"]), float(d["clean_score"]), budgets)
 
 
 @dataclass
@@ -135,3 +165,20 @@ class CollectiveOutcome:
             "flip_sets": self.flip_sets,
             "solver_status": self.solver_status,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CollectiveOutcome:
+        """The outcome :meth:`as_dict` wrote (read back from a journal)."""
+        return cls(
+            status=SolveStatus(d["status"]),
+            method=Method(d["method"]),
+            max_changed=d["max_changed"],
+            changed_upper_bound=int(d["changed_upper_bound"]),
+            certified_lower_bound=int(d["certified_lower_bound"]),
+            flips=None if d["flips"] is None else [int(i) for i in d["flips"]],
+            seconds=float(d["seconds"]),
+            best_found=d["best_found"],
+            milp_targets=int(d["milp_targets"]),
+            flip_sets=d["flip_sets"],
+            solver_status=d["solver_status"],
+        )

@@ -7,14 +7,16 @@ the labelled kernel block and certifies the targets in each *mode*:
 * ``collective``: one flip set against all targets at once (how many can change).
 
 Adding a model is one module with ``fit``, ``samplewise`` and ``collective`` and one line
-in :data:`MODELS`. The ``stamen certify`` choices and their ``--help`` derive from these
-dicts. This module imports nothing heavy: the plug-in loads on first use.
+in :data:`MODELS`. Both certify what they are asked (targets not skipped, budgets) and report each
+target or budget as it is decided, so that a long job keeps its finished work. The
+``stamen certify`` choices and their ``--help`` derive from these dicts. This module
+imports nothing heavy: the plug-in loads on first use.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
@@ -30,12 +32,26 @@ class CertificateModel(Protocol):
     def fit(self, blocks: KernelBlocks, task: CertificationTask) -> CleanFit: ...
 
     def samplewise(
-        self, blocks: KernelBlocks, task: CertificationTask, fit: CleanFit, progress: Callable[[int], None]
-    ) -> list[TargetOutcome]: ...
+        self,
+        blocks: KernelBlocks,
+        task: CertificationTask,
+        fit: CleanFit,
+        done: Callable[[TargetOutcome], None],
+        skip: Collection[int],
+    ) -> list[TargetOutcome]:
+        """One outcome per target row of ``blocks`` not in ``skip``; ``done(outcome)`` as each is decided."""
+        ...
 
     def collective(
-        self, blocks: KernelBlocks, task: CertificationTask, fit: CleanFit
-    ) -> dict[int, CollectiveOutcome]: ...
+        self,
+        blocks: KernelBlocks,
+        task: CertificationTask,
+        fit: CleanFit,
+        budgets: Sequence[int],
+        done: Callable[[int, CollectiveOutcome], None],
+    ) -> dict[int, CollectiveOutcome]:
+        """One outcome per budget of ``budgets``; ``done(k, outcome)`` once per budget as it is decided."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ cross-validation on the labelled nodes (:func:`certify.svm.select_C`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -39,9 +39,17 @@ def fit(blocks: KernelBlocks, task: CertificationTask) -> CleanFit:
 
 
 def samplewise(
-    blocks: KernelBlocks, task: CertificationTask, fit: CleanFit, progress: Callable[[int], None]
+    blocks: KernelBlocks,
+    task: CertificationTask,
+    fit: CleanFit,
+    done: Callable[[TargetOutcome], None],
+    skip: Collection[int] = (),
 ) -> list[TargetOutcome]:
-    """Per target and budget: certified, not certified or unknown (see :mod:`certify.cascade`)."""
+    """Per target and budget: certified, not certified or unknown (see :mod:`certify.cascade`).
+
+    ``done`` hears each target as the cascade decides it; against attacking clients the
+    targets are decided together (one cascade per client), so ``done`` hears them at the end.
+    """
     sweep = {"method": task.method, "enumerate_limit": task.enumerate_limit}
     if not task.binary:
         return certify_multiclass(
@@ -53,7 +61,8 @@ def samplewise(
             task.instance.num_classes,
             spec=task.solver,
             k_tt=blocks.k_tt,
-            progress=progress,
+            on_target=done,
+            skip=skip,
         )
     if task.attacker is not None:
         outcomes, _ = certify_against_clients(
@@ -66,9 +75,13 @@ def samplewise(
             task.attacker,
             task.solver,
             blocks.k_tt,
+            skip=skip,
             **sweep,
         )
-        return merge_clients(outcomes)
+        merged = merge_clients(outcomes)
+        for outcome in merged:
+            done(outcome)
+        return merged
     return certify_samplewise(
         blocks.k_ll,
         blocks.k_tl,
@@ -79,22 +92,30 @@ def samplewise(
         screen=task.screen,
         decide=task.decide,
         k_tt=blocks.k_tt,
-        progress=progress,
+        on_target=done,
+        skip=skip,
         **sweep,
     )
 
 
-def collective(blocks: KernelBlocks, task: CertificationTask, fit: CleanFit) -> dict[int, CollectiveOutcome]:
-    """Per budget, how many targets one flip set can change (see :mod:`certify.cascade`)."""
+def collective(
+    blocks: KernelBlocks,
+    task: CertificationTask,
+    fit: CleanFit,
+    budgets: Sequence[int],
+    done: Callable[[int, CollectiveOutcome], None],
+) -> dict[int, CollectiveOutcome]:
+    """Per budget of ``budgets``, how many targets one flip set can change (see :mod:`certify.cascade`)."""
     return certify_collective(
         blocks.k_ll,
         blocks.k_tl,
         blocks.y_l,
         fit.C,
-        list(task.budgets),
+        list(budgets),
         None,
         task.solver,
         k_tt=blocks.k_tt,
         method=task.method,
         enumerate_limit=task.enumerate_limit,
+        on_budget=done,
     )

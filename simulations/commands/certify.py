@@ -212,12 +212,39 @@ def _validate(args: argparse.Namespace) -> dict:
         raise ValueError("--mode collective needs a binary task (omit --classes all)")
     if not cfg["binary"] and cfg["attacker"] != "all labels":
         raise ValueError("client-restricted attackers need a binary task")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not args.overwrite:
-        raise ValueError(f"--out {out} exists and is not empty; pass --overwrite to replace its files")
+    _check_out(args)
     return cfg
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """``--out`` is a writable folder, or can become one, before any slow work.
+
+    A folder holding only the journal of an interrupted certification is the one to
+    resume (whether it is this job's is checked when the journal is opened); anything
+    else in it needs ``--overwrite``.
+    """
+    import os
+
+    from certify.journal import JOURNAL_FILE
+
+    out = Path(args.out).expanduser()
+    if out.exists():
+        if not out.is_dir():
+            raise ValueError(f"--out {out} exists and is not a folder")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise ValueError(f"--out {out} is not writable; choose a writable folder")
+        if not args.overwrite and any(entry.name != JOURNAL_FILE for entry in out.iterdir()):
+            raise ValueError(f"--out {out} exists and is not empty; pass --overwrite to replace its files")
+        return
+    probe = out.absolute()
+    while not probe.exists():
+        if probe.is_symlink():
+            raise ValueError(f"--out {out}: {probe} is a broken symbolic link; choose another folder")
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ValueError(f"--out {out} lies under {probe}, which is a file, not a folder; choose another folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out} cannot be created: {probe} is not writable; choose a writable folder")
 
 
 # ----------------------------------------------------------------------------- data
@@ -304,24 +331,78 @@ class _StdoutToStderr:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the certificate; returns the exit code (raises ValueError on bad input)."""
-    cfg = _validate(args)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """Run the certificate; returns the exit code (raises ValueError on bad input).
 
-    from certify.pipeline import run
+    Each finished unit (a target, or a budget of a collective certificate) is appended to
+    the journal in ``--out`` (:mod:`certify.journal`) as it is decided; the same command
+    again resumes from it. Ctrl-C (or SIGTERM) keeps what is finished and says how to resume.
+    The journal is removed once the final outputs are written: they hold all of it.
+    """
+    cfg = _validate(args)
+    from certify.journal import Journal
     from certify.report import clean_floats, print_tables, write_outputs
+    from simulations.certify_job import certify_arch, job_digest, job_options
+    from simulations.certify_progress import CertifyProgress
+    from simulations.errors import RunInterrupted
     from simulations.screen import output_console
 
     err = output_console(stderr=True)
-    inst, dataset_name = _load_instance(args, cfg)
-    tasks = _tasks(args, cfg, inst, _owners(args, inst))  # validates everything, the kernel included
-    given_kernel = args.kernel is not None
-    payload = {
-        "command": "stamen certify " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else "",
+    command = "stamen certify " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
+    out = Path(args.out)
+    journal = None
+    try:
+        with _StdoutToStderr(), CertifyProgress(err) as screen:
+            screen.loading(Path(args.graph).name if args.graph is not None else args.dataset)
+            inst, dataset_name = _load_instance(args, cfg)
+            owner = _owners(args, inst)
+            tasks = _tasks(args, cfg, inst, owner)  # validates everything, the kernel included
+            payload = _payload(args, cfg, inst, dataset_name, command)
+            options = job_options(args, cfg)
+            journal = Journal.open(out, job_digest(options, inst, tasks, owner), options)
+            for note in journal.notes:
+                screen.note(note)
+            for task in tasks:
+                name = task.arch if args.kernel is None else f"{task.arch} (user kernel)"
+                payload["architectures"][name] = certify_arch(task, name, journal, screen).as_dict()
+    except KeyboardInterrupt:
+        if journal is None:  # nothing was certified yet
+            raise
+        journal.close()
+        collective = args.mode == "collective"
+        units = len(tasks) * (len(cfg["budgets"]) if collective else len(inst.targets))
+        raise RunInterrupted(
+            f"interrupted: kept {journal.units_on_disk()} of {units} finished units "
+            f"({'budgets' if collective else 'targets'}) in {journal.path}; "
+            f"resume with: {command or 'the same command'}"
+        ) from None
+    except BaseException:
+        if journal is not None:
+            journal.close()  # the finished units stay for a later run
+        raise
+    from contract.provenance import provenance
+
+    payload["provenance"] = provenance(seeds=[args.seed])
+    payload = clean_floats(payload)
+    write_outputs(out, payload)
+    journal.remove()
+    if args.json:
+        print(json.dumps(payload))
+        print_tables(payload, err)
+    else:
+        console = output_console()
+        print_tables(payload, console)
+        console.print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
+    return 0
+
+
+def _payload(args: argparse.Namespace, cfg: dict, inst, dataset_name: str, command: str) -> dict:
+    """``certificate.json`` but its architectures and provenance: the job's settings and instance."""
+    return {
+        "command": command,
         "dataset": dataset_name,
         "mode": args.mode,
         "model": args.model,
-        "ntk_variant": args.ntk_variant if not given_kernel else "user kernel",
+        "ntk_variant": args.ntk_variant if args.kernel is None else "user kernel",
         "solver": {"name": args.solver, "time_limit": args.time_limit},
         "method": args.method,
         "enumerate_limit": args.enumerate_limit,
@@ -340,36 +421,6 @@ def main(args: argparse.Namespace) -> int:
         },
         "architectures": {},
     }
-    with (
-        _StdoutToStderr(),
-        Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress,
-    ):
-        for task in tasks:
-            bar = progress.add_task(task.arch, total=len(inst.targets))
-            report = run(task, lambda n, bar=bar: progress.advance(bar, n))
-            name = task.arch if not given_kernel else f"{task.arch} (user kernel)"
-            payload["architectures"][name] = report.as_dict()
-    from contract.provenance import provenance
-
-    payload["provenance"] = provenance(seeds=[args.seed])
-    payload = clean_floats(payload)
-    out = Path(args.out)
-    write_outputs(out, payload)
-    if args.json:
-        print(json.dumps(payload))
-        print_tables(payload, err)
-    else:
-        console = output_console()
-        print_tables(payload, console)
-        console.print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
-    return 0
 
 
 def _tasks(args: argparse.Namespace, cfg: dict, inst, owner: np.ndarray | None) -> list:
