@@ -146,7 +146,7 @@ class FolderLock:
         assert self._fd is not None
         line = json.dumps(
             {
-                "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv and sys.argv[0] else "",
+                "command": _command_line(),
                 "pid": os.getpid(),
                 "started": time.time(),
                 "token": os.environ.get(TOKEN_ENV),
@@ -155,6 +155,14 @@ class FolderLock:
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, (line + "\n").encode(), 0)
         os.fsync(self._fd)
+
+
+def _command_line() -> str:
+    """This process's command line as its user typed it (``python -m simulations.cli`` is ``stamen``)."""
+    if not sys.argv or not sys.argv[0]:
+        return ""
+    program = Path(sys.argv[0]).name
+    return " ".join(["stamen" if program == "cli.py" else program, *sys.argv[1:]])
 
 
 @contextlib.contextmanager
