@@ -129,19 +129,13 @@ def _wait_ended(processes: list, timeout: float) -> None:
             time.sleep(0.01)
 
 
-def reaper_command(command: Sequence[str], grace: float = GRACE_SECONDS) -> list[str]:
+def reaper_command(
+    command: Sequence[str], grace: float = GRACE_SECONDS, remove: Sequence[str | os.PathLike] = ()
+) -> list[str]:
     """``command`` run under a reaper watching this process (see the module's docstring)."""
-    return [
-        sys.executable,
-        "-m",
-        REAPER,
-        "--parent",
-        str(os.getpid()),
-        "--grace",
-        str(grace),
-        "--",
-        *command,
-    ]
+    removals = [part for path in remove for part in ("--remove", os.fspath(path))]
+    reaper = [sys.executable, "-m", REAPER, "--parent", str(os.getpid()), "--grace", str(grace)]
+    return [*reaper, *removals, "--", *command]
 
 
 class Bound(subprocess.Popen):
@@ -166,18 +160,27 @@ class Bound(subprocess.Popen):
         self.send_signal(signal.SIGKILL)
 
 
-def start(command: Sequence[str], *, new_session: bool = False, grace: float = GRACE_SECONDS, **popen) -> Bound:
+def start(
+    command: Sequence[str],
+    *,
+    new_session: bool = False,
+    grace: float = GRACE_SECONDS,
+    remove: Sequence[str | os.PathLike] = (),
+    **popen,
+) -> Bound:
     """Start ``command`` under a reaper of this process (``Popen`` keywords pass on).
 
     ``new_session``: the reaper and the command in a session of their own (a terminal's
     Ctrl-C reaches this process only, which then stops them); otherwise a process group
-    of their own in this process's session.
+    of their own in this process's session. ``remove``: files (not folders) and then
+    empty folders, made by Stamen for the command, that the reaper removes once the
+    command's tree is gone, however it ended (a ClientApp launcher's socket).
     """
     if new_session:
         popen["start_new_session"] = True
     else:
         popen["process_group"] = 0
-    return Bound(reaper_command(command, grace), **popen)
+    return Bound(reaper_command(command, grace, remove), **popen)
 
 
 def call(command: Sequence[str], **popen) -> int:
@@ -346,6 +349,16 @@ def _settle(timeout: float = 5.0) -> None:
             time.sleep(0.02)
 
 
+def _remove(paths: list[str]) -> None:
+    """Remove what the command left of ``paths``: a file or socket, or a folder if it is empty."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # only an empty folder goes
+            elif os.path.lexists(path):
+                os.unlink(path)
+
+
 def _exit_like(status: int) -> None:
     code = os.waitstatus_to_exitcode(status)
     if code < 0:  # died of a signal: die of it too, so that our parent sees the same
@@ -368,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {REAPER}", description=__doc__.splitlines()[0])
     parser.add_argument("--parent", type=int, required=True, help="the process whose end ends the command")
     parser.add_argument("--grace", type=float, default=GRACE_SECONDS)
+    parser.add_argument("--remove", action="append", default=[], help="a path to remove once the tree is gone")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -384,10 +398,12 @@ def main(argv: list[str] | None = None) -> int:
         status = _reap(child)
         if status is not None:
             _clear(args.grace)
+            _remove(args.remove)
             _exit_like(status)
         if os.getppid() != args.parent:  # the Stamen command is gone: nothing of its tree may go on
             kill_tree(os.getpid(), include_root=False)
             _settle()
+            _remove(args.remove)
             return 137
         if parent_ended is None:
             time.sleep(POLL_SECONDS)

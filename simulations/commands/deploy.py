@@ -265,7 +265,8 @@ def supernode_main(args: argparse.Namespace) -> int:
             flower_tool("flwr-clientapp", home),
             resident=args.clientapps == "resident",
         )
-        launchers.append(lifetime.start(warm.launcher_command(args.port), env=env))
+        remove = [warm.socket, warm.socket_folder]  # should the launcher be killed before it removes them
+        launchers.append(lifetime.start(warm.launcher_command(args.port), env=env, remove=remove))
         env = warm.supernode_environment(env)
     try:
         node = lifetime.start(supernode_command(args.superlink, args.ca, args.key, config, args.port, home), env=env)

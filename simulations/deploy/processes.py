@@ -181,9 +181,12 @@ class Service:
     process die first.
     """
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str], log_file: Path, prefix=()) -> None:
+    def __init__(
+        self, name: str, command: list[str], env: dict[str, str], log_file: Path, prefix=(), remove: Sequence[Path] = ()
+    ) -> None:
         self.name = name
         self.command = [*prefix, *command]
+        self.remove = list(remove)  # removed by the reaper once the process's tree is gone (lifetime.start)
         self.env = env
         self.log_file = log_file
         self.process: subprocess.Popen | None = None
@@ -193,7 +196,7 @@ class Service:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as log:
             self.process = lifetime.start(
-                self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT, new_session=True
+                self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT, new_session=True, remove=self.remove
             )
         return self
 

@@ -3,13 +3,16 @@
 A wrong partition id, a key that is no SuperNode key, a missing CA or a busy port: one
 line on stderr, exit 2, and no process left behind (before, ``supernode`` started its
 ClientApp launcher and the SuperNode, and the launcher outlived the SuperNode's failure).
-Processes are found by a marker in their environment: only this test's.
+And a ``kill -9`` of a ``deploy supernode`` that did start takes its SuperNode, SuperExec and
+ClientApp launcher along, and the launcher's socket folder. Processes are found by a marker in
+their environment: only this test's.
 """
 
 import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -131,3 +134,39 @@ def test_superlink_on_a_busy_port_says_so_in_one_line(certs, tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"port {port} is in use on 127.0.0.1" in lines[0] and "--port" in lines[0], lines
     assert left == []
+
+
+@pytest.mark.slow
+def test_kill_9_of_deploy_supernode_takes_its_launcher_along(certs, tmp_path):
+    mark = uuid.uuid4().hex
+    env = {**os.environ, MARK: mark, "OMP_NUM_THREADS": "1", "STAMEN_CACHE": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "simulations.cli", *_supernode(certs, certs / "nodes" / "node-0.key", 0)]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        command += ["--port", str(probe.getsockname()[1])]
+    with open(tmp_path / "out.log", "w") as log:
+        node = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while not (
+            any("clientapp_launcher" in line for line in _marked(mark))
+            and any("flower-superexec" in line for line in _marked(mark))
+        ):  # the SuperNode (dialling a SuperLink that is not there), its SuperExec and the launcher
+            assert node.poll() is None and time.monotonic() < deadline, (tmp_path / "out.log").read_text()[-2000:]
+            time.sleep(0.2)
+        launcher = next(line for line in _marked(mark) if "clientapp_launcher" in line).split()
+        socket_folder = Path(launcher[launcher.index("--socket") + 1]).parent
+        node.kill()
+        node.wait()
+        deadline = time.monotonic() + 10
+        while _marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _marked(mark) == []
+        assert not socket_folder.exists()
+    finally:
+        for process in psutil.process_iter():
+            try:
+                if process.environ().get(MARK) == mark:
+                    process.kill()
+            except psutil.Error:
+                continue
