@@ -30,7 +30,7 @@ recorded the run's state, is gone; what is frozen can write nothing more.
 Measured (2 cores, ``stamen run`` on Flower, 2 clients, ``kill -9`` mid-run): before,
 13 processes (SuperLink, SuperExec, ``flwr run``, the simulation, Ray's daemons and
 actors) carried on and the run kept writing ``metrics.jsonl``; with reapers, none is left
-(all 16 of the tree, the two reapers included, gone within a second or two).
+(all 16 of the tree, its two reapers included, gone 0.5 s after the kill).
 
 The reaper and its command form a process group of their own (optionally a session):
 :class:`Bound` (what :func:`start` returns) signals that group, so ``terminate()``
