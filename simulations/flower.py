@@ -6,8 +6,11 @@ local SuperLink it starts running. :func:`flower_environment` turns the first th
 off and points ``FLWR_HOME`` at a folder of the run's own (:func:`flower_home`, in
 Stamen's cache, never in the project); :class:`LocalSuperLink` starts a simulation
 SuperLink of our own on free ports and stops it and every process it started
-(:func:`kill_tree`: Flower starts SuperExec in a session of its own, and Ray its
-workers under the simulation process, so a process group does not reach them all).
+(:func:`simulations.lifetime.kill_tree`: Flower starts SuperExec in a session of its own,
+and Ray its workers under the simulation process, so a process group does not reach them
+all). The SuperLink and ``flwr run`` are started under a reaper
+(:mod:`simulations.lifetime`): should this process die, even of ``kill -9``, they and
+everything they started die with it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from simulations import lifetime
+from simulations.lifetime import kill_tree
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the source folder, or site-packages once installed
 # The app's pyproject.toml (its Flower config and run-config defaults): the source folder's, or the copy
@@ -106,48 +112,6 @@ def stage_app(home: Path) -> Path:
     return app
 
 
-def kill_tree(root: int, timeout: float = 5.0) -> None:
-    """Stop ``root`` and every process below it, at once and for good.
-
-    Each process is suspended before its children are listed, so none can start a
-    process that escapes; then all of them get SIGKILL (a stopped process dies of it
-    too) and are waited for. Nothing of the tree can write a file afterwards.
-    """
-    import psutil
-
-    try:
-        frontier = [psutil.Process(root)]
-    except psutil.NoSuchProcess:
-        return
-    frozen: dict[int, psutil.Process] = {}
-    while frontier:
-        process = frontier.pop()
-        if process.pid in frozen:
-            continue
-        try:
-            process.suspend()
-            frozen[process.pid] = process
-            frontier.extend(process.children())
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    for process in frozen.values():
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            process.kill()
-    psutil.wait_procs(list(frozen.values()), timeout=timeout)
-
-
-def stop_command(process: subprocess.Popen, grace: float = 15.0) -> None:
-    """Stop a ``stamen`` command this one started: SIGTERM (it stops its own processes and marks its
-    run interrupted), then, past ``grace`` seconds, every process left below it."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        kill_tree(process.pid)
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -196,12 +160,12 @@ class LocalSuperLink:
             "--log-file",
             str(log_file),
         ]
-        self.process = subprocess.Popen(
+        self.process = lifetime.start(
             command,
             env=flower_environment(self.flwr_home),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a terminal's Ctrl-C reaches the CLI alone, which stops the tree
+            new_session=True,  # a terminal's Ctrl-C reaches the CLI alone, which stops the tree
         )
         try:
             deadline = time.monotonic() + self.startup_timeout
@@ -216,6 +180,7 @@ class LocalSuperLink:
 
     @property
     def pid(self) -> int:
+        """The PID of the SuperLink's reaper: every process of the run is below it."""
         assert self.process is not None, "the SuperLink is not running"
         return self.process.pid
 
@@ -264,9 +229,9 @@ def flwr_run(
     if federation_config:
         command += ["--federation-config", " ".join(f"{k}={toml_value(v)}" for k, v in federation_config.items())]
     if log is None:
-        return subprocess.call(command, env=env)
+        return lifetime.call(command, env=env)
     with open(log, "w") as stream:
-        return subprocess.call(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
+        return lifetime.call(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
 
 
 class PeakMemory:

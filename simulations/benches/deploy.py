@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
+from simulations import lifetime
 from simulations.benches.records import markdown_table, print_tables
 from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import simulate
@@ -61,7 +61,7 @@ def client_import_seconds(samples: int) -> float:
     times = []
     for _ in range(samples):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import client.app, client.handlers"], check=True)
+        lifetime.run([sys.executable, "-c", "import client.app, client.handlers"], check=True)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 

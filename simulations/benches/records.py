@@ -50,9 +50,12 @@ def run_in_processes(
     """
     import psutil
 
-    from simulations.flower import kill_tree
+    from simulations.lifetime import die_with_parent, kill_tree
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    # A worker dies with this process (kill -9 included); what it starts is under reapers watching it.
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=die_with_parent
+    )
     try:
         for future in as_completed([pool.submit(function, *task) for task in tasks]):
             report(future.result())

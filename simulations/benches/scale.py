@@ -20,8 +20,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
-from simulations.flower import stop_command
 
 NAME = "scale"
 HELP = "time to partition, per round and peak memory against graph size and client count, both engines"
@@ -46,15 +46,15 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
     command += ["--clients", str(clients), "-c", config]
     entry: dict[str, Any] = {"nodes": nodes, "clients": clients, "engine": engine}
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = lifetime.start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         stdout, stderr = process.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        stop_command(process)
+        lifetime.stop(process)
         entry.update(status="timeout", reason=f"over {args.timeout:.0f} s")
         return entry
     except KeyboardInterrupt:
-        stop_command(process)
+        lifetime.stop(process)
         raise
     result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     entry["command_seconds"] = time.perf_counter() - started

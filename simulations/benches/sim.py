@@ -25,8 +25,8 @@ from statistics import mean
 from typing import Any
 
 from contract.algorithms import ALGORITHMS
+from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
-from simulations.flower import stop_command
 from simulations.preflight import prepare
 from simulations.progress import read_rows
 
@@ -101,7 +101,7 @@ def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
         "from contract.run_config import RunConfig; from simulations.benches.baseline import in_process_fedavg;"
         f"print(json.dumps(in_process_fedavg(RunConfig.from_flower(json.loads(sys.argv[1])), {num_clients})))"
     )
-    result = subprocess.run(
+    result = lifetime.run(
         [sys.executable, "-c", code, json.dumps(overrides)], capture_output=True, text=True, check=False
     )
     if result.returncode != 0:
@@ -128,7 +128,7 @@ def _command(
     for text in run_overrides:
         command += ["-c", text]
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = lifetime.start(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     round_one = None
     try:
         while process.poll() is None:
@@ -137,7 +137,7 @@ def _command(
                 round_one = time.perf_counter() - started
             time.sleep(0.05)
     except KeyboardInterrupt:
-        stop_command(process)
+        lifetime.stop(process)
         raise
     wall = time.perf_counter() - started
     if process.returncode != 0:

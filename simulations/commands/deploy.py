@@ -13,7 +13,9 @@ Subcommands, in the order an operator uses them:
 - ``run``: ``flwr run`` of the app against the SuperLink (on its host), streaming the logs;
 - ``local``: all of the above on this machine (network namespaces as hosts when root).
 
-Output folders are validated before anything is written; key material and exported
+The graph and model libraries are imported by the steps that need them only, so that
+``superlink``, ``register`` and ``supernode`` check their input in a second and start
+nothing when it is wrong. Output folders are validated before anything is written; key material and exported
 partitions are never overwritten, and ``local`` deletes only what it created itself
 (:mod:`simulations.deploy.workdir`).
 """
@@ -24,13 +26,18 @@ import argparse
 import ipaddress
 import json
 import os
-import subprocess
+import socket
 from pathlib import Path
 
-from graphs import FederationSpec
-from graphs.node_data import PARTITION_FILE, export_partitions
-from server.app import check_run_config
-from simulations.deploy.certs import DeploymentFiles, make_certificates
+from simulations import lifetime
+from simulations.deploy.certs import (
+    DeploymentFiles,
+    check_certificate,
+    check_node_key,
+    check_tls_key,
+    make_certificates,
+)
+from simulations.deploy.gated_superlink import check_free
 from simulations.deploy.local import SUPERLINK_PORT, LocalDeployment, interrupted_by_sigterm
 from simulations.deploy.processes import (
     flower_tool,
@@ -44,7 +51,6 @@ from simulations.deploy.workdir import check_output_folder, prepare_workdir
 from simulations.flower import flower_environment, flower_state, flwr_run
 from simulations.options import renamed
 from simulations.overrides import parse_overrides
-from simulations.preflight import default_run_config
 
 OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
 
@@ -128,15 +134,13 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(texts: list[str]) -> dict[str, object]:
+    from server.app import check_run_config
+    from simulations.preflight import default_run_config
+
     values = default_run_config()
     values.update(parse_overrides(texts))
     check_run_config(values)
     return values
-
-
-def _exec(command: list[str], env: dict[str, str]) -> int:
-    """Become the Flower process (signals such as Ctrl-C go straight to it)."""
-    os.execvpe(command[0], command, env)
 
 
 def _require(path: Path, what: str) -> Path:
@@ -167,6 +171,9 @@ def certs_main(args: argparse.Namespace) -> int:
 
 
 def partition_main(args: argparse.Namespace) -> int:
+    from graphs import FederationSpec
+    from graphs.node_data import PARTITION_FILE, export_partitions
+
     out = check_output_folder(args.out, "--out")
     existing = []
     for index in range(args.nodes):
@@ -185,19 +192,21 @@ def partition_main(args: argparse.Namespace) -> int:
 
 
 def superlink_main(args: argparse.Namespace) -> int:
+    """Check the files and the port, then run the SuperLink in the foreground (it dies with this command)."""
     files = DeploymentFiles(args.certs)
-    for path, what in ((files.ca_certificate, "CA"), (files.superlink_certificate, "SuperLink certificate")):
-        _require(path, what)
-    _require(files.superlink_key, "SuperLink key")
+    check_certificate(files.ca_certificate, "the CA certificate ca.pem", "--certs")
+    check_certificate(files.superlink_certificate, "the SuperLink certificate superlink.pem", "--certs")
+    check_tls_key(files.superlink_key, "--certs")
     host, control = _ip(args.host, "--host"), _ip(args.control_host, "--control-host")
     if ipaddress.ip_address(control).is_unspecified:
         raise ValueError("--control-host must be one address (default 127.0.0.1), not every interface")
+    check_free(control, host, args.port)  # a busy port: one line, before anything starts
     home = flower_state() / "superlink"
     home.mkdir(parents=True, exist_ok=True)  # Flower's state and the SuperLink's log live here
     command = superlink_command(
         files, host, args.port, args.state.resolve(), home / "superlink.log", control_host=control
     )
-    return _exec(command, flower_environment(home))
+    return lifetime.foreground(lifetime.start(command, env=flower_environment(home)))
 
 
 def register_main(args: argparse.Namespace) -> int:
@@ -208,7 +217,37 @@ def register_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_supernode(args: argparse.Namespace) -> None:
+    """Everything ``deploy supernode`` can check before it starts a process; one-line errors (exit 2)."""
+    if args.num_partitions < 1:
+        raise ValueError(f"--num-partitions {args.num_partitions}: give the number of SuperNodes (1 or more)")
+    if not 0 <= args.partition_id < args.num_partitions:
+        raise ValueError(
+            f"--partition-id {args.partition_id} is not in [0, {args.num_partitions}) "
+            f"(--num-partitions {args.num_partitions}); partitions are numbered from 0"
+        )
+    check_certificate(args.ca, "the deployment's CA certificate ca.pem", "--ca")
+    check_node_key(args.key, "--key")
+    if args.data_root and not Path(args.data_root).is_dir():
+        raise FileNotFoundError(f"--data-root {args.data_root}: no such folder")
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", args.port))
+        except OSError as problem:
+            raise RuntimeError(
+                f"--port {args.port}: the ClientApp runtime port is in use on 127.0.0.1 ({problem.strerror}; "
+                "another SuperNode on this host?): choose another --port"
+            ) from None
+
+
 def supernode_main(args: argparse.Namespace) -> int:
+    """Check everything, then run the SuperNode (and its warm ClientApp launcher) until it exits.
+
+    Both are started under reapers (:mod:`simulations.lifetime`): they die with this
+    command, also of ``kill -9``; the launcher is stopped when the SuperNode ends.
+    """
+    check_supernode(args)
     config: dict[str, object] = {
         "partition-id": args.partition_id,
         "num-partitions": args.num_partitions,
@@ -218,22 +257,30 @@ def supernode_main(args: argparse.Namespace) -> int:
         config["data-root"] = str(Path(args.data_root).resolve())
     home = flower_state() / f"supernode-{args.partition_id}"
     home.mkdir(parents=True, exist_ok=True)
-    ca, key = _require(args.ca, "CA certificate"), _require(args.key, "private key")
     env = flower_environment(home)
+    launchers = []
     if args.clientapps != "cold":
-        # The launcher is this process's child; it stays with the SuperNode this process becomes
-        # (same PID), shares its terminal (Ctrl-C stops both) and exits when it does.
         warm = prepare_warm_clientapp(
             home.parent / f"clientapp-{args.partition_id}",
             flower_tool("flwr-clientapp", home),
             resident=args.clientapps == "resident",
         )
-        subprocess.Popen(warm.launcher_command(args.port), env=env)
+        remove = [warm.socket, warm.socket_folder]  # should the launcher be killed before it removes them
+        launchers.append(lifetime.start(warm.launcher_command(args.port), env=env, remove=remove))
         env = warm.supernode_environment(env)
-    return _exec(supernode_command(args.superlink, ca, key, config, args.port, home), env)
+    try:
+        node = lifetime.start(supernode_command(args.superlink, args.ca, args.key, config, args.port, home), env=env)
+    except BaseException:
+        for launcher in launchers:
+            lifetime.stop(launcher)
+        raise
+    return lifetime.foreground(node, companions=launchers)
 
 
 def run_main(args: argparse.Namespace) -> int:
+    from server.app import check_run_config
+    from simulations.preflight import default_run_config
+
     write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
     overrides = parse_overrides(args.run_config)
     check_run_config({**default_run_config(), **overrides})
@@ -241,6 +288,9 @@ def run_main(args: argparse.Namespace) -> int:
 
 
 def local_main(args: argparse.Namespace) -> int:
+    from graphs import FederationSpec
+    from graphs.node_data import export_partitions
+
     values = _overrides(args.run_config)
     if values["min-clients"] > args.nodes:
         raise ValueError(f"min-clients={values['min-clients']} exceeds --nodes={args.nodes}")

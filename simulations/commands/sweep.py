@@ -108,7 +108,7 @@ def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> li
     """Run ``todo`` (``--jobs`` at a time); return the names of the runs that failed."""
     from rich.progress import Progress
 
-    from simulations.flower import stop_command
+    from simulations import lifetime
 
     failed: list[str] = []
     if not todo:
@@ -133,7 +133,7 @@ def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> li
                     with open(logs / f"{run.name}.log", "w") as log:
                         log.write("$ " + shlex.join(command) + "\n")
                         log.flush()
-                        running[run.name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+                        running[run.name] = lifetime.start(command, stdout=log, stderr=subprocess.STDOUT)
                 for name, process in list(running.items()):
                     if process.poll() is not None:
                         del running[name]
@@ -145,7 +145,7 @@ def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> li
             for process in running.values():  # each run stops its own processes and marks itself interrupted
                 process.terminate()
             for process in running.values():
-                stop_command(process)
+                lifetime.stop(process)
             raise
     return failed
 

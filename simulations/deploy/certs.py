@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -233,3 +234,49 @@ def make_node_key(private_path: Path, public_path: Path) -> None:
         raise ValueError(f"{private_path} and {public_path} must be in one folder")
     private, public = _node_key_pair()
     _write_files(private_path.parent, {private_path.name: (private, True), public_path.name: (public, False)})
+
+
+def _read(path: Path, what: str, flag: str) -> bytes:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{flag} {path}: {what} not found")
+    try:
+        return path.read_bytes()
+    except OSError as problem:
+        raise ValueError(f"{flag} {path}: cannot read the {what} ({problem.strerror})") from None
+
+
+def check_certificate(path: Path, what: str, flag: str) -> Path:
+    """``path`` if it is a readable PEM certificate, else one-line FileNotFoundError or ValueError."""
+    try:
+        x509.load_pem_x509_certificate(_read(path, what, flag))
+    except ValueError:
+        raise ValueError(f"{flag} {path}: not a PEM certificate ({what})") from None
+    return Path(path)
+
+
+def check_node_key(path: Path, flag: str = "--key") -> Path:
+    """``path`` if it holds a SuperNode's private key as Flower reads it (EC, OpenSSH format, no passphrase).
+
+    Raises one-line FileNotFoundError or ValueError otherwise (before a SuperNode starts and fails on it).
+    """
+    data = _read(path, "SuperNode private key", flag)
+    try:
+        key = serialization.load_ssh_private_key(data, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise ValueError(
+            f"{flag} {path}: not a SuperNode private key (an OpenSSH EC key without passphrase, "
+            "as `stamen deploy certs` writes nodes/node-<i>.key)"
+        ) from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{flag} {path}: a {type(key).__name__.removeprefix('_')} key; SuperNodes sign with EC keys")
+    return Path(path)
+
+
+def check_tls_key(path: Path, flag: str) -> Path:
+    """``path`` if it holds a PEM private key without passphrase (the SuperLink's TLS key)."""
+    try:
+        serialization.load_pem_private_key(_read(path, "TLS private key", flag), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise ValueError(f"{flag} {path}: not a PEM private key without passphrase (superlink.key)") from None
+    return Path(path)

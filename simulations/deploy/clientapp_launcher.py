@@ -28,8 +28,9 @@ What stays as it was (forked launches; for resident ones see that module):
 
 The socket lives in a folder only this user can enter (see
 :mod:`simulations.deploy.warm_clientapp`) and a connecting process must run as this
-user (``SO_PEERCRED``). The launcher exits when its parent process does (the
-SuperNode it was started for) and on SIGTERM/SIGINT; its forked processes are in its
+user (``SO_PEERCRED``). The launcher exits when its parent process does (the reaper
+it runs under, :mod:`simulations.lifetime`, which goes with the ``stamen`` command that
+started it and the SuperNode) and on SIGTERM/SIGINT; its forked processes are in its
 process group, so stopping the group stops them.
 
 ``python -m simulations.deploy.clientapp_launcher --socket PATH --runtime-port PORT``

@@ -29,6 +29,7 @@ imports fail loudly on a Flower that lacks them.
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import socket
 import sys
@@ -47,13 +48,42 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class PortInUse(RuntimeError):
+    """The SuperLink cannot listen on its port at one of its addresses; the message says which and what to do."""
+
+
+def _why(problem: OSError, host: str, port: int) -> str | None:
+    if problem.errno == errno.EADDRINUSE:
+        return f"port {port} is in use on {host} (another SuperLink?): stop what listens there or choose another --port"
+    if problem.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this host: give one of its own"
+    if problem.errno == errno.EACCES:
+        return f"port {port} on {host} needs privileges: choose a port above 1023"
+    return None
+
+
 def listening_sockets(control_host: str, fleet_host: str, port: int) -> list[socket.socket]:
-    """One socket on a wildcard fleet address, else one per distinct address."""
+    """One socket on a wildcard fleet address, else one per distinct address; :class:`PortInUse` if one cannot be."""
     fleet = ipaddress.ip_address(fleet_host.strip("[]"))
-    if fleet.is_unspecified:
-        return [_bind(fleet_host, port)]
-    hosts = list(dict.fromkeys([control_host, fleet_host]))
-    return [_bind(host, port) for host in hosts]
+    hosts = [fleet_host] if fleet.is_unspecified else list(dict.fromkeys([control_host, fleet_host]))
+    sockets: list[socket.socket] = []
+    for host in hosts:
+        try:
+            sockets.append(_bind(host, port))
+        except OSError as problem:
+            for sock in sockets:
+                sock.close()
+            why = _why(problem, host, port)
+            if why is None:
+                raise
+            raise PortInUse(why) from None
+    return sockets
+
+
+def check_free(control_host: str, fleet_host: str, port: int) -> None:
+    """Raise :class:`PortInUse` unless the SuperLink could listen on ``port`` at its addresses now."""
+    for sock in listening_sockets(control_host, fleet_host, port):
+        sock.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,7 +100,10 @@ def main(argv: list[str] | None = None) -> None:
 
     sys.argv = [sys.argv[0], *flower_args]
     config = _parse_superlink_lifespan_config()
-    sockets = listening_sockets(config.host, own.fleet_host, config.port)
+    try:
+        sockets = listening_sockets(config.host, own.fleet_host, config.port)
+    except PortInUse as problem:
+        sys.exit(f"stamen gated SuperLink: {problem}")  # one line, exit 1 (stamen deploy checks it first: exit 2)
     app = OperatorGate(FleetLongPoll(MessagesReady(create_app(config, SuperLinkLifespan))), control_hosts=[config.host])
     print(
         f"stamen gated SuperLink: Fleet API on {own.fleet_host}:{config.port}, "

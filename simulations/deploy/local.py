@@ -231,6 +231,7 @@ class LocalDeployment:
                     env,
                     launcher_log,
                     self._prefix(index),
+                    remove=[warm_files.socket, warm_files.socket_folder],  # also after a kill -9 of this command
                 ).start()
             )
             self._sockets.append(warm_files.socket)

@@ -3,7 +3,9 @@
 The functions here build the command lines (TLS, SuperNode authentication, node
 config) so that ``stamen deploy`` and the tests start exactly the same processes.
 :class:`Service` runs one of them in its own process group, optionally inside a
-network namespace, and stops the whole group by its PID.
+network namespace, and stops the whole group by its PID. Every process here is started
+under a reaper (:mod:`simulations.lifetime`): it and all it starts die with the command
+that started it, ``kill -9`` included.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import psutil
 
+from simulations import lifetime
 from simulations.deploy.certs import DeploymentFiles
 from simulations.flower import FEDERATION, flower_environment, stage_app, toml_value
 
@@ -113,7 +116,7 @@ def write_connection(flwr_home: Path, address: str, ca_certificate: Path) -> Non
 
 def _flwr(flwr_home: Path, arguments: list[str], prefix: Sequence[str]) -> subprocess.CompletedProcess:
     command = [*prefix, flower_tool("flwr", flwr_home), *arguments]
-    return subprocess.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
+    return lifetime.run(command, env=flower_environment(flwr_home), capture_output=True, text=True, timeout=60)
 
 
 def register_supernode(flwr_home: Path, public_key: Path, name: str = "", prefix: Sequence[str] = ()) -> int:
@@ -156,9 +159,9 @@ def operator_run(
     """``flwr run`` of the Stamen app from the operator's seat ``prefix``; logs to ``log_file`` or the terminal."""
     command = [*prefix, *flwr_run_command(flwr_home, stage_app(flwr_home), run_config)]
     if log_file is None:
-        return subprocess.call(command, env=flower_environment(flwr_home))
+        return lifetime.call(command, env=flower_environment(flwr_home))
     with open(log_file, "w") as log:
-        return subprocess.call(command, env=flower_environment(flwr_home), stdout=log, stderr=subprocess.STDOUT)
+        return lifetime.call(command, env=flower_environment(flwr_home), stdout=log, stderr=subprocess.STDOUT)
 
 
 def listening(host: str, port: int) -> bool:
@@ -172,12 +175,18 @@ class Service:
     """One long-running process in a process group of its own, logging to a file.
 
     ``prefix`` runs it elsewhere (``ip netns exec <ns>``); :meth:`stop` ends the whole
-    group (the process and whatever it started: ServerApp, ClientApp) by its PID.
+    group (the process and whatever it started: ServerApp, ClientApp) by its PID. The
+    group is that of the process's reaper (:func:`simulations.lifetime.start`), which
+    outlives it only to clear what it left behind, and kills all of it should this
+    process die first.
     """
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str], log_file: Path, prefix=()) -> None:
+    def __init__(
+        self, name: str, command: list[str], env: dict[str, str], log_file: Path, prefix=(), remove: Sequence[Path] = ()
+    ) -> None:
         self.name = name
         self.command = [*prefix, *command]
+        self.remove = list(remove)  # removed by the reaper once the process's tree is gone (lifetime.start)
         self.env = env
         self.log_file = log_file
         self.process: subprocess.Popen | None = None
@@ -186,8 +195,8 @@ class Service:
     def start(self) -> Service:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as log:
-            self.process = subprocess.Popen(
-                self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            self.process = lifetime.start(
+                self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT, new_session=True, remove=self.remove
             )
         return self
 
@@ -212,9 +221,9 @@ class Service:
         return self.log_file.read_text(errors="replace")[-chars:] if self.log_file.exists() else ""
 
     def kill(self) -> None:
-        """Kill at once, as a crash or a pulled cable would (SIGKILL to the group)."""
+        """Kill at once, as a crash or a pulled cable would (SIGKILL to every process of its tree)."""
         if self.process is not None:
-            _signal_group(self.pid, signal.SIGKILL)
+            lifetime.kill_tree(self.pid)
             self.process.wait(timeout=10)
 
     def stop(self, grace: float = 15.0) -> None:
@@ -258,6 +267,8 @@ class Service:
 
         while running() and time.monotonic() < deadline:
             time.sleep(0.1)
+        if self.process.poll() is None:
+            lifetime.kill_tree(self.pid)  # the reaper and all below it (orphans reparent to the reaper)
         _signal_group(self.pid, signal.SIGKILL)
         for child in descendants:
             try:
