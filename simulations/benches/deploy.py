@@ -33,7 +33,7 @@ from simulations.benches.sim import per_round_breakdown
 from simulations.commands.run import simulate
 from simulations.deploy.local import LocalDeployment
 from simulations.deploy.warm_clientapp import add_clientapps_option
-from simulations.deploy.workdir import prepare_workdir
+from simulations.deploy.workdir import held_workdir
 from simulations.options import renamed
 from simulations.preflight import prepare
 
@@ -76,8 +76,13 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         "output-dir": str(out),
         "overwrite": True,
     }
-    # the deployment's folder, checked (and an earlier bench's cleared) before anything slow
-    workdir = prepare_workdir(out / "deployment-work")
+    # the deployment's folder, checked (and an earlier bench's cleared) before anything slow, and ours alone
+    with held_workdir(out / "deployment-work") as workdir:
+        return _measure(args, out, job, workdir)
+
+
+def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: Path) -> list[dict[str, Any]]:
+    """The simulation, then the deployment of the same job in ``workdir``; their figures side by side."""
     print(f"[bench deploy] simulation, {args.nodes} clients, {args.rounds} rounds ...", flush=True)
     run = prepare(
         [" ".join(f"{k}={json.dumps(v)}" for k, v in {**job, "run-name": "simulation"}.items())],

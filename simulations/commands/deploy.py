@@ -47,7 +47,7 @@ from simulations.deploy.processes import (
     write_connection,
 )
 from simulations.deploy.warm_clientapp import add_clientapps_option, prepare_warm_clientapp
-from simulations.deploy.workdir import check_output_folder, prepare_workdir
+from simulations.deploy.workdir import check_output_folder, held_workdir
 from simulations.flower import flower_environment, flower_state, flwr_run
 from simulations.options import renamed
 from simulations.overrides import parse_overrides
@@ -295,8 +295,9 @@ def local_main(args: argparse.Namespace) -> int:
     if values["min-clients"] > args.nodes:
         raise ValueError(f"min-clients={values['min-clients']} exceeds --nodes={args.nodes}")
     overrides = parse_overrides(args.run_config)
-    with interrupted_by_sigterm():  # SIGTERM, like Ctrl-C, stops every process started here
-        workdir = prepare_workdir(args.workdir)  # refuses a folder Stamen did not make, before removing anything
+    # SIGTERM, like Ctrl-C, stops every process started here; the workdir is this deployment's alone
+    # (a second `deploy local` on it is refused naming this one) and is checked before anything is removed
+    with interrupted_by_sigterm(), held_workdir(args.workdir) as workdir:
         spec = FederationSpec.from_run_config(values, args.nodes)
         roots = [path.parent for path in export_partitions(spec, workdir / "data")]
         with LocalDeployment(

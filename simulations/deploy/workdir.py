@@ -12,7 +12,8 @@ Every check runs before anything is removed or written; a refusal is one line sa
 what to do. A workdir has one deployment at a time (:func:`held_workdir`: its lock,
 :mod:`server.runlock`, is taken before the checks and held until the deployment ends), so a
 second ``stamen deploy local`` on the same workdir, the default one of two terminals
-included, is refused naming the first instead of deleting its certificates and state. Output folders of ``deploy partition`` and ``deploy certs`` go through
+included, is refused naming the first instead of deleting its certificates and state.
+Output folders of ``deploy partition`` and ``deploy certs`` go through
 :func:`check_output_folder`: absent or a real folder, never a file or a link.
 """
 

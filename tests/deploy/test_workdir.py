@@ -76,3 +76,18 @@ def test_partition_out_must_be_a_real_folder_without_earlier_partitions(tmp_path
     assert result.returncode == 2 and "node-1/stamen-partition.pt exists" in result.stderr
     assert (tmp_path / "out" / "node-1" / "stamen-partition.pt").read_bytes() == b"an earlier export"
     assert not (tmp_path / "out" / "node-0").exists()
+
+
+def test_a_workdir_in_use_is_refused_and_left_whole(tmp_path):
+    from server.runlock import FolderLocked
+    from simulations.deploy.workdir import held_workdir
+
+    with held_workdir(tmp_path / "work") as workdir:
+        (workdir / "certs").mkdir()
+        (workdir / "certs" / "ca.pem").write_text("the first deployment's CA")
+        with pytest.raises(FolderLocked, match=r"deployment workdir .*work is being written by"):
+            with held_workdir(workdir):
+                pass
+        assert (workdir / "certs" / "ca.pem").read_text() == "the first deployment's CA"
+    with held_workdir(tmp_path / "work") as again:  # the first one ended: the next takes it and clears it
+        assert not (again / "certs").exists()
