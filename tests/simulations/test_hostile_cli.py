@@ -80,6 +80,9 @@ CASES = {
     "missing data root": ("dataset='cora' data-root='{root}/nowhere'", "not a folder"),
     "resume of a folder without checkpoint": ("resume-from='{root}/project/runs/old'", "checkpoint"),
     "bad certify arch": ("certify-budgets='1' certify-arch='transformer'", "unknown certify-arch"),
+    "lr not a number": ("lr=nan", "lr must be a finite number, got nan"),
+    "lr infinite": ("lr=inf", "lr must be a finite number, got inf"),
+    "a float key without a range infinite": ("fedlog-gamma=-inf", "fedlog-gamma must be a finite number, got -inf"),
 }
 
 
