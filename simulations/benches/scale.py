@@ -22,6 +22,7 @@ from typing import Any
 
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.flower import stop_command
+from simulations.options import finite_float
 
 NAME = "scale"
 HELP = "time to partition, per round and peak memory against graph size and client count, both engines"
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engines", default="inprocess,flower", help="engines to run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--partitioner", default="metis", help="metis scales; louvain takes minutes at 100k nodes")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds a job may take")
+    parser.add_argument("--timeout", type=finite_float, default=900.0, help="seconds a job may take")
 
 
 def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: Path) -> dict[str, Any]:
