@@ -20,6 +20,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from contract import strict_json
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.flower import stop_command
 from simulations.options import finite_float
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
                 print(f"[bench scale] {nodes} nodes, {clients} clients, {engine} ...", flush=True)
                 entry = _job(args, nodes, clients, engine, out)
-                print(json.dumps(entry), flush=True)
+                print(strict_json.dumps(entry), flush=True)
                 results.append(entry)
     return results
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import time
@@ -39,6 +38,7 @@ from torch_geometric.data import Data
 
 import client.handlers as client_app_module
 from client.job import client_data
+from contract import strict_json
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import NodeClassifier, build_model
@@ -319,7 +319,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"WARNING: the empirical bound exceeds the accountant's epsilon in {len(violated)} run(s)")
     if output is not None:
         report = {"confidence": args.confidence, "delta": args.delta, "results": [asdict(r) for r in results]}
-        atomic_write(output, json.dumps(report, indent=2))
+        atomic_write(output, strict_json.dumps(report, indent=2))
         print(f"wrote {output}")
     return 0
 

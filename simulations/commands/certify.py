@@ -18,7 +18,6 @@ first of ``--classes a,b`` becomes +1) and drops nodes isolated in that subgraph
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ import numpy as np
 
 from certify.ntk import ARCHITECTURES
 from certify.registry import ENUMERATE_LIMIT, METHODS, MODELS, MODES
+from contract import strict_json
 from graphs.names import DATASETS, PARTITIONERS
 from simulations.options import finite_float, renamed
 
@@ -363,7 +363,7 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     write_outputs(out, payload)
     if args.json:
-        print(json.dumps(payload))
+        print(strict_json.dumps(payload))
         print_tables(payload, err)
     else:
         console = output_console()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
+from contract import strict_json
 from graphs import DATASETS, PARTITIONERS, FederationSpec, build_federation
 from simulations.options import finite_float, renamed
 
@@ -57,7 +57,7 @@ def partition_report(args: argparse.Namespace) -> dict:
 def main(args: argparse.Namespace) -> int:
     report = partition_report(args)
     if args.json:
-        print(json.dumps(report))
+        print(strict_json.dumps(report))
         return 0
     from rich.table import Table
 

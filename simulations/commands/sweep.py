@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from contract import strict_json
 from simulations.commands.run import HelpFormatter, federation_args
 from simulations.sweep import FIGURES, Group, SweepRun, grid, groups, parse_seeds, parse_set, run_figures
 
@@ -189,7 +190,7 @@ def _write(folder: Path, args: argparse.Namespace, runs: list[SweepRun], found: 
         "groups": [{"config": g.name, "values": g.values, "runs": g.runs, "stats": g.stats()} for g in found],
         "failed": failed,
     }
-    atomic_write(folder / "sweep.json", json.dumps(record, indent=2) + "\n")
+    atomic_write(folder / "sweep.json", strict_json.dumps(record, indent=2) + "\n")
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["config", "runs", *[f"{key}_{s}" for key, _ in FIGURES for s in ("mean", "std")]])
