@@ -418,6 +418,7 @@ def run_rounds(
     pending: Row = {"round": 0}
     node_partitions: dict[int, int] = {}
     first = 1
+    no_loss = any(key in p.UNLEARN_NO_LOSS for key in (train_config or {}))  # the clients report NaN: no loss
     if resume is not None:
         if resume.round > num_rounds:
             raise ValueError(
@@ -466,7 +467,7 @@ def run_rounds(
             "seconds": time.perf_counter() - started,
         }
         try:
-            check_round(server_round, pending.get("train_loss"), arrays if aggregates else None)
+            check_round(server_round, None if no_loss else pending.get("train_loss"), arrays if aggregates else None)
         except DivergedError:
             on_row(pending)  # the round that diverged stays in the rows (its non-finite figures as null)
             raise

@@ -35,3 +35,19 @@ def test_a_non_finite_loss_names_the_round():
         check_round(5, math.nan, _record(w=np.ones(2, np.float32)))
     with pytest.raises(DivergedError, match=r"^round 1: the clients' training loss is not finite \(inf\)"):
         check_round(1, math.inf, None)
+
+
+def test_a_client_without_training_nodes_does_not_make_the_round_diverge():
+    from flwr.app import MetricRecord
+
+    from contract import protocol as p
+    from server.rows import training_figures
+
+    seconds = {key: 0.0 for key in (p.SETUP_SECONDS, p.TRAIN_SECONDS, p.EVAL_SECONDS, p.PACK_SECONDS)}
+    metrics = [
+        MetricRecord({p.NUM_EXAMPLES: 30, p.TRAIN_LOSS: 0.5, **seconds}),
+        MetricRecord({p.NUM_EXAMPLES: 0, p.TRAIN_LOSS: math.nan, **seconds}),  # the mean loss of no nodes
+    ]
+    loss = training_figures(metrics)["train_loss"]
+    assert loss == 0.5
+    check_round(1, loss, None)
