@@ -36,3 +36,15 @@ def test_a_diverging_run_fails_naming_the_round(algorithm, problem, tmp_path, ca
     assert rows[-1]["train_loss"] is None  # NaN, written as null
     for path in run.glob("*.json"):  # whatever JSON the failed run left, strict
         _strict(path.read_text())
+
+
+@pytest.mark.slow
+def test_a_diverging_run_on_flowers_engine_fails_naming_the_round(tmp_path, capsys):
+    config = f"num-server-rounds=4 csbm-nodes=300 lr=1e30 output-dir='{tmp_path}' run-name='d'"
+    assert stamen(["run", "--quiet", "--clients", "3", "-c", config]) == 1
+    err = capsys.readouterr().err
+    assert "failed: the run failed: round 2: the global model's weights are not finite" in err, err
+    status = _strict((tmp_path / "d" / "status.json").read_text())
+    assert status["status"] == "failed" and status["error"].startswith("round 2: ")
+    for line in (tmp_path / "d" / "metrics.jsonl").read_text().splitlines():
+        _strict(line)
