@@ -51,7 +51,7 @@ def test_a_non_finite_value_the_rule_missed_fails_loudly(monkeypatch):
 # processes, a cache key), by file and count; every other call must go through contract.strict_json.
 NOT_OUTPUTS = {
     "graphs/node_data.py": 1,  # a cache key of names and integers
-    "server/rundir.py": 1,  # reopen: rows read back from metrics.jsonl, written again as they were
+    "server/runlock.py": 1,  # the lock holder's command, pid, time and token
     "simulations/benches/deploy.py": 1,  # TOML quoting of -c values
     "simulations/benches/sim.py": 2,  # TOML quoting; the run config handed to a child process
     "simulations/commands/deploy.py": 1,  # a node's public key path and id
