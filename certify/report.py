@@ -242,7 +242,9 @@ def write_outputs(out_dir: Path, payload: dict) -> None:
     a file is either the old one or the complete new one.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out_dir / "certificate.json", json.dumps(payload, indent=1, default=_json_default).encode())
+    # Strict JSON (Stamen's rule, as in contract.strict_json): a non-finite float is null, never a bare NaN
+    text = json.dumps(clean_floats(payload), indent=1, default=_json_default, allow_nan=False)
+    _atomic_write(out_dir / "certificate.json", text.encode())
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".certified_accuracy.", suffix=".png")
     os.close(fd)
     try:

@@ -147,7 +147,8 @@ def unlearning_round(
     job: LocalJob, model: NodeClassifier, round_config: ConfigRecord, num_partitions: int, server_round: int
 ) -> tuple[NodeClassifier, float] | None:
     """The step of an unlearning round that is not local training (LAF, head repair, ascent) on
-    the job of :func:`round_view`: the model and a loss; ``None`` for local training."""
+    the job of :func:`round_view`: the model and a loss (NaN: none, :data:`contract.protocol.UNLEARN_NO_LOSS`);
+    ``None`` for local training."""
     flag, text = _flag(round_config)
     if flag == p.UNLEARN_LAF:
         return laf_round(job, model, text, num_partitions, server_round)

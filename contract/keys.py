@@ -9,11 +9,15 @@ key table of docs/reference.md. A key's constraint is at most one of
 - a :class:`Bound` on a number (``> 0``, ``>= 1``, ``lie in (0, 1]``);
 - ``choices``: the accepted names, each with a line of help, from a registry;
 - a :class:`Form`: a string's shape, as a predicate with its description.
+
+Every float key must also be finite (:meth:`Key.check`): NaN and infinity meet no range and
+are refused before anything is created (``lr must be a finite number, got nan``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +40,9 @@ class Bound:
     high_open: bool = False
 
     def holds(self, value: float) -> bool:
+        """Whether ``value`` lies in the range (NaN lies in none)."""
+        if math.isnan(value):
+            return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
         return self.high is None or (value < self.high if self.high_open else value <= self.high)
@@ -105,7 +112,9 @@ class Key:
         raise ValueError(f"run-config key {self.name!r} must be {_ARTICLE[kind]}, got {value!r}")
 
     def check(self, value: Value) -> None:
-        """ValueError in one line unless ``value`` meets the constraint."""
+        """ValueError in one line unless ``value`` meets the constraint (a float key's: finite, first)."""
+        if self.kind == "float" and not math.isfinite(value):  # type: ignore[arg-type]
+            raise ValueError(f"{self.name} must be a finite number, got {value!r}")
         if self.bound is not None and not self.bound.holds(value):  # type: ignore[arg-type]
             raise ValueError(f"{self.name} must {self.bound.text()}, got {value!r}")
         if self.choices is not None and value not in self.choices:

@@ -89,6 +89,8 @@ UNLEARN_LAF = "unlearn-laf"
 UNLEARN_REPAIR = "unlearn-repair"  # a head-repair round on the remaining data (laf+r)
 UNLEARN_ASCENT = "unlearn-ascent"  # a gradient-ascent round on the holder's forgotten nodes
 UNLEARN_TRAIN_KEYS = (UNLEARN_RETRAIN, UNLEARN_LAF, UNLEARN_REPAIR, UNLEARN_ASCENT)  # any: an unlearning round
+# Rounds of these keys have no training loss: the clients report TRAIN_LOSS as NaN (not a divergence).
+UNLEARN_NO_LOSS = (UNLEARN_REPAIR, UNLEARN_ASCENT)
 
 # FedLoG (client/fedlog.py, server/fedlog.py). Client -> server, every round:
 FEDLOG_UPLOAD = "fedlog-upload"  # ArrayRecord: the head-branch synthetic features and class proportions

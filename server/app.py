@@ -18,6 +18,7 @@ from server import outputs, privacy
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
 from server.checkpoint import Checkpoint, checkpoint_bytes, checkpoint_dir, load_checkpoint, write_checkpoint
+from server.divergence import DivergedError
 from server.loop import Row, TooFewClientsError, run_rounds, seed_server_draws
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from server.runlock import writer_of
@@ -63,7 +64,8 @@ def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine:
     Nothing on disk changes before the run config, the privacy settings and the run
     directory (or the checkpoint to resume: its weights, sampler state and rows) passed
     their checks. From then on the run's ``status.json`` says where it stands: ``running``,
-    then ``finished`` (with ``degraded`` set when clients failed) or ``failed`` with the error.
+    then ``finished`` (with ``degraded`` set when clients failed) or ``failed`` with the error
+    (e.g. training diverged: ``round 3: the global model's weights are not finite ...``).
     """
     started = time.perf_counter()
     with contextlib.ExitStack() as held:
@@ -197,6 +199,9 @@ def train_and_report(
     except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
         log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir.path)
         raise SystemExit(2) from error
+    except DivergedError as error:  # recorded as failed with this one line (serve), no traceback
+        log(ERROR, "error: %s", error)
+        raise SystemExit(1) from error
     rows = run_dir.rows()
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
     summary["run_dir"] = str(run_dir.path)

@@ -7,7 +7,6 @@ by their number of targets. Written to ``certificates.json`` in the run director
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from logging import INFO
@@ -19,6 +18,7 @@ from flwr.common import log
 from flwr.serverapp import Grid
 
 from contract import protocol as p
+from contract import strict_json
 from contract.run_config import RunConfig
 from server.loop import exchange
 
@@ -50,7 +50,7 @@ def certify_federation(grid: Grid, config: RunConfig, run_dir: Path) -> dict[str
         "budgets": budgets,
         "clients": clients,
     }
-    _write_atomic(run_dir / "certificates.json", json.dumps(report, indent=2) + "\n")
+    _write_atomic(run_dir / "certificates.json", strict_json.dumps(report, indent=2) + "\n")
     lines = [f"{'budget':>6}  {'certified ratio':>15}  {'certified acc':>13}  {'unknown':>8}"]
     lines += [
         f"{k:>6}  {v[p.CERTIFIED_RATIO]:>15.3f}  {v[p.CERTIFIED_ACCURACY]:>13.3f}  {v[p.UNKNOWN_RATIO]:>8.3f}"

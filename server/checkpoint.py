@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord
 
+from contract import strict_json
 from contract.arrays import array_values
 from server.rundir import atomic_write
 
@@ -124,7 +125,7 @@ def checkpoint_bytes(checkpoint: Checkpoint) -> bytes:
         f"{_WEIGHT}{i}": array_values(array, writable=False) for i, array in enumerate(checkpoint.arrays.values())
     }
     entries[_ROUND] = np.array(checkpoint.round, dtype=np.int64)
-    entries[_META] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    entries[_META] = np.frombuffer(strict_json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     buffer = io.BytesIO()
     np.savez(buffer, **entries)
     return buffer.getvalue()

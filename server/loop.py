@@ -40,6 +40,7 @@ from flwr.serverapp.strategy import Strategy
 
 from contract import protocol as p
 from server.checkpoint import Checkpoint
+from server.divergence import DivergedError, check_round
 from server.privacy import epsilon_figures
 from server.rows import client_figures, local_only, merge_global, pooled_accuracies, training_figures
 from server.transport import send_and_receive
@@ -393,8 +394,10 @@ def run_rounds(
     malformed, reason, Flower's error code); the last row of an aggregating run also
     has ``final_eval_failed_clients``. A failed client leaves the round, which goes on
     with the valid replies while at least ``min_clients`` remain
-    (:class:`TooFewClientsError` otherwise). ``health``, when given, collects every
-    failure of this call (see :class:`RunHealth` for when a run counts as degraded).
+    (:class:`TooFewClientsError` otherwise). A round whose global weights or training loss
+    are NaN or infinite writes its row and raises :class:`server.divergence.DivergedError`.
+    ``health``, when given, collects every failure of this call (see :class:`RunHealth` for
+    when a run counts as degraded).
     After every round ``on_checkpoint`` gets the server's state; ``resume`` continues
     from such a state with the next round (a checkpoint of the last round: only the final
     evaluation and the last row are left, as when a run stopped right after its checkpoint).
@@ -415,6 +418,7 @@ def run_rounds(
     pending: Row = {"round": 0}
     node_partitions: dict[int, int] = {}
     first = 1
+    no_loss = any(key in p.UNLEARN_NO_LOSS for key in (train_config or {}))  # the clients report NaN: no loss
     if resume is not None:
         if resume.round > num_rounds:
             raise ValueError(
@@ -462,6 +466,11 @@ def run_rounds(
             "aggregate_seconds": time.perf_counter() - exchanged,
             "seconds": time.perf_counter() - started,
         }
+        try:
+            check_round(server_round, None if no_loss else pending.get("train_loss"), arrays if aggregates else None)
+        except DivergedError:
+            on_row(pending)  # the round that diverged stays in the rows (its non-finite figures as null)
+            raise
         if on_checkpoint is not None:
             on_checkpoint(Checkpoint(server_round, arrays, dict(pending), node_partitions=dict(node_partitions)))
     if aggregates:

@@ -1,6 +1,8 @@
 """What a run reports: its summary (final and best-validation figures), tables, the model and curves.
 
 The folder these go to, and every rule about it, is :class:`server.rundir.RunDirectory`.
+A figure read back may be ``null`` (a non-finite value is written so, :mod:`contract.strict_json`)
+or NaN (in files of earlier versions): both count as no figure here.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     one, else the local models'), never on test accuracy.
     """
     selector = "global_val_acc" if any("global_val_acc" in r for r in rows) else "val_acc"
-    candidates = [r for r in rows if selector in r]
+    candidates = [r for r in rows if _is_figure(r.get(selector))]
     best = max(candidates, key=lambda r: r[selector]) if candidates else {}
     final = rows[-1] if rows else {}
     trained = [r for r in rows if "seconds" in r]
     failures = failure_counts(rows)
     seconds = [r["seconds"] for r in trained]
+    tested = [r.get("global_test_acc", r.get("test_acc", 0.0)) for r in rows]
     train_max = [r["client_train_seconds_max"] for r in trained]
     train_sum = [r.get("client_train_seconds_sum", 0.0) for r in trained]
     summary = {
@@ -58,7 +61,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "final": {key: final.get(key) for key, _ in SUMMARY_FIGURES},
         "best_round": best.get("round"),
         "best": {key: best.get(key) for key, _ in SUMMARY_FIGURES},
-        "max_test_acc": max((r.get("global_test_acc", r.get("test_acc", 0.0)) for r in rows), default=None),
+        "max_test_acc": max((a for a in tested if _is_figure(a)), default=None),
         "wall_seconds": wall_seconds,
         "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
         # per round: the slowest client's local training, and all clients' together
@@ -78,12 +81,12 @@ def fairness(row: Row) -> dict[str, Any]:
     """How the final model's test accuracy spreads over the clients: min, mean, max and std (population)."""
     clients = row.get("per_client", {})
     key = "global_test_acc" if any("global_test_acc" in c for c in clients.values()) else "test_acc"
-    values = [c[key] for c in clients.values() if key in c]
+    values = [c[key] for c in clients.values() if _is_figure(c.get(key))]
     if not values:
         return {}
     mean = sum(values) / len(values)
     std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-    worst = min(clients, key=lambda pid: clients[pid].get(key, float("inf")))
+    worst = min((pid for pid in clients if _is_figure(clients[pid].get(key))), key=lambda pid: clients[pid][key])
     return {
         "figure": key,
         "clients": len(values),
@@ -95,6 +98,16 @@ def fairness(row: Row) -> dict[str, Any]:
     }
 
 
+def _is_figure(value: Any) -> bool:
+    """A number that is a figure: not ``None`` (``null`` in the file), not NaN, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _shown(value: Any, spec: str = ".3f") -> str:
+    """``value`` formatted, or ``-`` where there is no figure."""
+    return format(value, spec) if _is_figure(value) else "-"
+
+
 def write_tensorboard(run_dir: Path, rows: list[Row]) -> None:
     """TensorBoard event files in the run directory, from the run's rows: every accuracy, the loss,
     epsilon, and each client's test accuracy (``tensorboard --logdir <output-dir>`` shows every run)."""
@@ -104,12 +117,12 @@ def write_tensorboard(run_dir: Path, rows: list[Row]) -> None:
         for row in rows:
             step = int(row["round"])
             for key, value in row.items():
-                if isinstance(value, int | float) and not isinstance(value, bool) and not key.endswith("seconds"):
+                if _is_figure(value) and not key.endswith("seconds"):
                     if key != "round":
                         writer.add_scalar(f"run/{key}", value, step)
             for pid, figures in row.get("per_client", {}).items():
                 for key in ("test_acc", "global_test_acc"):
-                    if key in figures:
+                    if _is_figure(figures.get(key)):
                         writer.add_scalar(f"client/{pid}/{key}", figures[key], step)
 
 
@@ -142,10 +155,10 @@ def privacy_table(privacy: dict[str, Any]) -> str:
     """Final epsilon per client (DP-SGD) or for all clients (client-level DP), and the test accuracy."""
     lines = [f"{'client':>8}  {'epsilon':>10}", "-" * 20]
     for client, epsilon in privacy.get("epsilon", {}).items():
-        lines.append(f"{client:>8}  {epsilon:>10.4f}")
+        lines.append(f"{client:>8}  {_shown(epsilon, '>10.4f'):>10}")
     if privacy["privacy"] == "client-dp":
-        lines.append(f"{'all':>8}  {privacy['epsilon_max']:>10.4f}")
-    accuracy = "-" if privacy["test_acc"] is None else f"{privacy['test_acc']:.4f}"
+        lines.append(f"{'all':>8}  {_shown(privacy['epsilon_max'], '>10.4f'):>10}")
+    accuracy = _shown(privacy["test_acc"], ".4f")
     lines.append(f"{privacy['privacy']} at delta={privacy['delta']:g}; test accuracy {accuracy}")
     return "\n".join(lines)
 
@@ -154,7 +167,7 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(figure, final, best-validation) rows, formatted, for a table on screen."""
 
     def fmt(value: Any) -> str:
-        return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
+        return _shown(value, ".4f")
 
     rows = [
         (label, fmt(summary["final"].get(key)), fmt(summary["best"].get(key)))
@@ -171,19 +184,19 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines = []
     privacy = summary.get("privacy")
     if privacy:
-        spent = f"epsilon {privacy['epsilon_max']:.3f}" if privacy.get("epsilon_max") is not None else "epsilon -"
+        spent = f"epsilon {_shown(privacy.get('epsilon_max'))}"
         where = "the most any client spent" if privacy["privacy"] == "dp-sgd" else "every client"
         lines.append(f"privacy: {privacy['privacy']} at delta={privacy['delta']:g}, {spent} ({where})")
     for budget, figures in (summary.get("certificates") or {}).items():
         lines.append(
-            f"certificates: budget {budget}: certified ratio {figures['certified-ratio']:.3f}, "
-            f"certified accuracy {figures['certified-accuracy']:.3f}, unknown {figures['unknown-ratio']:.3f}"
+            f"certificates: budget {budget}: certified ratio {_shown(figures['certified-ratio'])}, "
+            f"certified accuracy {_shown(figures['certified-accuracy'])}, unknown {_shown(figures['unknown-ratio'])}"
         )
     unlearning = summary.get("unlearning")
     if unlearning:
         before, after = unlearning.get("original", {}), unlearning.get("unlearned", {})
         shared = [k for k in ("test_forgotten_class", "test_other_classes", "forget_acc", "test_acc") if k in after]
-        figures = ", ".join(f"{k} {before.get(k, float('nan')):.3f} -> {after[k]:.3f}" for k in shared)
+        figures = ", ".join(f"{k} {_shown(before.get(k))} -> {_shown(after[k])}" for k in shared)
         lines.append(
             f"unlearning: {unlearning['request']} by {unlearning['method_used']} in {unlearning['seconds']:.1f} s"
             + (f"; {figures}" if figures else "")
@@ -191,8 +204,8 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     fair = summary.get("fairness")
     if fair:
         lines.append(
-            f"clients ({fair['figure']}): min {fair['min']:.3f} (client {fair['worst_client']}), "
-            f"mean {fair['mean']:.3f}, max {fair['max']:.3f}, std {fair['std']:.3f}"
+            f"clients ({fair['figure']}): min {_shown(fair['min'])} (client {fair['worst_client']}), "
+            f"mean {_shown(fair['mean'])}, max {_shown(fair['max'])}, std {_shown(fair['std'])}"
         )
     if summary.get("degraded"):
         failed = ", ".join(f"{n} {category}" for category, n in summary["failed_clients"].items() if n)

@@ -61,7 +61,9 @@ def training_figures(metrics: list[MetricRecord]) -> Row:
     phases = {"setup": p.SETUP_SECONDS, "train": p.TRAIN_SECONDS, "eval": p.EVAL_SECONDS, "pack": p.PACK_SECONDS}
     handler = [sum(float(m[key]) for key in phases.values()) for m in metrics]
     return {
-        "train_loss": sum(float(m[p.TRAIN_LOSS]) * int(m[p.NUM_EXAMPLES]) for m in metrics) / max(examples, 1),
+        # a client without training nodes weighs nothing (its loss, of no nodes, may be NaN)
+        "train_loss": sum(float(m[p.TRAIN_LOSS]) * n for m in metrics if (n := int(m[p.NUM_EXAMPLES])) > 0)
+        / max(examples, 1),
         "client_train_seconds_max": max(float(m[p.TRAIN_SECONDS]) for m in metrics),
         **{f"client_{name}_seconds_sum": sum(float(m[key]) for m in metrics) for name, key in phases.items()},
         "client_handler_seconds_sum": sum(handler),

@@ -147,12 +147,17 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 
 
 def row_line(row: Row) -> str:
-    """One round's row as its line of ``metrics.jsonl``."""
-    return json.dumps(row) + "\n"
+    """One round's row as its line of ``metrics.jsonl``: strict JSON, a non-finite figure as ``null``."""
+    from contract.strict_json import dumps
+
+    return dumps(row) + "\n"
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, indent=2) + "\n"
+    """A run file's JSON (strict: a non-finite figure as ``null``, :mod:`contract.strict_json`)."""
+    from contract.strict_json import dumps
+
+    return dumps(value, indent=2) + "\n"
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,21 @@ APP_CONFIG_DIR = (
 FEDERATION = "stamen"
 INLINE_BYTES = 8 * 1024 * 1024  # Ray objects up to this size travel with their task (Ray's default: 100 KB)
 STAGED = ".stamen-staged-app"  # marks the copy of the app that stage_app made
+# What `flwr run --federation-config` accepts (Flower 1.42: the fields of its SimulationConfig, with `-`
+# for `_`; a pyproject federation's options.num-supernodes, options.backend.client-resources.num-cpus,
+# options.backend.init-args.num-cpus, ...), each with its type. flwr_run passes them on as given;
+# stamen's preflight refuses any other key (a test keeps this equal to Flower's own list).
+FEDERATION_KEYS: dict[str, type] = {
+    "num-supernodes": int,
+    "client-resources-num-cpus": int,
+    "client-resources-num-gpus": float,
+    "backend": str,
+    "verbose": bool,
+    "init-args-num-cpus": int,
+    "init-args-num-gpus": int,
+    "init-args-logging-level": str,
+    "init-args-log-to-driver": bool,
+}
 
 
 def flower_environment(flwr_home: Path) -> dict[str, str]:

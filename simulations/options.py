@@ -5,13 +5,29 @@ SuperNodes), ``--partitioner``, ``--seed`` (one) / ``--seeds`` (several),
 ``-c/--run-config`` (run-config overrides), ``--federation-config``, ``--out``. A word
 never means two things: ``--methods`` are unlearning methods, ``--search`` is how a
 certificate searches for the worst attack, ``--set`` lists the values a sweep tries.
-An option that was renamed fails at once, naming its new spelling.
+An option that was renamed fails at once, naming its new spelling. Every number option
+reads through :func:`finite_float`: NaN and infinity are refused as argparse refuses a typo.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
+
+
+def finite_float(text: str) -> float:
+    """The argparse ``type`` of every float option: a finite number (``nan``, ``inf`` meet no range).
+
+    Refused with argparse's one error line, exit 2: ``argument --lr: must be a finite number, got 'nan'``.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
 
 
 class _Renamed(argparse.Action):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contract.run_config import RunConfig
+from contract.suggest import did_you_mean
 from server.rundir import RunDirectory, RunStatus
 from simulations.overrides import parse_overrides
 
@@ -61,15 +62,7 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> Prepar
     config = check_run_config(values)
     federation = dict(FEDERATION_DEFAULTS)
     federation.update(parse_overrides(federation_overrides, "federation config"))
-    num_clients = federation["num-supernodes"]
-    if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
-        raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
-    cpus = federation.get("client-resources-num-cpus", 1)
-    if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
-        raise ValueError(
-            f"client-resources-num-cpus must be a whole number of CPUs >= 1 (Flower 1.42's simulation fails on "
-            f"{cpus!r}); to run more clients at once than cores, raise init-args-num-cpus instead"
-        )
+    num_clients = check_federation(federation)
     if config.min_clients > num_clients:
         raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}; lower min-clients")
     nothing_left = False
@@ -82,6 +75,51 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> Prepar
     check_with_data(config, num_clients)
     config = dataclasses.replace(config, output_dir=str(run_dir.path.parent), run_name=run_dir.path.name)
     return PreparedRun(config, federation, run_dir, nothing_left)
+
+
+def check_federation(federation: dict[str, object]) -> int:
+    """Flower's federation config: only the keys Flower's simulation accepts (:data:`FEDERATION_KEYS`,
+    a suggestion for a typo), each of its type; returns the number of clients. ValueError in one line."""
+    from simulations.flower import FEDERATION_KEYS
+
+    unknown = [key for key in federation if key not in FEDERATION_KEYS]
+    if len(unknown) == 1:
+        key = unknown[0]
+        close = did_you_mean(key, FEDERATION_KEYS)
+        known = "" if close else f"; the keys are: {', '.join(FEDERATION_KEYS)}"
+        raise ValueError(f"unknown federation-config key {key!r}{close}{known}")
+    if unknown:
+        named = ", ".join(f"{key!r}{did_you_mean(key, FEDERATION_KEYS, ' (')}".replace("?", "?)") for key in unknown)
+        raise ValueError(f"unknown federation-config keys {named}; the keys are: {', '.join(FEDERATION_KEYS)}")
+    num_clients = federation["num-supernodes"]
+    if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
+        raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
+    cpus = federation.get("client-resources-num-cpus", 1)
+    if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
+        raise ValueError(
+            f"client-resources-num-cpus must be a whole number of CPUs >= 1 (Flower 1.42's simulation fails on "
+            f"{cpus!r}); to run more clients at once than cores, raise init-args-num-cpus instead"
+        )
+    for key, value in federation.items():
+        problem = _federation_value_problem(FEDERATION_KEYS[key], value)
+        if problem:
+            raise ValueError(f"federation-config key {key!r} must be {problem}, got {value!r}")
+    return num_clients
+
+
+def _federation_value_problem(kind: type, value: object) -> str:
+    """What a value of ``kind`` must be, in words, when ``value`` is not that (``""``: it is)."""
+    import math
+
+    if kind is bool:
+        return "" if isinstance(value, bool) else "true or false"
+    if kind is str:
+        return "" if isinstance(value, str) else "a quoted string"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "a whole number >= 0" if kind is int else "a finite number >= 0"
+    if kind is int:
+        return "" if isinstance(value, int) and value >= 0 else "a whole number >= 0"
+    return "" if math.isfinite(value) and value >= 0 else "a finite number >= 0"
 
 
 def check_with_data(config: RunConfig, num_clients: int) -> None:

@@ -4,7 +4,9 @@ A sweep is a grid over run-config keys (``--set lr=0.01,0.005 --set model='gcn',
 times ``--seeds``. Each run is an ordinary ``stamen run`` with its own run directory
 ``<sweep>/<key=value,...,seed=k>/``; a run whose directory says ``finished`` is skipped, so
 running the same sweep again resumes it. Results are grouped by config (the seeds of one
-config together): the mean and standard deviation of each figure over the seeds.
+config together): the mean and standard deviation of each figure over the seeds. The keys
+that name and place a run (:data:`OWN_KEYS`) are the sweep's own: neither ``--set`` nor
+``-c`` may give them (two seeds would share one folder, or a run land outside the sweep's).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import itertools
 import math
 import re
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +28,19 @@ FIGURES = (
     ("best_val_test_acc", "test acc at best val"),
     ("total_wall_seconds", "wall s"),
 )
+# Run-config keys the sweep sets for every run itself: where it goes, under which name, fresh.
+OWN_KEYS = ("run-name", "output-dir", "overwrite", "resume-from")
 _VALUE = re.compile(r"""'[^']*'|"(?:[^"\\]|\\.)*"|[^,]+""")
+
+
+def check_own_keys(keys: Iterable[str], where: str) -> None:
+    """ValueError in one line if ``keys`` (of ``--set`` or ``-c``) holds one of :data:`OWN_KEYS`."""
+    for key in keys:
+        if key in OWN_KEYS:
+            raise ValueError(
+                f"{where} {key}=...: a sweep names its runs itself (<out>/<name>/<values,seed=k>/, resumed by "
+                "running the same command again); choose the sweep's folder with --out and --name"
+            )
 
 
 def parse_set(text: str) -> tuple[str, list[Any]]:
@@ -37,6 +52,7 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
     parsed = [parse_overrides([f"{key}={raw.strip()}"], f"--set {key}")[key] for raw in _VALUE.findall(values)]
     if key == "seed":
         raise ValueError("--set seed=...: give seeds with --seeds 0,1,2")
+    check_own_keys([key], "--set")
     if len(set(map(repr, parsed))) != len(parsed):
         raise ValueError(f"--set {text!r} repeats a value")
     return key, parsed

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract import strict_json
 from server.rundir import atomic_write
 
 
@@ -81,7 +81,7 @@ def markdown_table(result: UnlearningResult) -> str:
 
 def write_results(run_dir: Path, result: UnlearningResult) -> str:
     """Write ``unlearn.json`` and ``unlearn.md`` into ``run_dir`` (atomically); return the table."""
-    atomic_write(run_dir / "unlearn.json", json.dumps(result.as_dict(), indent=2) + "\n")
+    atomic_write(run_dir / "unlearn.json", strict_json.dumps(result.as_dict(), indent=2) + "\n")
     table = markdown_table(result)
     atomic_write(run_dir / "unlearn.md", f"# Unlearning {result.request} ({result.method_used})\n\n{table}\n")
     return table

@@ -42,6 +42,7 @@ from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
+from simulations.options import finite_float
 
 NAME = "attacks"
 HELP = "accuracy under label-flip, sign-flip and Gaussian attacks: FedAvg vs robust strategies; certificates"
@@ -56,21 +57,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csbm-nodes", type=int, default=1000)
     parser.add_argument("--csbm-classes", type=int, default=3)
     parser.add_argument("--partitioner", default="label-dirichlet")
-    parser.add_argument("--dirichlet-alpha", type=float, default=100.0, help="label skew (large: near IID)")
+    parser.add_argument("--dirichlet-alpha", type=finite_float, default=100.0, help="label skew (large: near IID)")
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--malicious", default="1", help="malicious-clients: a count or partition ids '0,3'")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--local-epochs", type=int, default=3)
     parser.add_argument("--algorithms", default=",".join(("fedavg", *ROBUST)))
     parser.add_argument("--attacks", default="none,label-flip,sign-flip,gaussian")
-    parser.add_argument("--flip-fraction", type=float, default=1.0, help="attack-flip-fraction")
-    parser.add_argument("--scale", type=float, default=10.0, help="attack-scale of sign-flip")
-    parser.add_argument("--std", type=float, default=1.0, help="attack-std of gaussian")
+    parser.add_argument("--flip-fraction", type=finite_float, default=1.0, help="attack-flip-fraction")
+    parser.add_argument("--scale", type=finite_float, default=10.0, help="attack-scale of sign-flip")
+    parser.add_argument("--std", type=finite_float, default=1.0, help="attack-std of gaussian")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds")
     parser.add_argument("--labeled-per-class", type=int, default=10, help="certificate: labelled nodes per class")
     parser.add_argument("--targets", type=int, default=50, help="certificate: target nodes")
-    parser.add_argument("--certify-c", type=float, default=0.01, help="certificate: the SVM's C")
-    parser.add_argument("--time-limit", type=float, default=60.0, help="certificate: seconds per MILP")
+    parser.add_argument("--certify-c", type=finite_float, default=0.01, help="certificate: the SVM's C")
+    parser.add_argument("--time-limit", type=finite_float, default=60.0, help="certificate: seconds per MILP")
 
 
 def _seeds(text: str) -> list[int]:

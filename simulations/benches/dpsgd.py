@@ -40,6 +40,7 @@ from models.dp_sgd import poisson_epoch
 from models.dp_sgd_opacus import OpacusRound, opacus_round
 from models.names import DECOUPLED_MODELS
 from simulations.benches.records import markdown_table, print_tables
+from simulations.options import finite_float
 
 NAME = "dpsgd"
 HELP = "DP-SGD against the same Poisson batches without DP, per decoupled model (Stamen's and Opacus's)"
@@ -54,11 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", default=",".join(DECOUPLED_MODELS), help="comma-separated decoupled models")
     parser.add_argument("--num-layers", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--dropout", type=float, default=0.5)
+    parser.add_argument("--dropout", type=finite_float, default=0.5)
     parser.add_argument("--local-epochs", type=int, default=5, help="epochs of the timed round")
     parser.add_argument("--dp-batch-size", type=int, default=32)
-    parser.add_argument("--max-grad-norm", type=float, default=1.0)
-    parser.add_argument("--noise-multiplier", type=float, default=1.0)
+    parser.add_argument("--max-grad-norm", type=finite_float, default=1.0)
+    parser.add_argument("--noise-multiplier", type=finite_float, default=1.0)
     parser.add_argument("--repeats", type=int, default=3, help="rounds timed per variant; the fastest counts")
     parser.add_argument("--seed", type=int, default=0)
 

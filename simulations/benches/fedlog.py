@@ -28,6 +28,7 @@ from flwr.common.config import parse_config_args
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
 from simulations.inprocess import run_in_process
+from simulations.options import finite_float
 
 NAME = "fedlog"
 HELP = "FedLoG and baselines on the four local-generalization settings"
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithms", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--partitioner", default="louvain")
-    parser.add_argument("--unseen-node-frac", type=float, default=0.2)
+    parser.add_argument("--unseen-node-frac", type=finite_float, default=0.2)
     parser.add_argument("--missing-classes", type=int, default=2)
     parser.add_argument("--baseline-model", default="sage", help="model of local, fedavg, fedprox")
     parser.add_argument("--baseline-hidden", type=int, default=128)

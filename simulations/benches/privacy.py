@@ -36,6 +36,7 @@ from server.loop import run_rounds
 from server.privacy import private_setup
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
+from simulations.options import finite_float
 
 NAME = "privacy"
 HELP = "accuracy at epsilon 1, 2, 4, 8 and no DP (DP-SGD and client-level DP); DP-SGD seconds per epoch"
@@ -48,13 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--local-epochs", type=int, default=2)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--lr", type=finite_float, default=0.05)
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--epsilons", default="1,2,4,8", help="target epsilons; no DP is always added")
     parser.add_argument("--dp-batch-size", type=int, default=32)
-    parser.add_argument("--max-grad-norm", type=float, default=1.0)
+    parser.add_argument("--max-grad-norm", type=finite_float, default=1.0)
     parser.add_argument("--clipping", default="server-fixed", help="client-level DP wrapper")
-    parser.add_argument("--clipping-norm", type=float, default=0.5)
+    parser.add_argument("--clipping-norm", type=finite_float, default=0.5)
     parser.add_argument("--timing-epochs", type=int, default=20, help="epochs timed per variant")
     parser.add_argument("--skip-client-dp", action="store_true")
 

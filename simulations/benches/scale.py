@@ -20,8 +20,10 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from contract import strict_json
 from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
+from simulations.options import finite_float
 
 NAME = "scale"
 HELP = "time to partition, per round and peak memory against graph size and client count, both engines"
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engines", default="inprocess,flower", help="engines to run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--partitioner", default="metis", help="metis scales; louvain takes minutes at 100k nodes")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds a job may take")
+    parser.add_argument("--timeout", type=finite_float, default=900.0, help="seconds a job may take")
 
 
 def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: Path) -> dict[str, Any]:
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
                 print(f"[bench scale] {nodes} nodes, {clients} clients, {engine} ...", flush=True)
                 entry = _job(args, nodes, clients, engine, out)
-                print(json.dumps(entry), flush=True)
+                print(strict_json.dumps(entry), flush=True)
                 results.append(entry)
     return results
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from contract import strict_json
 from contract.algorithms import ALGORITHMS
 from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
@@ -270,7 +271,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 if with_client_figures is not None:
                     entry["engine_local_eval_ratio"] = with_client_figures["total_wall_seconds"] / plain
             results.append(entry)
-            print(json.dumps(entry["flwr_run"]["per_round"]), flush=True)
+            print(strict_json.dumps(entry["flwr_run"]["per_round"]), flush=True)
     return results
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import time
@@ -39,6 +38,7 @@ from torch_geometric.data import Data
 
 import client.handlers as client_app_module
 from client.job import client_data
+from contract import strict_json
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import NodeClassifier, build_model
@@ -48,6 +48,7 @@ from server.privacy import private_setup
 from server.rundir import atomic_write
 from simulations.audit import Guesses, epsilon_lower_bound, guess_membership
 from simulations.inprocess import InProcessGrid, task_identity
+from simulations.options import finite_float
 
 CPU = torch.device("cpu")
 
@@ -258,21 +259,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     privacy.add_argument("--clients", type=int, default=3)
     privacy.add_argument("--rounds", type=int, default=5)
     privacy.add_argument("--local-epochs", type=int, default=10)
-    privacy.add_argument("--lr", type=float, default=0.05)
+    privacy.add_argument("--lr", type=finite_float, default=0.05)
     privacy.add_argument("--model", default="sgc", help="a decoupled model DP-SGD can train: sgc or mlp")
     privacy.add_argument("--canaries-per-client", type=int, default=60)
-    privacy.add_argument("--canary-strength", type=float, default=1.0, help="canary features are scaled by this")
+    privacy.add_argument("--canary-strength", type=finite_float, default=1.0, help="canary features are scaled by this")
     privacy.add_argument(
-        "--guess-fraction", type=float, default=0.5, help="share of canaries guessed (half in, half out)"
+        "--guess-fraction", type=finite_float, default=0.5, help="share of canaries guessed (half in, half out)"
     )
     privacy.add_argument("--dp-sgd-epsilons", default="1,4,16", help="DP-SGD budgets; '' for none")
     privacy.add_argument("--client-dp-epsilons", default="1,4,16", help="client-level DP budgets; '' for none")
     privacy.add_argument("--clipping", default="server-fixed")
-    privacy.add_argument("--clipping-norm", type=float, default=1.0)
-    privacy.add_argument("--max-grad-norm", type=float, default=1.0)
+    privacy.add_argument("--clipping-norm", type=finite_float, default=1.0)
+    privacy.add_argument("--max-grad-norm", type=finite_float, default=1.0)
     privacy.add_argument("--dp-batch-size", type=int, default=32)
-    privacy.add_argument("--delta", type=float, default=1e-5)
-    privacy.add_argument("--confidence", type=float, default=0.95)
+    privacy.add_argument("--delta", type=finite_float, default=1e-5)
+    privacy.add_argument("--confidence", type=finite_float, default=0.95)
     privacy.add_argument("--seed", type=int, default=0)
     privacy.add_argument("--output", default="", help="write the results here too (a new .json file)")
     privacy.set_defaults(func=main)
@@ -318,7 +319,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"WARNING: the empirical bound exceeds the accountant's epsilon in {len(violated)} run(s)")
     if output is not None:
         report = {"confidence": args.confidence, "delta": args.delta, "results": [asdict(r) for r in results]}
-        atomic_write(output, json.dumps(report, indent=2))
+        atomic_write(output, strict_json.dumps(report, indent=2))
         print(f"wrote {output}")
     return 0
 

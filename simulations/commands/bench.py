@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+from contract import strict_json
 from simulations.benches import algorithms, attacks, deploy, dpsgd, fedlog, gpu, privacy, scale, sim, unlearn
 from simulations.benches.records import header, new_record, write_readme
 
@@ -60,7 +61,7 @@ def run_bench(args: argparse.Namespace) -> int:
     results = bench.run(args)
     setting = {k: v for k, v in vars(args).items() if k not in ("func", "module", "out", "bench", "command")}
     record = new_record(bench.NAME, args.name, setting, results)
-    atomic_write(out / f"{args.name}.json", json.dumps(record, indent=2) + "\n")
+    atomic_write(out / f"{args.name}.json", strict_json.dumps(record, indent=2) + "\n")
     atomic_write(out / f"{args.name}.md", "\n".join(header(record) + bench.markdown(record)) + "\n")
     write_readme(out, {b.NAME: b.markdown for b in BENCHES})
     bench.print_table(record)

@@ -18,7 +18,6 @@ first of ``--classes a,b`` becomes +1) and drops nodes isolated in that subgraph
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -27,8 +26,9 @@ import numpy as np
 
 from certify.ntk import ARCHITECTURES
 from certify.registry import ENUMERATE_LIMIT, METHODS, MODELS, MODES
+from contract import strict_json
 from graphs.names import DATASETS, PARTITIONERS
-from simulations.options import renamed
+from simulations.options import finite_float, renamed
 
 #: ``csbm-paper`` (the paper's binary CSBM) and the datasets of :mod:`graphs.names`
 DATASET_NAMES = ("csbm-paper", *DATASETS)
@@ -75,7 +75,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     m.add_argument("--normalization", default=None, help="row or sym (default: row; appnp: sym)")
     m.add_argument("--ntk-variant", default="textbook", help="textbook (default) or reference")
     m.add_argument("--C", default="0.1", help="SVM box bound, or 'cv' for 4-fold stratified CV")
-    m.add_argument("--ridge", type=float, default=1.0, help="ridge of --model krr (default 1.0)")
+    m.add_argument("--ridge", type=finite_float, default=1.0, help="ridge of --model krr (default 1.0)")
     c = p.add_argument_group("certificate")
     c.add_argument("--budgets", default="1,2,3", help="comma list of flip budgets")
     c.add_argument(
@@ -101,7 +101,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"flip sets up to which auto sweeps (default {ENUMERATE_LIMIT})",
     )
     c.add_argument("--solver", default="highs", help="highs (default) or cbc")
-    c.add_argument("--time-limit", type=float, default=60.0, help="seconds per MILP (default 60)")
+    c.add_argument("--time-limit", type=finite_float, default=60.0, help="seconds per MILP (default 60)")
     f = p.add_argument_group("federated attacker")
     f.add_argument("--clients", type=int, default=None, help="split the labelled nodes among K clients")
     renamed(f, "--partition", "--partitioner")
@@ -386,7 +386,7 @@ def main(args: argparse.Namespace) -> int:
     write_outputs(out, payload)
     journal.remove()
     if args.json:
-        print(json.dumps(payload))
+        print(strict_json.dumps(payload))
         print_tables(payload, err)
     else:
         console = output_console()

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract import strict_json
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -98,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote {args.plot}")
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(strict_json.dumps(rows, indent=2))
         return 0
     _print(rows)
     return 0

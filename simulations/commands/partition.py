@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
+from contract import strict_json
 from graphs import DATASETS, PARTITIONERS, FederationSpec, build_federation
-from simulations.options import renamed
+from simulations.options import finite_float, renamed
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +18,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--clients", type=int, default=10, help="number of clients K")
     parser.add_argument("--partitioner", dest="method", default="louvain", help=f"one of: {', '.join(PARTITIONERS)}")
     renamed(parser, "--method", "--partitioner")
-    parser.add_argument("--alpha", type=float, default=0.5, help="Dirichlet alpha of label-dirichlet")
+    parser.add_argument("--alpha", type=finite_float, default=0.5, help="Dirichlet alpha of label-dirichlet")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=main)
@@ -57,7 +57,7 @@ def partition_report(args: argparse.Namespace) -> dict:
 def main(args: argparse.Namespace) -> int:
     report = partition_report(args)
     if args.json:
-        print(json.dumps(report))
+        print(strict_json.dumps(report))
         return 0
     from rich.table import Table
 

@@ -22,8 +22,19 @@ import sys
 import time
 from pathlib import Path
 
+from contract import strict_json
 from simulations.commands.run import HelpFormatter, federation_args
-from simulations.sweep import FIGURES, Group, SweepRun, grid, groups, parse_seeds, parse_set, run_figures
+from simulations.sweep import (
+    FIGURES,
+    Group,
+    SweepRun,
+    check_own_keys,
+    grid,
+    groups,
+    parse_seeds,
+    parse_set,
+    run_figures,
+)
 
 DEFAULT_OUT = "sweeps"
 
@@ -51,7 +62,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from server.rundir import check_output_dir, check_run_name
+    from simulations.overrides import parse_overrides
 
+    check_own_keys(parse_overrides(args.run_config), "-c/--run-config")
+    runs = grid([parse_set(text) for text in args.sets], parse_seeds(args.seeds))  # before the lock: nothing written
     args.federation_config = federation_args(args)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
@@ -61,15 +75,14 @@ def main(args: argparse.Namespace) -> int:
     from server.runlock import FolderLock
 
     with FolderLock(folder, "sweep folder"):  # two sweeps of one name: the second is refused, naming the first
-        return _sweep(args, folder)
+        return _sweep(args, folder, runs)
 
 
-def _sweep(args: argparse.Namespace, folder: Path) -> int:
+def _sweep(args: argparse.Namespace, folder: Path, runs: list[SweepRun]) -> int:
     """The sweep in ``folder``, its lock held: every config checked, the unfinished runs run, the table."""
     from server.rundir import RunDirectory, RunStatus
     from simulations.preflight import prepare
 
-    runs = grid([parse_set(text) for text in args.sets], parse_seeds(args.seeds))
     todo: list[SweepRun] = []
     for run in runs:  # every config is checked before the first run starts
         run_dir = folder / run.name
@@ -189,7 +202,7 @@ def _write(folder: Path, args: argparse.Namespace, runs: list[SweepRun], found: 
         "groups": [{"config": g.name, "values": g.values, "runs": g.runs, "stats": g.stats()} for g in found],
         "failed": failed,
     }
-    atomic_write(folder / "sweep.json", json.dumps(record, indent=2) + "\n")
+    atomic_write(folder / "sweep.json", strict_json.dumps(record, indent=2) + "\n")
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["config", "runs", *[f"{key}_{s}" for key, _ in FIGURES for s in ("mean", "std")]])

@@ -20,7 +20,6 @@ Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import torch
 
+from contract import strict_json
 from contract.provenance import provenance
 from contract.requests import parse_request
 from simulations.options import renamed
@@ -173,7 +173,7 @@ def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
         from server.rundir import atomic_write
         from unlearn.report import bar_plot, markdown
 
-        atomic_write(out / "result.json", json.dumps(result, indent=2) + "\n")
+        atomic_write(out / "result.json", strict_json.dumps(result, indent=2) + "\n")
         atomic_write(out / "report.md", markdown(result, command))
         bar_plot(result, out / "unlearning.png")
         results.append(result)
@@ -186,5 +186,5 @@ def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
         console.print(targets_table(result))
         console.print(f"wrote {out / 'report.md'}, {out / 'unlearning.png'}, {out / 'result.json'}")
     if args.json:
-        print(json.dumps(results if len(results) > 1 else results[0]))
+        print(strict_json.dumps(results if len(results) > 1 else results[0]))
     return 0

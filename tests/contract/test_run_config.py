@@ -53,6 +53,25 @@ def test_malformed_values_are_named(values, message):
     assert message in str(error.value)
 
 
+FLOAT_KEYS = [key for key in KEYS.values() if key.kind == "float"]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("key", FLOAT_KEYS, ids=[key.name for key in FLOAT_KEYS])
+def test_every_float_key_refuses_a_non_finite_number(key, value):
+    with pytest.raises(ValueError, match="^[^\n]*$") as error:
+        RunConfig.from_flower({key.name: value})
+    assert str(error.value) == f"{key.name} must be a finite number, got {value!r}"
+
+
+def test_a_range_holds_no_nan():
+    from contract.keys import ge, gt, within
+
+    for bound in (gt(0), ge(0), within(0, 1)):
+        assert not bound.holds(float("nan"))
+    assert gt(0).holds(float("inf"))  # a range alone says nothing of infinity: Key.check refuses it first
+
+
 def test_certify_arch_is_checked_before_training_without_budgets():
     """A plain ``flwr run`` checks the run config before the first round: certify-arch too."""
     with pytest.raises(ValueError, match="unknown certify-arch 'transformer'"):

@@ -138,3 +138,34 @@ def test_rows_are_never_appended_through_a_symlink(tmp_path):
     with pytest.raises(OSError):
         run_dir.append_row({"round": 0})
     assert elsewhere.read_text() == "mine\n"
+
+
+def _strict(text: str):
+    def refuse(token: str):
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_non_finite_figure_is_written_as_null_and_read_as_no_figure(tmp_path):
+    from server.outputs import summarize, summary_table
+
+    config = RunConfig.from_flower({**RUN, "output-dir": str(tmp_path), "run-name": "r"})
+    run_dir = _created(config)
+    nan, inf = float("nan"), float("inf")
+    run_dir.append_row({"round": 0, "global_val_acc": 0.2, "global_test_acc": 0.1})
+    run_dir.append_row(
+        {"round": 1, "clients": 2, "seconds": 0.1, "client_train_seconds_max": 0.05, "train_loss": nan,
+         "global_val_acc": nan, "global_test_acc": inf, "per_client": {"0": {"global_test_acc": nan}}}
+    )  # fmt: skip
+    lines = (run_dir.path / "metrics.jsonl").read_text().splitlines()
+    assert [_strict(line)["round"] for line in lines] == [0, 1] and "NaN" not in lines[1] and "Infinity" not in lines[1]
+    rows = run_dir.rows()
+    assert rows[1]["train_loss"] is None and rows[1]["per_client"] == {"0": {"global_test_acc": None}}
+    summary = summarize(rows, 1.0, config)  # readers take null for "no figure"
+    assert summary["best_round"] == 0 and summary["max_test_acc"] == 0.1 and summary["fairness"] == {}
+    assert ("global test accuracy", "-", "0.1000") in summary_table(summary)
+    run_dir.write_json("summary.json", {**summary, "loss": -inf})
+    assert _strict((run_dir.path / "summary.json").read_text())["loss"] is None
+    run_dir.set_status(RunStatus.FAILED, error="x", figure=nan)
+    assert _strict((run_dir.path / "status.json").read_text())["figure"] is None

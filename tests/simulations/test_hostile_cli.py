@@ -80,6 +80,9 @@ CASES = {
     "missing data root": ("dataset='cora' data-root='{root}/nowhere'", "not a folder"),
     "resume of a folder without checkpoint": ("resume-from='{root}/project/runs/old'", "checkpoint"),
     "bad certify arch": ("certify-budgets='1' certify-arch='transformer'", "unknown certify-arch"),
+    "lr not a number": ("lr=nan", "lr must be a finite number, got nan"),
+    "lr infinite": ("lr=inf", "lr must be a finite number, got inf"),
+    "a float key without a range infinite": ("fedlog-gamma=-inf", "fedlog-gamma must be a finite number, got -inf"),
 }
 
 
@@ -104,3 +107,33 @@ def test_a_bad_federation_config_is_one_line(capsys):
     assert stamen(["run", "-c", SMALL, "--federation-config", "num-supernodes=3 client-resources-num-cpus=0.5"]) == 2
     err = capsys.readouterr().err
     assert "client-resources-num-cpus must be a whole number of CPUs >= 1" in err and len(err.strip().splitlines()) == 1
+
+
+FEDERATION_CASES = {
+    "num-supernode=3": "unknown federation-config key 'num-supernode'; did you mean 'num-supernodes'?",
+    "client-resources-num-gpu=1": "'client-resources-num-gpu'; did you mean 'client-resources-num-gpus'?",
+    "num-supernodes=3 clients=3": "unknown federation-config key 'clients'; the keys are: num-supernodes, ",
+    "client-resources-num-gpus=nan": "'client-resources-num-gpus' must be a finite number >= 0, got nan",
+    "num-supernodes=3 init-args-num-cpus=-2": "key 'init-args-num-cpus' must be a whole number >= 0, got -2",
+    "num-supernodes=3 verbose=1": "key 'verbose' must be true or false, got 1",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("federation", sorted(FEDERATION_CASES))
+def test_a_federation_config_key_flower_does_not_take_is_refused(federation, tmp_path, capsys):
+    out = tmp_path / "runs"
+    code = stamen(
+        ["run", "--engine", "inprocess", "-c", f"{SMALL} output-dir='{out}'", "--federation-config", federation]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("stamen run: error: ") and FEDERATION_CASES[federation] in err, err
+    assert not out.exists()
+
+
+def test_the_federation_keys_are_those_of_flowers_simulation_config():
+    from flwr.proto.federation_config_pb2 import SimulationConfig
+
+    from simulations.flower import FEDERATION_KEYS
+
+    assert sorted(FEDERATION_KEYS) == sorted(f.name.replace("_", "-") for f in SimulationConfig.DESCRIPTOR.fields)

@@ -8,6 +8,8 @@ import pytest
 from simulations.cli import main as stamen
 from simulations.sweep import SweepRun, grid, groups, parse_seeds, parse_set
 
+SMALL = "num-server-rounds=2 csbm-nodes=300"
+
 
 def test_set_values_are_toml_and_quoted_strings_may_hold_commas():
     assert parse_set("lr=0.01,0.005") == ("lr", [0.01, 0.005])
@@ -84,3 +86,21 @@ def test_an_in_process_sweep_summarises_and_resumes(tmp_path, capsys):
     assert "4 runs" in capsys.readouterr().out
     assert {name: (folder / name / "status.json").stat().st_mtime_ns for name in stamps} == stamps
     assert json.loads((folder / "lr=0.05,seed=1" / "status.json").read_text())["status"] == "finished"
+
+
+@pytest.mark.parametrize("option", ["--set", "-c"])
+@pytest.mark.parametrize(
+    "item", ["run-name='x'", "output-dir='{tmp}/elsewhere'", "overwrite=true", "resume-from='{tmp}/runs/old'"]
+)
+def test_a_sweep_refuses_the_keys_that_name_and_place_its_runs(option, item, tmp_path, capsys):
+    item = item.format(tmp=tmp_path)
+    key = item.split("=")[0]
+    argv = ["sweep", "--name", "s", "--out", str(tmp_path / "sweeps"), "--clients", "3", "-c", SMALL]
+    argv += ["--set", "lr=0.01"] if option == "-c" else []
+    assert stamen([*argv, option, item]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    where = "--set" if option == "--set" else "-c/--run-config"
+    assert err.startswith(f"stamen sweep: error: {where} {key}=...: a sweep names its runs itself"), err
+    assert "--out and --name" in err
+    assert list(tmp_path.iterdir()) == []  # no sweep folder, no run, nothing elsewhere
