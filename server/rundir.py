@@ -24,7 +24,15 @@ Safety rules, all enforced here:
 - :meth:`RunDirectory.plan` only checks; :meth:`RunDirectory.create` is the first call
   that changes anything, and the ServerApp calls it after every other check passed.
 - Every file but the append-only ``metrics.jsonl`` is written atomically (a temporary
-  file in the same folder, fsync-ed, then renamed over the old one).
+  file in the same folder, fsync-ed, then renamed over the old one); rows are appended
+  with ``O_NOFOLLOW`` (never through a link put in their place).
+- One writer at a time: the caller holds the folder's lock (:mod:`server.runlock`) from
+  before :meth:`RunDirectory.plan` is trusted until its last write.
+- A resume changes nothing before its checks passed (:meth:`RunDirectory.reopen`,
+  :meth:`RunDirectory.resume_rows`); the rows it runs again are replaced only with its
+  first new row (:meth:`RunDirectory.replace_rows`).
+- ``status.json`` records the digest of ``config.json`` (:meth:`RunDirectory.recorded_config`
+  refuses a config edited afterwards).
 
 A command that starts a run reads its outcome from ``status.json`` and only when the
 status carries the token it gave the run (``STAMEN_RUN_TOKEN``): a leftover file of an
