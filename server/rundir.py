@@ -186,9 +186,12 @@ class RunDirectory:
         check_run_name(config.run_name)
         root = check_output_dir(config.output_dir)
         if not config.run_name:
+            from server.runlock import lock_path  # (runlock reads this module's token name)
+
             stem = f"{config.dataset}-{config.algorithm}-{time.strftime('%Y%m%d-%H%M%S')}"
             path, suffix = root / stem, 1
-            while path.exists() or path.is_symlink():
+            # a name whose lock file exists was taken by a run started a moment ago (its folder may not exist yet)
+            while path.exists() or path.is_symlink() or lock_path(path).exists():
                 suffix += 1
                 path = root / f"{stem}-{suffix}"
             return cls(path)

@@ -29,3 +29,37 @@ def shared_datasets() -> Path:
     """The data root with ``Cora/raw`` and ``npz/cora_ml.npz`` (``../shared/datasets``)."""
     assert (SHARED_DATASETS / "Cora" / "raw").is_dir(), f"missing test data under {SHARED_DATASETS}"
     return SHARED_DATASETS
+
+
+# Commands a fast test may run: git (a run's provenance names its commit). Anything else that a
+# test starts (Flower, Ray, a SuperLink, the stamen command, a Python child) takes seconds to
+# minutes and belongs to `slow`, so that `pytest -m "not slow"` stays the fast loop.
+FAST_COMMANDS = frozenset({"git"})
+
+
+@pytest.fixture(autouse=True)
+def subprocesses_are_slow(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail a test not marked ``slow`` that starts a process (other than :data:`FAST_COMMANDS`)."""
+    if request.node.get_closest_marker("slow") is None:
+        guard_subprocesses(request.node.nodeid, monkeypatch)
+
+
+def guard_subprocesses(nodeid: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every ``subprocess.Popen`` of a program outside :data:`FAST_COMMANDS` fail the test ``nodeid``."""
+    import subprocess
+
+    original = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):  # type: ignore[no-untyped-def]
+        program = args if isinstance(args, str | bytes | os.PathLike) else args[0]
+        if Path(os.fsdecode(program)).name not in FAST_COMMANDS:
+            pytest.fail(f"{nodeid} starts a process ({os.fsdecode(program)}) but is not marked slow", pytrace=False)
+        original(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+
+
+@pytest.fixture
+def subprocess_guard():  # noqa: ANN201
+    """:func:`guard_subprocesses`, for the test of the guard itself."""
+    return guard_subprocesses

@@ -88,3 +88,14 @@ def test_kill_9_of_the_holder_frees_the_lock(tmp_path):
         assert json.loads(lock_path(run).read_text())["pid"] == os.getpid()  # the dead holder's line replaced
     finally:
         holder.kill()
+
+
+def test_a_generated_run_name_taken_a_moment_ago_is_not_given_again(tmp_path):
+    from contract.run_config import RunConfig
+    from server.rundir import RunDirectory
+
+    config = RunConfig(output_dir=str(tmp_path))
+    first = RunDirectory.plan(config)
+    with FolderLock(first.path):  # started, its folder not made yet
+        second = RunDirectory.plan(config)
+    assert second.path != first.path and not first.path.exists()
