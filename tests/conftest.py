@@ -31,10 +31,11 @@ def shared_datasets() -> Path:
     return SHARED_DATASETS
 
 
-# Commands a fast test may run: git (a run's provenance names its commit). Anything else that a
-# test starts (Flower, Ray, a SuperLink, the stamen command, a Python child) takes seconds to
-# minutes and belongs to `slow`, so that `pytest -m "not slow"` stays the fast loop.
-FAST_COMMANDS = frozenset({"git"})
+# Commands a fast test may run: git (a run's provenance names its commit) and uname
+# (platform.processor()). Anything else a test starts (Flower, Ray, a SuperLink, the stamen
+# command, a Python child) takes seconds to minutes and belongs to `slow`, so that
+# `pytest -m "not slow"` stays the fast loop.
+FAST_COMMANDS = frozenset({"git", "uname"})
 
 
 @pytest.fixture(autouse=True)

@@ -62,6 +62,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.slow
 def test_an_existing_ca_key_without_ca_pem_is_left_untouched(tmp_path):
     root = tmp_path / "certs"
     (root / "nodes").mkdir(parents=True)

@@ -25,6 +25,7 @@ def _namespace_of(pid: int) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_mid_run_leaves_no_process_and_no_namespace(tmp_path, signum):
     run_config = "num-server-rounds=200 csbm-nodes=300 local-epochs=1 min-clients=2"

@@ -190,6 +190,7 @@ def _run_ids(deployment) -> set[int]:
     return {run["run-id"] for run in json.loads(result.stdout[result.stdout.find("{") :])["runs"]}
 
 
+@pytest.mark.slow
 def test_an_outsider_holding_only_the_ca_can_neither_submit_a_run_nor_register_a_node(deployment, tmp_path):
     deployment, _ = deployment
     if not deployment.namespaces:

@@ -119,6 +119,7 @@ def _flwr_clientapp(files, argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([str(files.bin / "flwr-clientapp"), *argv], capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_launch_runs_in_a_forked_process_and_its_exit_code_comes_back(warm):
     files, launcher, argv_file = warm
     assert stat.S_IMODE(files.folder.stat().st_mode) == 0o700
@@ -128,6 +129,7 @@ def test_a_launch_runs_in_a_forked_process_and_its_exit_code_comes_back(warm):
     assert launcher.poll() is None  # the launcher itself serves on
 
 
+@pytest.mark.slow
 def test_a_launch_for_another_address_is_refused(warm):
     files, _, argv_file = warm
     result = _flwr_clientapp(files, ["--runtime-api-address", "10.0.0.9:80", "--token", TOKEN])
@@ -136,6 +138,7 @@ def test_a_launch_for_another_address_is_refused(warm):
     assert not argv_file.exists()
 
 
+@pytest.mark.slow
 def test_without_a_launcher_flowers_own_clientapp_starts_cold(warm):
     files, launcher, argv_file = warm
     launcher.send_signal(signal.SIGTERM)
@@ -179,6 +182,7 @@ def test_task_arguments_are_read_and_the_ones_it_cannot_serve_refused(tmp_path):
         TaskArguments.parse([*ARGV, "--root-certificates", "ca.pem"])
 
 
+@pytest.mark.slow
 def test_every_launch_is_served_in_the_launcher_itself(resident):
     files, launcher, record = resident
     assert files.resident and "--resident" in files.launcher_command(PORT)
@@ -189,6 +193,7 @@ def test_every_launch_is_served_in_the_launcher_itself(resident):
     assert launcher.poll() is None
 
 
+@pytest.mark.slow
 def test_a_launch_it_cannot_serve_goes_to_flowers_own_clientapp(resident):
     files, _, record = resident
     argv = [*ARGV, "--allow-runtime-dependency-installation"]

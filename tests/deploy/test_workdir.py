@@ -13,6 +13,7 @@ def _stamen(*arguments: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_deploy_local_refuses_a_workdir_holding_a_user_file(tmp_path):
     workdir = tmp_path / "thesis"
     workdir.mkdir()
@@ -66,6 +67,7 @@ def test_links_files_and_fake_markers_are_refused_before_anything_is_removed(tmp
     assert (fake / "data").is_dir()
 
 
+@pytest.mark.slow
 def test_partition_out_must_be_a_real_folder_without_earlier_partitions(tmp_path):
     (tmp_path / "file").write_text("x")
     result = _stamen("deploy", "partition", "--out", str(tmp_path / "file"), "--clients", "2")

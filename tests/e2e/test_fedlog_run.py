@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from contract.run_config import RunConfig
 from simulations.inprocess import run_in_process
 
@@ -42,6 +44,7 @@ def _flower_run(tmp_path, algorithm: str) -> list[dict]:
     return [json.loads(line) for line in (tmp_path / algorithm / "metrics.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_fedlog_recognises_a_withheld_class_better_than_fedavg(tmp_path, same_in_process):
     fedlog = _flower_run(tmp_path, "fedlog")
     # the in-process engine computes the same figures (FedLoG's synthetic nodes, generators and settings included)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 
+import pytest
+
 from server.curves import _ticks, curves_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -67,6 +69,7 @@ def test_ticks_are_round_numbers_that_cover_the_values():
     assert all(math.isclose(b - a, 0.2) for a, b in zip(ticks, ticks[1:]))
 
 
+@pytest.mark.slow
 def test_a_run_writes_its_curves_without_importing_matplotlib(tmp_path):
     code = f"""
 import sys

@@ -93,6 +93,7 @@ def test_cora_without_its_files_exits_2_before_any_run(tmp_path, capsys):
     assert not (tmp_path / "b" / "algorithms.json").exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_bench_and_its_worker_processes_at_once(tmp_path):
     """SIGINT (Ctrl-C) to a bench running jobs in worker processes: exit 130 within seconds, every worker
     gone, no queued run started afterwards and no record written."""

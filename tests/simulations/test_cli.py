@@ -60,6 +60,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(argv, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_help_lists_every_command_as_its_module_describes_it_without_importing_torch():
     import argparse
     import importlib

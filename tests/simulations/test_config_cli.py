@@ -67,6 +67,7 @@ def test_the_generator_replaces_only_the_table_after_the_mark(tmp_path):
     assert unmarked.read_text() == "| a | b |\n"
 
 
+@pytest.mark.slow
 def test_loads_neither_torch_nor_flower():
     code = (
         "import sys, contextlib, io; from simulations.cli import main\n"
