@@ -64,3 +64,21 @@ def guard_subprocesses(nodeid: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def subprocess_guard():  # noqa: ANN201
     """:func:`guard_subprocesses`, for the test of the guard itself."""
     return guard_subprocesses
+
+
+@pytest.fixture
+def milp_models(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one for every sample-wise MILP model built (what a resumed certification
+    must not build again for its finished targets)."""
+    from certify import cascade
+
+    built: list[int] = []
+    original = cascade.SampleWiseMILP
+
+    class Counting(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(cascade, "SampleWiseMILP", Counting)
+    return built

@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 
-from certify import cascade
 from certify.data import Instance
 from certify.journal import JOURNAL_FILE, Journal, JournalMismatch, job_digest
 from certify.outcome import CollectiveOutcome, TargetOutcome
@@ -96,17 +95,9 @@ def _outcomes(task):
     return [got[i] for i in sorted(got)]
 
 
-def test_finished_targets_are_not_solved_again(monkeypatch):
+def test_finished_targets_are_not_solved_again(milp_models):
     task = _task(method="milp", screen=False)  # every target needs one MILP model
-    built = []
-    original = cascade.SampleWiseMILP
-
-    class Counting(original):
-        def __init__(self, *args, **kwargs):
-            built.append(1)
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(cascade, "SampleWiseMILP", Counting)
+    built = milp_models
     kept = _interrupted(task, after=4)
     assert len(built) == 4
     built.clear()

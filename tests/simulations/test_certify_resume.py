@@ -14,7 +14,6 @@ import time
 
 import pytest
 
-from certify import cascade
 from certify.journal import JOURNAL_FILE, Journal
 from simulations.cli import main
 
@@ -73,19 +72,6 @@ def _interrupt_after(monkeypatch, units, method="add_target"):
     return lambda: monkeypatch.setattr(Journal, method, original)
 
 
-def _count_milp_models(monkeypatch):
-    built = []
-    original = cascade.SampleWiseMILP
-
-    class Counting(original):
-        def __init__(self, *args, **kwargs):
-            built.append(1)
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr(cascade, "SampleWiseMILP", Counting)
-    return built
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """The reference: the job of TWO_ARCHS run once, start to end."""
@@ -99,10 +85,12 @@ def uninterrupted(tmp_path_factory):
     return out
 
 
-def test_an_interrupted_certification_resumes_to_the_same_outputs(tmp_path, monkeypatch, capsys, uninterrupted):
+def test_an_interrupted_certification_resumes_to_the_same_outputs(
+    tmp_path, monkeypatch, capsys, uninterrupted, milp_models
+):
     out = tmp_path / "out"
     restore = _interrupt_after(monkeypatch, 8)  # gcn's 6 targets and 2 of sgc's
-    built = _count_milp_models(monkeypatch)
+    built = milp_models
     assert main([*TWO_ARCHS, "--out", str(out)]) == 130
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
@@ -158,7 +146,7 @@ def test_a_journal_of_another_job_is_refused(tmp_path, monkeypatch, capsys):
     assert "seed" in capsys.readouterr().err
 
 
-def test_a_torn_last_line_is_dropped_with_a_note(tmp_path, monkeypatch, capsys):
+def test_a_torn_last_line_is_dropped_with_a_note(tmp_path, monkeypatch, capsys, milp_models):
     out = tmp_path / "out"
     restore = _interrupt_after(monkeypatch, 3)
     assert main([*SMALL, "--out", str(out)]) == 130
@@ -167,7 +155,8 @@ def test_a_torn_last_line_is_dropped_with_a_note(tmp_path, monkeypatch, capsys):
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])  # the last unit cut in mid-write
     capsys.readouterr()
-    built = _count_milp_models(monkeypatch)
+    built = milp_models
+    built.clear()  # count the resume's models only
     assert main([*SMALL, "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "dropped a torn last line" in err and "error" not in err
