@@ -22,6 +22,7 @@ from typing import Any
 
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.flower import stop_command
+from simulations.long_job import LongJob
 
 NAME = "scale"
 HELP = "time to partition, per round and peak memory against graph size and client count, both engines"
@@ -81,16 +82,25 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
     return entry
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """One ``stamen run`` job per size, client count and engine; a unit is one job (a failure or timeout too)."""
     out = Path(args.out).resolve() / "runs" / "scale"
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    plan = [
+        (n, k, e) for n in int_list(args.nodes, "--nodes") for k in int_list(args.clients, "--clients") for e in engines
+    ]
+    units.begin([f"{n}/{k}/{e}" for n, k, e in plan])
     results = []
-    for nodes in int_list(args.nodes, "--nodes"):
-        for clients in int_list(args.clients, "--clients"):
-            for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
-                print(f"[bench scale] {nodes} nodes, {clients} clients, {engine} ...", flush=True)
-                entry = _job(args, nodes, clients, engine, out)
-                print(json.dumps(entry), flush=True)
-                results.append(entry)
+    for nodes, clients, engine in plan:
+        if f"{nodes}/{clients}/{engine}" not in units:
+            print(f"[bench scale] {nodes} nodes, {clients} clients, {engine} ...", flush=True)
+        results.append(
+            units.run(
+                f"{nodes}/{clients}/{engine}",
+                *(_job, args, nodes, clients, engine, out),
+                line=lambda entry: json.dumps(entry),
+            )
+        )
     return results
 
 
