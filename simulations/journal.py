@@ -158,21 +158,19 @@ class UnitJournal:
 
     # ------------------------------------------------------------------ writing
     def _write(self, data: bytes) -> None:
-        if self._fd is None:
+        fresh = False
+        if self._fd is None:  # the first unit of this session: open the file, a new one with its header
             fresh = not self.path.exists()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
             if fresh:
                 header = {"journal": self.job, "version": VERSION, "digest": self.digest, "settings": self.settings}
-                self._write(_encode(header))
-                parent = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
-                try:  # the new file's name survives a power loss
-                    os.fsync(parent)
-                finally:
-                    os.close(parent)
+                data = _encode(header) + data
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
         os.fsync(self._fd)
+        if fresh:
+            _sync_name(self.path.parent)
 
     def add(self, key: str, value: Any) -> Any:
         """Keep a finished unit durably; returns its value as a resumed job reads it back (plain JSON)."""
@@ -193,6 +191,15 @@ class UnitJournal:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         self.close()
+
+
+def _sync_name(folder: Path) -> None:
+    """Make the name of a file just created in ``folder`` survive a power loss."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def journal_path(output: Path) -> Path:

@@ -58,7 +58,7 @@ class UnitProgress:
 
     def note(self, text: str) -> None:
         """One line (above the bar on a terminal)."""
-        self.console.print(f"[{self.title}] {text}", highlight=False, markup=False)
+        self.console.print(f"[{self.title}] {text}", highlight=False, markup=False, soft_wrap=True)
 
     def begin(self, total: int, kept: int) -> None:
         """The job has ``total`` units, ``kept`` of them read back from its journal."""
@@ -82,6 +82,7 @@ class UnitProgress:
             f"[{self.title} {self.done}/{self.total}] {line}; {_minutes(elapsed)} so far, about {_minutes(left)} left",
             highlight=False,
             markup=False,
+            soft_wrap=True,  # one line in a log, however long
         )
 
     def __exit__(
