@@ -46,6 +46,7 @@ from flwr.common.config import parse_config_args
 from contract.algorithms import ALGORITHMS
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
+from simulations.long_job import LongJob
 from simulations.sweep import parse_seeds
 
 NAME = "algorithms"
@@ -189,33 +190,30 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, int]], lis
     return tasks, excluded
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """Every run of the plan; a unit is one (algorithm, dataset, partitioner, seed) run."""
     tasks, excluded = plan(args)
-    started = time.perf_counter()
-    results: list[AlgorithmRun] = list(excluded)
+    results: list[dict[str, Any]] = [asdict(entry) for entry in excluded]
     for algorithm, reason in dict.fromkeys((entry.algorithm, entry.reason) for entry in excluded):
-        print(f"[bench algorithms] {algorithm}: n/a: {reason}", flush=True)
+        units.screen.note(f"{algorithm}: n/a: {reason}")
+    keys = ["/".join(map(str, task)) for task in tasks]
+    units.begin(keys)
+    results += [units.kept(key) for key in keys if key in units]
 
     def report(entry: AlgorithmRun) -> None:
-        results.append(entry)
-        done = len(results) - len(excluded)
-        elapsed = time.perf_counter() - started
-        print(
-            f"[bench algorithms {done}/{len(tasks)}] {_label(entry)}: {entry.wall_seconds:.0f} s, "
-            f"best round {entry.best_round}, {_short(entry)}; {elapsed / 60:.1f} min so far, "
-            f"about {elapsed / done * (len(tasks) - done) / 60:.0f} min left",
-            flush=True,
-        )
+        key = "/".join(map(str, (entry.algorithm, entry.dataset, entry.partitioner, entry.seed)))
+        line = f"{_label(entry)}: {entry.wall_seconds:.0f} s, best round {entry.best_round}, {_short(entry)}"
+        results.append(units.finish(key, asdict(entry), line))
 
-    work = [(run_values(args, *task), args.clients) for task in tasks]
+    work = [(run_values(args, *task), args.clients) for task, key in zip(tasks, keys) if key not in units]
     if args.jobs == 1:
         for values, clients in work:
             report(one_run(values, clients))
     else:
         run_in_processes(one_run, work, args.jobs, report)
     order = {key: index for index, key in enumerate(_order(args))}
-    results.sort(key=lambda r: order[(r.dataset, r.partitioner, r.algorithm, r.seed)])
-    return [asdict(entry) for entry in results]
+    results.sort(key=lambda r: order[(r["dataset"], r["partitioner"], r["algorithm"], r["seed"])])
+    return results
 
 
 def _order(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:

@@ -42,6 +42,7 @@ from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
+from simulations.long_job import LongJob
 from simulations.options import finite_float
 
 NAME = "attacks"
@@ -186,12 +187,34 @@ def label_flip_certificate(args: argparse.Namespace, config: RunConfig, maliciou
     return figures
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _seeded_run(args: argparse.Namespace, algorithm: str, attack: str, seed: int, malicious: int) -> dict[str, Any]:
+    """One unit: the final accuracy of one (attack, algorithm, seed) run, and its seconds."""
+    started = time.perf_counter()
+    accuracy = final_accuracy(_config(args, algorithm, attack, seed, malicious), args.clients)
+    return {"test_acc": accuracy, "seconds": time.perf_counter() - started}
+
+
+def _certificate(args: argparse.Namespace, seed: int, malicious: int) -> dict[str, Any]:
+    """One unit: the label-flip certificate of one seed."""
+    config = _config(args, "fedavg", Attack.LABEL_FLIP.value, seed, malicious)
+    return label_flip_certificate(args, config, check_attack(config, args.clients))
+
+
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """Accuracy per attack and algorithm over the seeds, then the certificates.
+
+    A unit is one (attack, algorithm, seed) run, or the label-flip certificate of one seed.
+    """
     algorithms = _names(args.algorithms, tuple(ALGORITHMS), "--algorithms")
     attacks = _names(args.attacks, tuple(a.value for a in Attack), "--attacks")
     seeds = _seeds(args.seeds)
     probe = _config(args, "fedavg", Attack.SIGN_FLIP.value, seeds[0], 0)  # checks every key before any run
     malicious = len(check_attack(probe, args.clients))
+    ran = [(a, b) for a in attacks for b in algorithms if _skip_reason(b, malicious, args.clients) is None]
+    certified = Attack.LABEL_FLIP.value in attacks
+    units.begin(
+        [f"{a}/{b}/{seed}" for a, b in ran for seed in seeds] + [f"certificate/{seed}" for seed in seeds if certified]
+    )
     results: list[dict[str, Any]] = []
     for attack in attacks:
         for algorithm in algorithms:
@@ -200,24 +223,39 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             if skip is not None:
                 results.append({**entry, "skipped": skip})
                 continue
-            accuracies, started = [], time.perf_counter()
+            runs = []
             for seed in seeds:
-                accuracies.append(final_accuracy(_config(args, algorithm, attack, seed, malicious), args.clients))
+                label = f"{attack} / {algorithm}, seed {seed}"
+                runs.append(
+                    units.run(
+                        f"{attack}/{algorithm}/{seed}",
+                        _seeded_run,
+                        *(args, algorithm, attack, seed, malicious),
+                        line=lambda run, label=label: f"{label}: test acc {run['test_acc']:.3f}",
+                    )
+                )
+            accuracies = [run["test_acc"] for run in runs]
             entry.update(test_acc_mean=mean(accuracies), test_acc_std=pstdev(accuracies), test_acc=accuracies)
-            entry["seconds"] = time.perf_counter() - started
-            print(f"[bench attacks] {attack} / {algorithm}: {accuracies}", flush=True)
+            entry["seconds"] = sum(run["seconds"] for run in runs)
             results.append(entry)
-    if Attack.LABEL_FLIP.value in attacks:
+    if certified:
         beside = {(e["attack"], e["algorithm"]): e["test_acc"] for e in results if "test_acc" in e}
         for index, seed in enumerate(seeds):
-            config = _config(args, "fedavg", Attack.LABEL_FLIP.value, seed, malicious)
-            certificate = label_flip_certificate(args, config, check_attack(config, args.clients))
+            certificate = dict(
+                units.run(
+                    f"certificate/{seed}",
+                    _certificate,
+                    args,
+                    seed,
+                    malicious,
+                    line=lambda found, seed=seed: f"label-flip certificate, seed {seed}: {found}",
+                )
+            )
             certificate["label_flip_acc"] = {
                 algorithm: beside[("label-flip", algorithm)][index]
                 for algorithm in algorithms
                 if ("label-flip", algorithm) in beside
             }
-            print(f"[bench attacks] label-flip certificate, seed {seed}: {certificate}", flush=True)
             results.append({"kind": "certificate", "seed": seed, **certificate})
     return results
 

@@ -34,6 +34,7 @@ from simulations.commands.run import simulate
 from simulations.deploy.local import LocalDeployment
 from simulations.deploy.warm_clientapp import add_clientapps_option
 from simulations.deploy.workdir import held_workdir
+from simulations.long_job import LongJob
 from simulations.options import renamed
 from simulations.preflight import prepare
 
@@ -66,7 +67,15 @@ def client_import_seconds(samples: int) -> float:
     return statistics.median(times)
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """The comparison, one unit: a simulation and a deployment measured side by side in one session, on one
+    state of the machine (split into two units, a resumed comparison would set runs of two sessions side by
+    side), and the deployment's folder is cleared at its start."""
+    units.begin(["comparison"])
+    return [units.run("comparison", _compare, args, line=lambda found: "simulation and deployment measured")]
+
+
+def _compare(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out).resolve() / "runs" / "deploy"  # benchmarks/runs/ is not versioned
     job = {
         "num-server-rounds": args.rounds,
@@ -81,7 +90,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         return _measure(args, out, job, workdir)
 
 
-def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: Path) -> list[dict[str, Any]]:
+def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """The simulation, then the deployment of the same job in ``workdir``; their figures side by side."""
     print(f"[bench deploy] simulation, {args.nodes} clients, {args.rounds} rounds ...", flush=True)
     run = prepare(
@@ -129,16 +138,14 @@ def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: 
         "final_test_acc": json.loads((run_dir / "summary.json").read_text())["final"]["global_test_acc"],
     }
     print("[bench deploy] timing fresh ClientApp imports ...", flush=True)
-    return [
-        {
-            "nodes": args.nodes,
-            "rounds": args.rounds,
-            "simulation": simulation,
-            "deployment": deployed,
-            "same_final_accuracy": deployed["final_test_acc"] == simulation["final_test_acc"],
-            "client_import_seconds": client_import_seconds(args.import_samples),
-        }
-    ]
+    return {
+        "nodes": args.nodes,
+        "rounds": args.rounds,
+        "simulation": simulation,
+        "deployment": deployed,
+        "same_final_accuracy": deployed["final_test_acc"] == simulation["final_test_acc"],
+        "client_import_seconds": client_import_seconds(args.import_samples),
+    }
 
 
 COLUMNS = [

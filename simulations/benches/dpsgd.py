@@ -40,6 +40,7 @@ from models.dp_sgd import poisson_epoch
 from models.dp_sgd_opacus import OpacusRound, opacus_round
 from models.names import DECOUPLED_MODELS
 from simulations.benches.records import markdown_table, print_tables
+from simulations.long_job import LongJob
 from simulations.options import finite_float
 
 NAME = "dpsgd"
@@ -199,15 +200,20 @@ def model_cost(args: argparse.Namespace, model: str) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """One :func:`model_cost` per model; a unit is one model."""
     models = _models(args.models)
     if args.repeats < 1 or args.clients < 1 or args.local_epochs < 1:
         raise ValueError("--repeats, --clients and --local-epochs must be at least 1")
-    results = []
-    for model in models:
-        results.append(model_cost(args, model))
-        print(f"[bench dpsgd] {results[-1]}", flush=True)
-    return results
+    units.begin(models)
+    return [units.run(model, model_cost, args, model, line=_line) for model in models]
+
+
+def _line(entry: dict[str, Any]) -> str:
+    return (
+        f"{entry['model']}: DP-SGD {entry['ratio_dp_sgd']:.2f}x, Opacus {entry['ratio_opacus']:.2f}x the time "
+        f"without DP over {entry['steps']} steps"
+    )
 
 
 COLUMNS = [

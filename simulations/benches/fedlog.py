@@ -28,6 +28,7 @@ from flwr.common.config import parse_config_args
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
 from simulations.inprocess import run_in_process
+from simulations.long_job import LongJob
 from simulations.options import finite_float
 
 NAME = "fedlog"
@@ -92,7 +93,8 @@ def at_best_validation(rows: list[dict[str, Any]], prefix: str) -> dict[str, flo
     return figures
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """Every (algorithm, client count, seed) federation; a unit is one of them."""
     variants = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
@@ -101,26 +103,25 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     clients, seeds = int_list(args.clients, "--clients"), [int(s) for s in args.seeds.split(",") if s.strip()]
     tasks = [(variant, k, seed) for k in clients for seed in seeds for variant in variants]
-    started = time.perf_counter()
-    results: list[dict[str, Any]] = []
+    keys = [f"{variant}/{k}/{seed}" for variant, k, seed in tasks]
+    units.begin(keys)
+    results: list[dict[str, Any]] = [units.kept(key) for key in keys if key in units]
 
     def report(entry: dict[str, Any]) -> None:
-        results.append(entry)
-        elapsed, done = time.perf_counter() - started, len(results)
-        print(
-            f"[bench fedlog {done}/{len(tasks)}] {_label(entry['algorithm'], entry['clients'], entry['seed'])}: "
-            f"{entry['wall_seconds']:.0f} s, personalized {_short(entry['personalized'])}, "
-            f"global {_short(entry['global'])}; {elapsed / 60:.1f} min so far, "
-            f"about {elapsed / done * (len(tasks) - done) / 60:.0f} min left",
-            flush=True,
+        line = (
+            f"{_label(entry['algorithm'], entry['clients'], entry['seed'])}: {entry['wall_seconds']:.0f} s, "
+            f"personalized {_short(entry['personalized'])}, global {_short(entry['global'])}"
         )
+        key = f"{entry['algorithm']}/{entry['clients']}/{entry['seed']}"
+        results.append(units.finish(key, entry, line))
 
+    pending = [task for task, key in zip(tasks, keys) if key not in units]
     if args.jobs == 1:
-        for task in tasks:
+        for task in pending:
             report(one_run(args, *task))
     else:
         settings = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in ("func", "module")})
-        run_in_processes(one_run, [(settings, *task) for task in tasks], args.jobs, report)
+        run_in_processes(one_run, [(settings, *task) for task in pending], args.jobs, report)
     order = {task: index for index, task in enumerate(tasks)}
     return sorted(results, key=lambda entry: order[(entry["algorithm"], entry["clients"], entry["seed"])])
 

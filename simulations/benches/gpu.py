@@ -25,6 +25,7 @@ import torch
 from contract.run_config import RunConfig
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.inprocess import run_in_process
+from simulations.long_job import LongJob
 
 NAME = "gpu"
 HELP = "per-client training on a GPU against the CPU: seconds per round, accuracy, GPU memory"
@@ -64,13 +65,23 @@ def check_devices(devices: list[str]) -> None:
             raise ValueError(f"--devices asks for {device} but {torch.cuda.device_count()} CUDA device(s) are visible")
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """One run per graph size, model and device; a unit is one run."""
     models, devices = _names(args.models, "--models"), _names(args.devices, "--devices")
     sizes = int_list(args.csbm_nodes, "--csbm-nodes") if args.dataset == "csbm" else [0]
     check_devices(devices)
     if args.rounds < 2:
         raise ValueError(f"--rounds must be at least 2 (round 1 is set-up), got {args.rounds}")
-    return [one_run(args, model, device, size) for size in sizes for model in models for device in devices]
+    plan = [(size, model, device) for size in sizes for model in models for device in devices]
+    units.begin([f"{size}/{model}/{device}" for size, model, device in plan])
+    return [
+        units.run(
+            f"{size}/{model}/{device}",
+            *(one_run, args, model, device, size),
+            line=lambda entry, label=f"{model} on {device}, csbm {size or '-'}": _line(label, entry),
+        )
+        for size, model, device in plan
+    ]
 
 
 def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) -> dict[str, Any]:
@@ -117,12 +128,15 @@ def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) 
         "best_val_round": best["round"],
         "gpu_peak_memory_mb": torch.cuda.max_memory_allocated(gpu) / 2**20 if gpu is not None else None,
     }
-    print(
-        f"[bench gpu] {label}: {entry['seconds_per_round']:.3f} s/round, clients on {entry['client_devices']}, "
-        f"test acc {entry['test_acc_at_best_val']:.3f}",
-        flush=True,
-    )
     return entry
+
+
+def _line(label: str, entry: dict[str, Any]) -> str:
+    """What a finished run shows."""
+    return (
+        f"{label}: {entry['seconds_per_round']:.3f} s/round, clients on {entry['client_devices']}, "
+        f"test acc {entry['test_acc_at_best_val']:.3f}"
+    )
 
 
 COLUMNS = [

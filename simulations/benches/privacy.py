@@ -36,6 +36,7 @@ from server.loop import run_rounds
 from server.privacy import private_setup
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
+from simulations.long_job import LongJob
 from simulations.options import finite_float
 
 NAME = "privacy"
@@ -126,19 +127,42 @@ def _seeds(text: str) -> list[int]:
         raise ValueError(f"--seeds must be comma-separated integers, got {text!r}") from error
 
 
-def _trade_off(args: argparse.Namespace, privacy: str, with_baseline: bool) -> list[dict[str, Any]]:
+def _targets(args: argparse.Namespace, with_baseline: bool) -> list[float]:
+    """The target epsilons of a trade-off (0: no DP, first when ``with_baseline``)."""
+    targets = [float(e) for e in args.epsilons.split(",") if e.strip()]
+    return [0.0, *targets] if with_baseline else targets
+
+
+def _timed_run(args: argparse.Namespace, seed: int, setting: dict[str, Any]) -> dict[str, Any]:
+    """One unit: a federated run and its seconds."""
+    started = time.perf_counter()
+    run = federated_run(_config(args, seed, **setting), args.clients)
+    run["seconds"] = time.perf_counter() - started
+    return run
+
+
+def _key(privacy: str, target: float, seed: int) -> str:
+    return f"{privacy if target > 0 else 'none'}/{target:g}/{seed}"
+
+
+def _trade_off(args: argparse.Namespace, privacy: str, with_baseline: bool, units: LongJob) -> list[dict[str, Any]]:
     """Runs at each target epsilon (and without DP when ``with_baseline``), over the seeds."""
     results = []
-    targets = [float(e) for e in args.epsilons.split(",") if e.strip()]
-    for target in [0.0, *targets] if with_baseline else targets:
+    for target in _targets(args, with_baseline):
         runs = []
         for seed in _seeds(args.seeds):
             setting = {"privacy": privacy, "target-epsilon": target} if target > 0 else {}
-            started = time.perf_counter()
-            run = federated_run(_config(args, seed, **setting), args.clients)
-            run["seconds"] = time.perf_counter() - started
-            runs.append(run)
-            print(f"[bench privacy] {privacy} eps={target or 'none'} seed={seed}: {run}", flush=True)
+            label = f"{privacy} eps={target or 'none'} seed={seed}"
+            runs.append(
+                units.run(
+                    _key(privacy, target, seed),
+                    _timed_run,
+                    args,
+                    seed,
+                    setting,
+                    line=lambda r, label=label: f"{label}: test acc {r['test_acc']:.3f}, epsilon {r['epsilon']}",
+                )
+            )
         accuracies = [r["test_acc"] for r in runs]
         results.append(
             {
@@ -198,12 +222,18 @@ def epoch_seconds(args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = [{"kind": "epoch_seconds", **epoch_seconds(args)}]
-    print(f"[bench privacy] seconds per local epoch: {results[0]}", flush=True)
-    results += [{"kind": "trade_off", **entry} for entry in _trade_off(args, "dp-sgd", with_baseline=True)]
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """The cost of DP-SGD, then the trade-offs; a unit is the timing, or one federated run (setting x seed)."""
+    seeds = _seeds(args.seeds)
+    keys = ["epoch_seconds"] + [_key("dp-sgd", t, seed) for t in _targets(args, True) for seed in seeds]
     if not args.skip_client_dp:
-        results += [{"kind": "trade_off", **entry} for entry in _trade_off(args, "client-dp", with_baseline=False)]
+        keys += [_key("client-dp", t, seed) for t in _targets(args, False) for seed in seeds]
+    units.begin(keys)
+    cost = units.run("epoch_seconds", epoch_seconds, args, line=lambda found: f"seconds per local epoch: {found}")
+    results: list[dict[str, Any]] = [{"kind": "epoch_seconds", **cost}]
+    results += [{"kind": "trade_off", **entry} for entry in _trade_off(args, "dp-sgd", True, units)]
+    if not args.skip_client_dp:
+        results += [{"kind": "trade_off", **entry} for entry in _trade_off(args, "client-dp", False, units)]
     return results
 
 

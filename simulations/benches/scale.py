@@ -23,6 +23,7 @@ from typing import Any
 from contract import strict_json
 from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
+from simulations.long_job import LongJob
 from simulations.options import finite_float
 
 NAME = "scale"
@@ -83,16 +84,25 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
     return entry
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """One ``stamen run`` job per size, client count and engine; a unit is one job (a failure or timeout too)."""
     out = Path(args.out).resolve() / "runs" / "scale"
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    plan = [
+        (n, k, e) for n in int_list(args.nodes, "--nodes") for k in int_list(args.clients, "--clients") for e in engines
+    ]
+    units.begin([f"{n}/{k}/{e}" for n, k, e in plan])
     results = []
-    for nodes in int_list(args.nodes, "--nodes"):
-        for clients in int_list(args.clients, "--clients"):
-            for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
-                print(f"[bench scale] {nodes} nodes, {clients} clients, {engine} ...", flush=True)
-                entry = _job(args, nodes, clients, engine, out)
-                print(strict_json.dumps(entry), flush=True)
-                results.append(entry)
+    for nodes, clients, engine in plan:
+        if f"{nodes}/{clients}/{engine}" not in units:
+            print(f"[bench scale] {nodes} nodes, {clients} clients, {engine} ...", flush=True)
+        results.append(
+            units.run(
+                f"{nodes}/{clients}/{engine}",
+                *(_job, args, nodes, clients, engine, out),
+                line=lambda entry: strict_json.dumps(entry),
+            )
+        )
     return results
 
 

@@ -28,6 +28,7 @@ from contract import strict_json
 from contract.algorithms import ALGORITHMS
 from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
+from simulations.long_job import LongJob
 from simulations.preflight import prepare
 from simulations.progress import read_rows
 
@@ -166,11 +167,63 @@ class _Runs:
         return timings, json.loads((run_dir / "summary.json").read_text())
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """One ``flwr run`` per client count and algorithm; the in-process loop beside FedAvg."""
+def _flower_unit(timed: _Runs, federation_overrides: list[str], actors: int) -> dict[str, Any]:
+    """One unit: the CLI's checks timed, then ``flwr run``; its summary and per-round breakdown."""
+    checking = time.perf_counter()
+    prepare([*timed.run_overrides, f"run-name='{timed.stem}-check'"], federation_overrides)  # the CLI's checks
+    check_seconds = time.perf_counter() - checking
+    flower, summary = timed("flower", "flower")
+    rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+    return {
+        "timings": flower,
+        "summary": summary,
+        "check_seconds": check_seconds,
+        "per_round": per_round_breakdown(rows, actors),
+        "rounds_seconds": sum(r.get("seconds", 0) for r in rows),
+    }
+
+
+def _repeat_unit(timed: _Runs, suffix: str, plain: dict[str, Any] | None, num_clients: int) -> dict[str, Any]:
+    """One unit: a repeat of the in-process engine, together and in turn, and of the plain loop (``plain``: its
+    run config, ``None`` for none)."""
+    label = f"{timed.stem}{suffix}"
+    print(f"[bench sim] {label}: stamen run --engine inprocess ...", flush=True)
+    engine = timed("inprocess", f"inprocess{suffix}")
+    print(f"[bench sim] {label}: the same with --in-turn ...", flush=True)
+    in_turn = timed("inprocess", f"inprocess-in-turn{suffix}", options=("--in-turn",))
+    if plain is not None:
+        print(f"[bench sim] {label}: in-process FedAvg loop ...", flush=True)
+    return {"engine": engine, "in_turn": in_turn, "plain": _baseline(plain, num_clients) if plain else None}
+
+
+def _local_eval_unit(timed: _Runs) -> list[dict[str, Any]]:
+    """One unit: the in-process engine with the clients' figures (``local-eval=true``)."""
+    with_client_figures, local_summary = timed("inprocess", "inprocess-local-eval", "local-eval=true")
+    return [with_client_figures, local_summary]
+
+
+def _keys(args: argparse.Namespace) -> list[str]:
+    """The units: per job (client count x algorithm) its ``flwr run``, each repeat, and the local-eval run."""
+    keys = []
+    for num_clients in int_list(args.clients, "--clients"):
+        for algorithm in [a.strip() for a in args.algorithms.split(",") if a.strip()]:
+            job = f"{algorithm}/{num_clients}"
+            keys += [f"{job}/flower", *(f"{job}/repeat-{r}" for r in range(1, args.repeats + 1))]
+            if not (args.local_eval == "true" or not ALGORITHMS[algorithm].aggregates):
+                keys.append(f"{job}/local-eval")
+    return keys
+
+
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """One ``flwr run`` per client count and algorithm; the in-process loop beside FedAvg.
+
+    A unit is a job's ``flwr run`` (with the CLI's checks timed), one repeat of the in-process
+    engine (together, in turn, and the plain loop for FedAvg), or its run with the client figures.
+    """
     if args.repeats < 1:
         raise ValueError(f"--repeats {args.repeats}: give at least 1")
     out = Path(args.out).resolve()
+    units.begin(_keys(args))
     results: list[dict[str, Any]] = []
     for num_clients in int_list(args.clients, "--clients"):
         for algorithm in [a.strip() for a in args.algorithms.split(",") if a.strip()]:
@@ -189,38 +242,50 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             stem = f"{algorithm}-{num_clients}-{time.strftime('%Y%m%d-%H%M%S')}"
             run_overrides = [" ".join(f"{k}={json.dumps(v)}" for k, v in overrides.items())]
             federation_overrides = [f"num-supernodes={num_clients} client-resources-num-cpus={args.cpus_per_client}"]
-            checking = time.perf_counter()
-            prepare([*run_overrides, f"run-name='{stem}-check'"], federation_overrides)  # the CLI's checks, timed
-            check_seconds = time.perf_counter() - checking
 
+            job = f"{algorithm}/{num_clients}"
             timed = _Runs(out / "runs", stem, run_overrides, num_clients)
-            print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
-            flower, summary = timed("flower", "flower")
+            actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
+            if f"{job}/flower" not in units:
+                print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
+            flower_unit = units.run(
+                f"{job}/flower",
+                *(_flower_unit, timed, federation_overrides, actors),
+                line=lambda unit, job=job: f"{job}: flwr run {unit['summary']['total_wall_seconds']:.1f} s",
+            )
+            flower, summary = flower_unit["timings"], flower_unit["summary"]
             baseline = algorithm == "fedavg" and not args.no_baseline
-            engines, in_turns, plains = [], [], []
+            plain_config = {k: v for k, v in overrides.items() if k != "output-dir"} if baseline else None
+            repeats = []
             for repeat in range(1, args.repeats + 1):  # interleaved: the machine's drift touches each alike
                 suffix = f"-{repeat}" if args.repeats > 1 else ""
-                print(f"[bench sim] {algorithm}, {num_clients} clients: stamen run --engine inprocess ...", flush=True)
-                engines.append(timed("inprocess", f"inprocess{suffix}"))
-                print(f"[bench sim] {algorithm}, {num_clients} clients: the same with --in-turn ...", flush=True)
-                in_turns.append(timed("inprocess", f"inprocess-in-turn{suffix}", options=("--in-turn",)))
-                if baseline:
-                    print(f"[bench sim] in-process FedAvg loop, {num_clients} clients ...", flush=True)
-                    plains.append(_baseline({k: v for k, v in overrides.items() if k != "output-dir"}, num_clients))
+                repeats.append(
+                    units.run(
+                        f"{job}/repeat-{repeat}",
+                        *(_repeat_unit, timed, suffix, plain_config, num_clients),
+                        line=lambda unit, name=f"{job}, repeat {repeat}": (
+                            f"{name}: in-process engine {unit['engine'][1]['total_wall_seconds']:.1f} s"
+                        ),
+                    )
+                )
+            engines, in_turns = [r["engine"] for r in repeats], [r["in_turn"] for r in repeats]
+            plains = [r["plain"] for r in repeats if r["plain"] is not None]
             inprocess, engine_summary = _median(engines, lambda run: run[1]["total_wall_seconds"])
             in_turn, in_turn_summary = _median(in_turns, lambda run: run[1]["total_wall_seconds"])
-            in_turn["total_wall_seconds"] = in_turn_summary["total_wall_seconds"]
+            in_turn = {**in_turn, "total_wall_seconds": in_turn_summary["total_wall_seconds"]}
             in_turn["test_acc_at_best_val"] = (
                 in_turn_summary["best"]["global_test_acc"] or in_turn_summary["best"]["test_acc"]
             )
             with_client_figures = None
             if not overrides["local-eval"]:
-                print(f"[bench sim] {algorithm}, {num_clients} clients: the same with local-eval=true ...", flush=True)
-                with_client_figures, local_summary = timed("inprocess", "inprocess-local-eval", "local-eval=true")
-                with_client_figures["total_wall_seconds"] = local_summary["total_wall_seconds"]
-            rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
-            actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
-            breakdown = per_round_breakdown(rows, actors)
+                with_client_figures, local_summary = units.run(
+                    f"{job}/local-eval",
+                    _local_eval_unit,
+                    timed,
+                    line=lambda unit, job=job: f"{job}: with client figures {unit[1]['total_wall_seconds']:.1f} s",
+                )
+                with_client_figures = {**with_client_figures, "total_wall_seconds": local_summary["total_wall_seconds"]}
+            breakdown = flower_unit["per_round"]
             entry: dict[str, Any] = {
                 "algorithm": algorithm,
                 "clients": num_clients,
@@ -230,9 +295,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     "final_test_acc": summary["final"]["global_test_acc"] or summary["final"]["test_acc"],
                     "test_acc_at_best_val": summary["best"]["global_test_acc"] or summary["best"]["test_acc"],
                     "max_test_acc": summary["max_test_acc"],
-                    "start_up_seconds": summary["total_wall_seconds"] - sum(r.get("seconds", 0) for r in rows),
+                    "start_up_seconds": summary["total_wall_seconds"] - flower_unit["rounds_seconds"],
                     "outside_server_app_seconds": summary["total_wall_seconds"] - summary["wall_seconds"],
-                    "check_seconds": check_seconds,
+                    "check_seconds": flower_unit["check_seconds"],
                     "actors": actors,
                     "per_round": breakdown,
                     "run_dir": summary["run_dir"],

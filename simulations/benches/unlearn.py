@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from simulations.benches.records import markdown_table
+from simulations.long_job import LongJob
 
 NAME = "unlearn"
 HELP = "unlearning requests (class, client, nodes) against retraining"
@@ -33,9 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", default="all", help="all or a comma list of unlearning methods")
 
 
-def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """One :func:`~simulations.unlearning.harness.run_request` per request; original models (and their recorded
-    updates) shared across requests."""
+def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
+    """One :func:`~simulations.unlearning.harness.run_request` per request (a unit); the original models (and
+    their recorded updates) shared across the requests run in one session (trained again after a resume:
+    the same seeds give the same originals)."""
     from contract.run_config import RunConfig
     from simulations.unlearning.harness import parse_methods, parse_seeds, run_request
 
@@ -51,23 +53,24 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         }
     )
     methods, seeds = parse_methods(args.methods), parse_seeds(args.seeds)
-    requests = [r.strip() for r in args.requests.split(",") if r.strip()]
+    requests = list(dict.fromkeys(r.strip() for r in args.requests.split(",") if r.strip()))
     if not requests:
         raise ValueError(f"--requests must name at least one request, got {args.requests!r}")
+    units.begin(requests)
     originals: dict = {}
     histories: dict = {}
-    results = []
-    for request in requests:
 
-        def progress(message: str, request: str = request) -> None:
+    def one_request(request: str) -> dict[str, Any]:
+        def progress(message: str) -> None:
             print(f"[bench unlearn] {request}: {message}", flush=True)
 
         result = run_request(
             config, args.clients, request, methods, seeds, originals=originals, progress=progress, histories=histories
         )
         result.pop("per_seed")  # the record keeps the means, spreads and targets
-        results.append(result)
-    return results
+        return result
+
+    return [units.run(request, one_request, request, line=lambda _, r=request: f"{r}: done") for request in requests]
 
 
 def markdown(record: dict[str, Any]) -> list[str]:

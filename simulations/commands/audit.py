@@ -199,6 +199,7 @@ def _epsilons(text: str, flag: str) -> list[float]:
 
 
 def _output(text: str) -> Path | None:
+    """``--output``: a new .json file in a writable folder (an interrupted audit's journal beside it is resumed)."""
     if not text:
         return None
     path = Path(text)
@@ -275,7 +276,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     privacy.add_argument("--delta", type=finite_float, default=1e-5)
     privacy.add_argument("--confidence", type=finite_float, default=0.95)
     privacy.add_argument("--seed", type=int, default=0)
-    privacy.add_argument("--output", default="", help="write the results here too (a new .json file)")
+    privacy.add_argument(
+        "--output",
+        default="",
+        help="write the results here too (a new .json file); each audited run is kept in FILE.partial.jsonl as it "
+        "finishes and the same command resumes from it. Without --output nothing is kept: an interrupted audit "
+        "starts over",
+    )
     privacy.set_defaults(func=main)
 
 
@@ -299,7 +306,25 @@ def table(results: list[AuditResult]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)) for line in lines)
 
 
+def _unit_key(config: RunConfig) -> str:
+    """The key of an audited run: its privacy and budget."""
+    return config.privacy if config.privacy == "none" else f"{config.privacy}/{config.target_epsilon:g}"
+
+
+def _audited(config: RunConfig, args: argparse.Namespace) -> dict:
+    """One unit: the audit of one run, as plain JSON."""
+    strength, fraction = args.canary_strength, args.guess_fraction
+    return asdict(audit_run(config, args.clients, args.canaries_per_client, strength, args.confidence, fraction))
+
+
 def main(args: argparse.Namespace) -> int:
+    """Audit each run (a unit); with ``--output``, each is kept in its journal as it finishes and resumed from it."""
+    import shlex
+    import sys
+
+    from simulations.journal import UnitJournal
+    from simulations.long_job import long_job
+
     output = _output(args.output)
     runs = configs(args)
     if not 0 < args.guess_fraction <= 1:
@@ -308,19 +333,36 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"--confidence={args.confidence} must lie in (0, 1)")
     if args.clients < 1 or args.canaries_per_client < 1:
         raise ValueError("--clients and --canaries-per-client must be at least 1")
-    results = []
-    for config in runs:
-        strength, fraction = args.canary_strength, args.guess_fraction
-        results.append(audit_run(config, args.clients, args.canaries_per_client, strength, args.confidence, fraction))
-        print(f"audited {config.privacy} (target epsilon {config.target_epsilon:g}): {results[-1].lower_bound:.3f}")
-    print(table(results))
-    violated = [r for r in results if r.accountant_epsilon is not None and r.lower_bound > r.accountant_epsilon]
-    if violated:
-        print(f"WARNING: the empirical bound exceeds the accountant's epsilon in {len(violated)} run(s)")
+    journal = None
     if output is not None:
-        report = {"confidence": args.confidence, "delta": args.delta, "results": [asdict(r) for r in results]}
-        atomic_write(output, strict_json.dumps(report, indent=2))
-        print(f"wrote {output}")
+        settings = {k: v for k, v in vars(args).items() if k not in ("output", "func", "command", "audit")}
+        journal = UnitJournal.open(output, "stamen audit privacy", settings, "audit output", "or give another --output")
+    try:
+        command = "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        with long_job(journal, "audit privacy", command) as units:
+            units.begin([_unit_key(config) for config in runs])
+            results = []
+            for config in runs:
+                found = units.run(
+                    _unit_key(config),
+                    *(_audited, config, args),
+                    line=lambda r, config=config: (
+                        f"audited {config.privacy} (target epsilon {config.target_epsilon:g}): {r['lower_bound']:.3f}"
+                    ),
+                )
+                results.append(AuditResult(**found))
+        print(table(results))
+        violated = [r for r in results if r.accountant_epsilon is not None and r.lower_bound > r.accountant_epsilon]
+        if violated:
+            print(f"WARNING: the empirical bound exceeds the accountant's epsilon in {len(violated)} run(s)")
+        if output is not None:
+            report = {"confidence": args.confidence, "delta": args.delta, "results": [asdict(r) for r in results]}
+            atomic_write(output, strict_json.dumps(report, indent=2))
+            journal.remove()  # the output holds every audited run now
+            print(f"wrote {output}")
+    finally:
+        if journal is not None:
+            journal.close()
     return 0
 
 

@@ -4,12 +4,19 @@ Each benchmark (a module of :mod:`simulations.benches`) writes ``<out>/<name>.js
 and its table as ``<out>/<name>.md``;
 ``<out>/README.md`` is regenerated from every record there. Benchmarks report what
 the code measured on that run; nothing here is a pass/fail test.
+
+A bench is a long job of units (one federated run, one setting, one repeat: each bench's
+``run`` says): each finished unit is kept in ``<out>/<name>.partial.jsonl``
+(:mod:`simulations.journal`) as it completes, and the same command again resumes from
+it; Ctrl-C keeps what is finished. The journal is removed once the record holds it all.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,6 +25,10 @@ from simulations.benches import algorithms, attacks, deploy, dpsgd, fedlog, gpu,
 from simulations.benches.records import header, new_record, write_readme
 
 BENCHES: tuple[ModuleType, ...] = (sim, fedlog, algorithms, privacy, dpsgd, unlearn, deploy, gpu, attacks, scale)
+
+#: options that change no figure of a bench, left out of its journal's digest: where it writes and
+#: under which name, and how many runs go at once (``--jobs``: wall times aside, the same runs)
+NOT_FIGURES = frozenset({"out", "name", "jobs"})
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -51,18 +62,34 @@ def check_replaceable(out: Path, name: str) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    """Measure one bench, keeping each finished unit in its journal; write its record, table and the README."""
     from server.rundir import atomic_write, check_output_dir, check_run_name
+    from simulations.journal import UnitJournal
+    from simulations.long_job import long_job
 
     check_run_name(args.name)
     out = check_output_dir(args.out)
-    check_replaceable(out, args.name)  # before the (long) measurement, never after
-    out.mkdir(parents=True, exist_ok=True)
     bench: ModuleType = args.module
-    results = bench.run(args)
     setting = {k: v for k, v in vars(args).items() if k not in ("func", "module", "out", "bench", "command")}
-    record = new_record(bench.NAME, args.name, setting, results)
-    atomic_write(out / f"{args.name}.json", strict_json.dumps(record, indent=2) + "\n")
-    atomic_write(out / f"{args.name}.md", "\n".join(header(record) + bench.markdown(record)) + "\n")
-    write_readme(out, {b.NAME: b.markdown for b in BENCHES})
+    journal = UnitJournal.open(
+        out / args.name,
+        f"stamen bench {bench.NAME}",
+        {k: v for k, v in setting.items() if k not in NOT_FIGURES},
+        what="benchmark",
+        advice="or give another --out or --name",
+    )  # its lock: one writer of this record from here to the end
+    try:
+        check_replaceable(out, args.name)  # before the (long) measurement, never after
+        out.mkdir(parents=True, exist_ok=True)
+        command = "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        with long_job(journal, f"bench {bench.NAME}", command) as units:
+            results = bench.run(args, units)
+        record = new_record(bench.NAME, args.name, setting, results)
+        atomic_write(out / f"{args.name}.json", strict_json.dumps(record, indent=2) + "\n")
+        atomic_write(out / f"{args.name}.md", "\n".join(header(record) + bench.markdown(record)) + "\n")
+        journal.remove()  # the record holds every unit now
+        write_readme(out, {b.NAME: b.markdown for b in BENCHES})
+    finally:
+        journal.close()
     bench.print_table(record)
     return 0
