@@ -39,6 +39,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from contract import strict_json
 from server.runlock import FolderLock
 
 VERSION = 1
@@ -57,7 +58,9 @@ def _plain(value: Any) -> Any:
 
 
 def _encode(line: dict[str, Any]) -> bytes:
-    return (json.dumps(line, default=_plain) + "\n").encode()
+    """One line, strict JSON (a non-finite figure is ``null``, as in the record it ends in)."""
+    plain = json.loads(json.dumps(line, default=_plain))  # numpy scalars as Python values
+    return (strict_json.dumps(plain) + "\n").encode()
 
 
 def settings_digest(settings: dict[str, Any]) -> str:

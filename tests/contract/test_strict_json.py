@@ -53,6 +53,8 @@ NOT_OUTPUTS = {
     # the job digest's options (2) and the journal's unit lines, which Stamen alone reads back (an
     # unbounded score bound round-trips as itself); the certificates written from them go through clean_floats
     "certify/journal.py": 3,
+    # the bench and audit journal: its settings' digest and copy, and numpy scalars made plain before strict_json
+    "simulations/journal.py": 3,
     "graphs/node_data.py": 1,  # a cache key of names and integers
     "server/runlock.py": 1,  # the lock holder's command, pid, time and token
     "simulations/benches/deploy.py": 1,  # TOML quoting of -c values
