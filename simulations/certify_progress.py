@@ -15,6 +15,7 @@ from types import TracebackType
 from rich.console import Console
 
 from certify.pipeline import Stage
+from simulations.unit_progress import live_bar
 
 
 class CertifyProgress:
@@ -33,27 +34,7 @@ class CertifyProgress:
 
     def __enter__(self) -> CertifyProgress:
         if self.live:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[noun]}"),
-                TimeElapsedColumn(),
-                TextColumn("left"),
-                TimeRemainingColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self.progress.start()
+            self.progress = live_bar(self.console, "{task.fields[noun]}")
         return self
 
     def loading(self, what: str) -> None:

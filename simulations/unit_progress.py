@@ -18,6 +18,35 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
 
 
+def live_bar(console: Console, noun: str = "units"):  # noqa: ANN201 (rich.progress.Progress, imported here)
+    """A started rich bar on ``console``: description, bar, done of all, ``noun``, time elapsed and left.
+
+    ``noun`` is the text after the count (a rich field such as ``{task.fields[noun]}`` too).
+    """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(noun),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    progress.start()
+    return progress
+
+
 class UnitProgress:
     """Progress of one job of ``total`` units (a context manager); :meth:`finished` per unit."""
 
@@ -33,27 +62,7 @@ class UnitProgress:
 
     def __enter__(self) -> UnitProgress:
         if self.console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("units"),
-                TimeElapsedColumn(),
-                TextColumn("left"),
-                TimeRemainingColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self.progress.start()
+            self.progress = live_bar(self.console)
         return self
 
     def note(self, text: str) -> None:
