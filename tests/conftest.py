@@ -82,3 +82,35 @@ def milp_models(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(cascade, "SampleWiseMILP", Counting)
     return built
+
+
+@pytest.fixture(autouse=True)
+def keep_signal_handlers():  # noqa: ANN201
+    """``stamen``'s main() installs its SIGTERM and SIGINT handlers; each test gets the process's own back."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+@pytest.fixture
+def interrupt_long_job(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """``interrupt(n)``: Ctrl-C right after the ``n``-th unit of a bench or audit is journaled; returns the undo."""
+    from simulations.long_job import LongJob
+
+    def interrupt(units: int):  # noqa: ANN202
+        original, calls = LongJob.finish, []
+
+        def finish(self, *args):  # type: ignore[no-untyped-def]
+            value = original(self, *args)
+            calls.append(1)
+            if len(calls) == units:
+                raise KeyboardInterrupt
+            return value
+
+        monkeypatch.setattr(LongJob, "finish", finish)
+        return lambda: monkeypatch.setattr(LongJob, "finish", original)
+
+    return interrupt

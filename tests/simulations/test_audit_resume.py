@@ -5,38 +5,14 @@ is in the journal; the audited runs counted.
 """
 
 import json
-import signal
 
 import pytest
 
 from simulations.cli import main
 from simulations.commands import audit
-from simulations.long_job import LongJob
 
 ARGV = ["audit", "privacy", "--csbm-nodes", "300", "--rounds", "1", "--canaries-per-client", "10"]
 ARGV += ["--local-epochs", "2", "--dp-sgd-epsilons", "4", "--client-dp-epsilons", "4"]  # 3 audited runs
-
-
-@pytest.fixture(autouse=True)
-def _keep_signal_handlers():
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
-
-
-def interrupt_after(monkeypatch, units):
-    original, calls = LongJob.finish, []
-
-    def finish(self, *args):
-        value = original(self, *args)
-        calls.append(1)
-        if len(calls) == units:
-            raise KeyboardInterrupt
-        return value
-
-    monkeypatch.setattr(LongJob, "finish", finish)
-    return lambda: monkeypatch.setattr(LongJob, "finish", original)
 
 
 def audited(monkeypatch):
@@ -55,12 +31,12 @@ def untimed(path):
     return [{k: v for k, v in r.items() if k != "seconds"} for r in report["results"]]
 
 
-def test_an_interrupted_audit_resumes_from_its_journal(tmp_path, monkeypatch, capsys):
+def test_an_interrupted_audit_resumes_from_its_journal(tmp_path, monkeypatch, capsys, interrupt_long_job):
     whole = tmp_path / "whole.json"
     assert main([*ARGV, "--output", str(whole)]) == 0
     output = tmp_path / "audit.json"
     journal = tmp_path / "audit.json.partial.jsonl"
-    restore = interrupt_after(monkeypatch, 2)
+    restore = interrupt_long_job(2)
     assert main([*ARGV, "--output", str(output)]) == 130
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith(f"stamen audit: interrupted: kept 2 of 3 finished units in {journal}; resume with: ")
@@ -75,10 +51,12 @@ def test_an_interrupted_audit_resumes_from_its_journal(tmp_path, monkeypatch, ca
     assert "exists" in capsys.readouterr().err
 
 
-def test_a_journal_of_other_settings_is_refused_and_a_torn_line_dropped(tmp_path, monkeypatch, capsys):
+def test_a_journal_of_other_settings_is_refused_and_a_torn_line_dropped(
+    tmp_path, monkeypatch, capsys, interrupt_long_job
+):
     output = tmp_path / "audit.json"
     journal = tmp_path / "audit.json.partial.jsonl"
-    restore = interrupt_after(monkeypatch, 2)
+    restore = interrupt_long_job(2)
     assert main([*ARGV, "--output", str(output)]) == 130
     restore()
     kept = journal.read_bytes()

@@ -13,20 +13,10 @@ import pytest
 from server.runlock import FolderLock
 from simulations.benches import algorithms, dpsgd
 from simulations.cli import main
-from simulations.long_job import LongJob
 
 TINY = ["bench", "algorithms", "--datasets", "csbm", "--csbm-nodes", "300", "--partitioners", "louvain"]
 TINY += ["--clients", "3", "--rounds", "2", "--algorithms", "fedavg,local", "--seeds", "0,1"]  # 4 units
 JOURNAL = "algorithms.partial.jsonl"
-
-
-@pytest.fixture(autouse=True)
-def _keep_signal_handlers():
-    """main() installs SIGTERM/SIGINT handlers for the CLI; the test process gets its own back."""
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
 
 
 def untimed(obj):
@@ -41,22 +31,6 @@ def untimed(obj):
 
 def record(out, name="algorithms"):
     return untimed(json.loads((out / f"{name}.json").read_text()))
-
-
-def interrupt_after(monkeypatch, units):
-    """Ctrl-C right after the ``units``-th unit is in the journal; returns the undo."""
-    original = LongJob.finish
-    calls = []
-
-    def finish(self, *args):
-        value = original(self, *args)
-        calls.append(1)
-        if len(calls) == units:
-            raise KeyboardInterrupt
-        return value
-
-    monkeypatch.setattr(LongJob, "finish", finish)
-    return lambda: monkeypatch.setattr(LongJob, "finish", original)
 
 
 def count_calls(monkeypatch, module, name):
@@ -83,9 +57,11 @@ def uninterrupted(tmp_path_factory):
     return out
 
 
-def test_an_interrupted_bench_resumes_to_the_same_record(tmp_path, monkeypatch, capsys, uninterrupted):
+def test_an_interrupted_bench_resumes_to_the_same_record(
+    tmp_path, monkeypatch, capsys, uninterrupted, interrupt_long_job
+):
     out = tmp_path / "out"
-    restore = interrupt_after(monkeypatch, 2)
+    restore = interrupt_long_job(2)
     runs = count_calls(monkeypatch, algorithms, "one_run")
     assert main([*TINY, "--out", str(out)]) == 130
     last = capsys.readouterr().err.strip().splitlines()[-1]
@@ -105,9 +81,9 @@ def test_an_interrupted_bench_resumes_to_the_same_record(tmp_path, monkeypatch, 
     assert (out / "algorithms.md").read_text().count("| fedavg |") == 1
 
 
-def test_a_journal_of_other_settings_is_refused_and_left_as_it_is(tmp_path, monkeypatch, capsys):
+def test_a_journal_of_other_settings_is_refused_and_left_as_it_is(tmp_path, monkeypatch, capsys, interrupt_long_job):
     out = tmp_path / "out"
-    restore = interrupt_after(monkeypatch, 1)
+    restore = interrupt_long_job(1)
     assert main([*TINY, "--out", str(out)]) == 130
     restore()
     journal = (out / JOURNAL).read_bytes()
@@ -120,9 +96,9 @@ def test_a_journal_of_other_settings_is_refused_and_left_as_it_is(tmp_path, monk
     assert (out / JOURNAL).read_bytes() == journal and not runs and not (out / "algorithms.json").exists()
 
 
-def test_a_torn_last_line_is_dropped_with_a_note(tmp_path, monkeypatch, capsys, uninterrupted):
+def test_a_torn_last_line_is_dropped_with_a_note(tmp_path, monkeypatch, capsys, uninterrupted, interrupt_long_job):
     out = tmp_path / "out"
-    restore = interrupt_after(monkeypatch, 3)
+    restore = interrupt_long_job(3)
     assert main([*TINY, "--out", str(out)]) == 130
     restore()
     path = out / JOURNAL
@@ -137,9 +113,9 @@ def test_a_torn_last_line_is_dropped_with_a_note(tmp_path, monkeypatch, capsys, 
     assert record(out) == record(uninterrupted)
 
 
-def test_a_damaged_line_before_the_last_is_refused(tmp_path, monkeypatch, capsys):
+def test_a_damaged_line_before_the_last_is_refused(tmp_path, monkeypatch, capsys, interrupt_long_job):
     out = tmp_path / "out"
-    restore = interrupt_after(monkeypatch, 2)
+    restore = interrupt_long_job(2)
     assert main([*TINY, "--out", str(out)]) == 130
     restore()
     path = out / JOURNAL
@@ -159,11 +135,11 @@ def test_a_second_writer_of_the_same_record_is_refused(tmp_path, capsys):
     assert not (out / JOURNAL).exists()
 
 
-def test_another_bench_resumes_by_its_own_units(tmp_path, monkeypatch, capsys):
+def test_another_bench_resumes_by_its_own_units(tmp_path, monkeypatch, capsys, interrupt_long_job):
     """dpsgd: a unit is a model; the kept model is not measured again."""
     argv = ["bench", "dpsgd", "--dataset", "csbm", "--csbm-nodes", "300", "--clients", "2", "--local-epochs", "1"]
     argv += ["--repeats", "1", "--dp-batch-size", "16", "--out", str(tmp_path)]
-    restore = interrupt_after(monkeypatch, 1)
+    restore = interrupt_long_job(1)
     measured = count_calls(monkeypatch, dpsgd, "model_cost")
     assert main(argv) == 130
     assert "kept 1 of 2 finished units" in capsys.readouterr().err

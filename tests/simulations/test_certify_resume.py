@@ -22,15 +22,6 @@ SMALL += ["--budgets", "0,1", "--C", "0.5", "--search", "milp", "--no-screen"]  
 TWO_ARCHS = [*SMALL, "--arch", "gcn,sgc"]  # 12 units
 
 
-@pytest.fixture(autouse=True)
-def _keep_signal_handlers():
-    """main() installs SIGTERM/SIGINT handlers for the CLI; the test process gets its own back."""
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    yield
-    for sig, handler in saved.items():
-        signal.signal(sig, handler)
-
-
 def _untimed(obj):
     """certificate.json without what may differ between two runs of one job: timings, provenance, command."""
     if isinstance(obj, dict):
