@@ -17,7 +17,7 @@ def test_bench_gpu_on_the_cpu_writes_the_table(tmp_path):
     command += ["--clients", "3", "--rounds", "3", "--local-epochs", "1", "--models", "gcn,mlp", "--out", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "[bench gpu] csbm-300 mlp on cpu: " in result.stdout
+    assert "[bench gpu 2/2] mlp on cpu, csbm 300: " in result.stderr  # each finished unit, on stderr
     assert "client train s / round" in result.stdout  # the table in a pipe: laid out wide, headers whole
     record = json.loads((out / "gpu.json").read_text())
     assert [(e["model"], e["device"], e["client_devices"]) for e in record["results"]] == [
