@@ -31,11 +31,11 @@ def shared_datasets() -> Path:
     return SHARED_DATASETS
 
 
-# Commands a fast test may run: git (a run's provenance names its commit) and uname
-# (platform.processor()). Anything else a test starts (Flower, Ray, a SuperLink, the stamen
-# command, a Python child) takes seconds to minutes and belongs to `slow`, so that
-# `pytest -m "not slow"` stays the fast loop.
-FAST_COMMANDS = frozenset({"git", "uname"})
+# Commands a fast test may run: git (a run's provenance names its commit), uname
+# (platform.processor()) and cbc (PuLP's bundled MILP solver, milliseconds a model). Anything
+# else a test starts (Flower, Ray, a SuperLink, the stamen command, a Python child) takes
+# seconds to minutes and belongs to `slow`, so that `pytest -m "not slow"` stays the fast loop.
+FAST_COMMANDS = frozenset({"git", "uname", "cbc"})
 
 
 @pytest.fixture(autouse=True)
