@@ -103,7 +103,23 @@ def noise_multiplier(config: RunConfig, num_samples: int) -> float:
 
 @functools.lru_cache(maxsize=256)
 def solved_noise_multiplier(target_epsilon: float, delta: float, rate: float, steps: int) -> float:
-    """Opacus's search for the noise multiplier (pure, and slow enough to remember per process)."""
+    """Opacus's search for the noise multiplier (pure, and slow enough to remember per process).
+
+    A target below the accountant's floor (the epsilon of infinite noise: the RDP accountant's
+    conversion alone, at its largest order) is refused at once: Opacus would double the noise
+    up to a million before saying so, a minute of a bad run config's pre-run check.
+    """
+    with opacus_quietly():
+        from opacus.accountants import RDPAccountant
+        from opacus.accountants.analysis.rdp import get_privacy_spent
+
+        orders = RDPAccountant.DEFAULT_ALPHAS
+        floor, _ = get_privacy_spent(orders=orders, rdp=np.zeros(len(orders)), delta=delta)
+    if target_epsilon <= floor:
+        raise ValueError(
+            f"target-epsilon={target_epsilon} cannot be reached with delta={delta}: the RDP accountant spends at "
+            f"least {float(floor):.3f} even with unbounded noise; raise target-epsilon above it (or delta)"
+        )
     try:
         with opacus_quietly():
             from opacus.accountants.utils import get_noise_multiplier
