@@ -45,7 +45,8 @@ def test_a_signal_mid_run_leaves_no_process_and_no_namespace(tmp_path, signum):
         tree = root.children(recursive=True)
         namespaces = {_namespace_of(p.pid) for p in tree} - {""}
         assert len(tree) >= 4  # SuperLink, 2 SuperNodes, flwr run, and what they started
-        assert namespaces or not namespaces_available()[0]
+        available, why = namespaces_available()
+        assert bool(namespaces) == available  # the nodes run in namespaces exactly when the machine has them
 
         signalled = time.monotonic()
         stamen.send_signal(signum)
@@ -57,6 +58,8 @@ def test_a_signal_mid_run_leaves_no_process_and_no_namespace(tmp_path, signum):
         _, alive = psutil.wait_procs(tree, timeout=max(0.0, signalled + 10 - time.monotonic()))
         assert alive == [], [" ".join(_command_line(p)) for p in alive]
         assert "interrupted" in (tmp_path / "out.log").read_text()
+        if not available:  # the processes were checked; the namespaces' removal cannot be here
+            pytest.skip(f"every process ended; no network namespaces to check: {why}")
         listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert not [name for name in namespaces if name in listed]
     finally:
