@@ -134,7 +134,10 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     """
     raw = data.encode() if isinstance(data, str) else data
     staging = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    handle = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)  # the umask applies
+    try:
+        handle = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)  # the umask applies
+    except OSError as error:  # named by the file the caller asked for, not the temporary one
+        raise type(error)(error.errno, error.strerror, str(path)) from error
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(raw)
@@ -149,8 +152,9 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staging)
-        if isinstance(error, OSError) and error.filename is None and error.errno is not None:
-            raise type(error)(error.errno, error.strerror, str(path)) from error  # a full disk names the file
+        if isinstance(error, OSError) and error.errno is not None and error.filename in (None, staging, str(staging)):
+            # the file the caller named (a full disk gives none, a read-only folder the temporary one)
+            raise type(error)(error.errno, error.strerror, str(path)) from error
         raise
 
 

@@ -66,7 +66,7 @@ def test_a_read_only_output_cache_or_plot_folder_is_one_line(tmp_path, capsys, m
         assert "is not writable; choose a writable folder" in _one_line(capsys)[0]
         assert stamen(["compare", str(tmp_path / "runs" / "r"), "--plot", str(ro / "x.png")]) == 2
         (line,) = _one_line(capsys)
-        assert f"{ro}/" in line and "Read-only file system; that file system is read-only" in line
+        assert f"{ro / 'x.png'}: " in line and "Read-only file system; that file system is read-only" in line
         monkeypatch.setenv("STAMEN_CACHE", str(ro / "cache"))
         assert _run(f"num-server-rounds=2 seed=7 output-dir='{tmp_path / 'runs'}'") == 2  # a partition not cached yet
         (line,) = _one_line(capsys)
