@@ -39,7 +39,7 @@ from client.attacks import Attack, check_attack
 from contract.algorithms import ALGORITHMS
 from contract.run_config import RunConfig
 from server.algorithms import server_algorithm
-from server.loop import run_rounds
+from server.loop import run_rounds, seed_server_draws
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
 from simulations.long_job import LongJob
@@ -119,6 +119,7 @@ def final_accuracy(config: RunConfig, num_clients: int) -> float:
     algorithm = server_algorithm(config.algorithm)
     rows: list[dict[str, Any]] = []
     with task_identity():
+        seed_server_draws(config.seed)  # the client sampling, as every run's
         run_rounds(
             InProcessGrid(config.to_flower(), num_clients),
             algorithm.make_strategy(config),

@@ -32,7 +32,7 @@ from graphs import FederationSpec
 from models import build_model
 from models.training import fit
 from server.algorithms import server_algorithm
-from server.loop import run_rounds
+from server.loop import run_rounds, seed_server_draws
 from server.privacy import private_setup
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
@@ -89,6 +89,7 @@ def federated_run(config: RunConfig, num_clients: int) -> dict[str, Any]:
     grid = InProcessGrid(config.to_flower(), num_clients)
     rows: list[dict[str, Any]] = []
     with task_identity():
+        seed_server_draws(config.seed)  # the client sampling and client-level DP noise, as every run's
         setup = private_setup(server_algorithm(config.algorithm).make_strategy(config), config, grid)
         run_rounds(
             grid, setup.strategy, config.num_server_rounds, True, num_clients, 600.0, rows.append, initial=setup.initial
