@@ -17,7 +17,13 @@ from contract.run_config import RunConfig
 from server import outputs, privacy
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
-from server.checkpoint import Checkpoint, checkpoint_bytes, checkpoint_dir, load_checkpoint, write_checkpoint
+from server.checkpoint import (
+    Checkpoint,
+    checkpoint_bytes,
+    load_checkpoint,
+    resume_folder,
+    write_checkpoint,
+)
 from server.divergence import DivergedError
 from server.loop import Row, TooFewClientsError, run_rounds, seed_server_draws
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
@@ -73,8 +79,7 @@ def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine:
             config = check_run_config(values)
             algorithm = server_algorithm(config.algorithm)
             if config.resume_from:
-                run_dir = RunDirectory(checkpoint_dir(config.resume_from))
-                held.enter_context(writer_of(run_dir.path))
+                held.enter_context(writer_of(resume_folder(config.resume_from)))  # then checked, under the lock
                 run_dir, resume = resume_target(config)
             else:
                 run_dir, resume = RunDirectory.plan(config), None
@@ -121,9 +126,9 @@ def resume_target(config: RunConfig) -> tuple[RunDirectory, Checkpoint]:
     before the checkpoint's, each once). The weights' shapes need the model: :func:`serve`
     checks them against the clients' initial model.
     """
-    run_dir = RunDirectory(checkpoint_dir(config.resume_from))
+    checkpoint = load_checkpoint(config.resume_from)  # read once: whole and consistent, or one line
+    run_dir = RunDirectory(resume_folder(config.resume_from))
     run_dir.check_resume(config)
-    checkpoint = load_checkpoint(run_dir.path)
     if checkpoint.round > config.num_server_rounds:
         raise ValueError(
             f"resume-from={config.resume_from!r}: the checkpoint is at round {checkpoint.round}, beyond "

@@ -144,10 +144,15 @@ def checkpoint_dir(path: str | Path) -> Path:
     Raises FileNotFoundError (no checkpoint there) or ValueError (a damaged or
     inconsistent one), each with one line naming the path and what to do.
     """
-    path = Path(path).expanduser().resolve()
-    folder = path.parent if path.is_file() else path
-    _read(folder, path)
+    folder = resume_folder(path)
+    _read(folder, Path(path).expanduser().resolve())
     return folder
+
+
+def resume_folder(path: str | Path) -> Path:
+    """The run directory ``resume-from`` names (a run directory or a file in it), unread and unchecked."""
+    path = Path(path).expanduser().resolve()
+    return path.parent if path.is_file() else path
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
