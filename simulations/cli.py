@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import signal
 import sys
 from types import ModuleType
@@ -65,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     names = {_command(entry)[0] for entry in COMMANDS}
     args = build_parser(argv[0] if argv and argv[0] in names else None).parse_args(argv)
+    # The command as the user gave it (to repeat it: resume hints), from argv, never sys.argv:
+    # a caller of main(argv), a test or the Python API, has other words in sys.argv.
+    args.invocation = shlex.join(["stamen", *argv])
     signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops a command as Ctrl-C does, cleanly
     # A shell starts background jobs with SIGINT ignored, and Python then never raises
     # KeyboardInterrupt: a command started so could not be stopped by SIGINT at all.

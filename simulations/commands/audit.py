@@ -319,9 +319,6 @@ def _audited(config: RunConfig, args: argparse.Namespace) -> dict:
 
 def main(args: argparse.Namespace) -> int:
     """Audit each run (a unit); with ``--output``, each is kept in its journal as it finishes and resumed from it."""
-    import shlex
-    import sys
-
     from simulations.journal import UnitJournal
     from simulations.long_job import long_job
 
@@ -335,11 +332,12 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError("--clients and --canaries-per-client must be at least 1")
     journal = None
     if output is not None:
-        settings = {k: v for k, v in vars(args).items() if k not in ("output", "func", "command", "audit")}
+        settings = {
+            k: v for k, v in vars(args).items() if k not in ("output", "func", "command", "audit", "invocation")
+        }
         journal = UnitJournal.open(output, "stamen audit privacy", settings, "audit output", "or give another --output")
     try:
-        command = "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        with long_job(journal, "audit privacy", command) as units:
+        with long_job(journal, "audit privacy", args.invocation) as units:
             units.begin([_unit_key(config) for config in runs])
             results = []
             for config in runs:

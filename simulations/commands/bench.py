@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -70,7 +68,9 @@ def run_bench(args: argparse.Namespace) -> int:
     check_run_name(args.name)
     out = check_output_dir(args.out)
     bench: ModuleType = args.module
-    setting = {k: v for k, v in vars(args).items() if k not in ("func", "module", "out", "bench", "command")}
+    setting = {
+        k: v for k, v in vars(args).items() if k not in ("func", "module", "out", "bench", "command", "invocation")
+    }
     journal = UnitJournal.open(
         out / args.name,
         f"stamen bench {bench.NAME}",
@@ -81,8 +81,7 @@ def run_bench(args: argparse.Namespace) -> int:
     try:
         check_replaceable(out, args.name)  # before the (long) measurement, never after
         out.mkdir(parents=True, exist_ok=True)
-        command = "stamen " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        with long_job(journal, f"bench {bench.NAME}", command) as units:
+        with long_job(journal, f"bench {bench.NAME}", args.invocation) as units:
             results = bench.run(args, units)
         record = new_record(bench.NAME, args.name, setting, results)
         atomic_write(out / f"{args.name}.json", strict_json.dumps(record, indent=2) + "\n")

@@ -18,7 +18,6 @@ first of ``--classes a,b`` becomes +1) and drops nodes isolated in that subgraph
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
@@ -347,7 +346,7 @@ def main(args: argparse.Namespace) -> int:
     from simulations.screen import output_console
 
     err = output_console(stderr=True)
-    command = "stamen certify " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
+    command = args.invocation
     out = Path(args.out)
     journal = None
     try:
@@ -373,7 +372,7 @@ def main(args: argparse.Namespace) -> int:
         raise RunInterrupted(
             f"interrupted: kept {journal.units_on_disk()} of {units} finished units "
             f"({'budgets' if collective else 'targets'}) in {journal.path}; "
-            f"resume with: {command or 'the same command'}"
+            f"resume with: {command}"
         ) from None
     except BaseException:
         if journal is not None:

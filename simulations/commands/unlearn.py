@@ -20,8 +20,6 @@ Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +150,7 @@ def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
             "saved run does not keep (`stamen bench unlearn` runs it)",
             highlight=False,
         )
-    command = "stamen unlearn " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["unlearn"] else ""
+    command = args.invocation
     results = []
     originals = {config.seed: state}  # filled with the other seeds' originals as they are trained
     for request, out in zip(requests, out_dirs):

@@ -3,6 +3,7 @@ and the per-client certificates of a federated run against it."""
 
 import argparse
 import json
+import shlex
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ def run(argv):
     parser = argparse.ArgumentParser(prog="stamen")
     command.add_parser(parser.add_subparsers())
     args = parser.parse_args(["certify", *argv])
+    args.invocation = shlex.join(["stamen", "certify", *argv])
     try:
         return args.func(args), ""
     except (ValueError, FileNotFoundError) as exc:

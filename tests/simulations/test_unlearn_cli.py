@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ def run(argv):
     parser = argparse.ArgumentParser(prog="stamen")
     command.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["unlearn", *argv])
+    args.invocation = shlex.join(["stamen", "unlearn", *argv])
     try:
         return args.func(args), ""
     except (ValueError, FileNotFoundError, FileExistsError, RuntimeError) as error:
