@@ -25,11 +25,11 @@ from server.checkpoint import (
     write_checkpoint,
 )
 from server.divergence import DivergedError
-from server.loop import Row, TooFewClientsError, run_rounds, seed_server_draws
+from server.driver import Driver, build_driver
+from server.loop import Row, TooFewClientsError
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from server.runlock import writer_of
-from server.secagg import SecureAggregationGrid
-from server.unlearning import history_recorder, unlearn_federation, unlearning_method
+from server.unlearning import unlearn_federation, unlearning_method
 from server.writer import BehindWriter
 
 app = ServerApp()
@@ -77,7 +77,6 @@ def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine:
     with contextlib.ExitStack() as held:
         try:
             config = check_run_config(values)
-            algorithm = server_algorithm(config.algorithm)
             if config.resume_from:
                 held.enter_context(writer_of(resume_folder(config.resume_from)))  # then checked, under the lock
                 run_dir, resume = resume_target(config)
@@ -85,12 +84,12 @@ def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine:
                 run_dir, resume = RunDirectory.plan(config), None
                 held.enter_context(writer_of(run_dir.path))
                 run_dir = RunDirectory.plan(dataclasses.replace(config, run_name=run_dir.path.name))  # under the lock
-            setup = privacy.private_setup(algorithm.make_strategy(config), config, grid)
+            driver = build_driver(config, grid)  # client-level DP asks a client for the initial weights
             if resume is not None:
                 if resume.round >= config.num_server_rounds and _finished(run_dir):
                     log(INFO, "stamen: %s finished all %d rounds; nothing left to run", run_dir.path, resume.round)
                     return
-                resume.check_weights(setup.initial or privacy.initial_arrays(grid, config.round_timeout))
+                resume.check_weights(driver.initial or privacy.initial_arrays(grid, config.round_timeout))
                 kept = run_dir.reopen(config, resume.round, flower_run_id=flower_run_id, engine=engine)
             else:
                 kept = None
@@ -100,7 +99,7 @@ def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine:
         if resume is None:
             run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
         try:
-            summary = train_and_report(grid, config, run_dir, algorithm, setup, resume, started, kept)
+            summary = train_and_report(grid, driver, run_dir, resume, started, kept)
         except KeyboardInterrupt:
             run_dir.set_status(RunStatus.INTERRUPTED, error="interrupted", ended=time.time())
             raise
@@ -140,29 +139,26 @@ def resume_target(config: RunConfig) -> tuple[RunDirectory, Checkpoint]:
 
 def train_and_report(
     grid: Grid,
-    config: RunConfig,
+    driver: Driver,
     run_dir: RunDirectory,
-    algorithm: type,
-    setup: privacy.PrivateSetup,
     resume: Checkpoint | None,
     started: float,
     kept: list[Row] | None = None,
 ) -> dict:
     """The rounds, then the summary, model and curves, then the optional queries; returns the summary.
 
-    ``kept``: a resumed run's rows before its checkpoint, which its first new row's write
-    puts back in place of every later row (:meth:`RunDirectory.replace_rows`).
+    ``grid`` is the transport's own (the unlearning queries' grid), ``driver`` the run's engine
+    over it. ``kept``: a resumed run's rows before its checkpoint, which its first new row's
+    write puts back in place of every later row (:meth:`RunDirectory.replace_rows`).
     """
+    config = driver.config
     log(INFO, "stamen: writing run outputs to %s", run_dir.path)
-    seed_server_draws(config.seed)
     if resume is not None:
         log(INFO, "stamen: resuming from the checkpoint of round %d in %s", resume.round, run_dir.path)
-        if resume.random_state() is not None:
-            random.setstate(resume.random_state())
 
     def on_row(row: Row) -> None:
-        if setup.epsilon_after is not None and "clients" in row:
-            row["client_dp_epsilon"] = setup.epsilon_after(row["round"])
+        if driver.epsilon_after is not None and "clients" in row:
+            row["client_dp_epsilon"] = driver.epsilon_after(row["round"])
         nonlocal kept
         line = row_line(row)
         if kept is not None:  # a resumed run's first new row: the rows from the checkpoint's round on go with it
@@ -178,7 +174,7 @@ def train_and_report(
         data = checkpoint_bytes(checkpoint)
         records.put(lambda: write_checkpoint(run_dir.path, data))
 
-    initial, history = setup.initial, None
+    initial, history = driver.initial, None
     if config.unlearn_request and unlearning_method(config.unlearn_method).needs_history:  # record updates
         from unlearn.federaser import UpdateHistory
 
@@ -188,19 +184,7 @@ def train_and_report(
     records = BehindWriter()  # each round's row and checkpoint, written while the next round runs
     try:
         with records:
-            arrays = run_rounds(
-                SecureAggregationGrid(grid, config) if config.secure_aggregation else grid,
-                setup.strategy,
-                config.num_server_rounds,
-                aggregates=algorithm.AGGREGATES,
-                min_clients=config.min_clients,
-                timeout=config.round_timeout,
-                on_row=on_row,
-                initial=initial,
-                resume=resume,
-                on_checkpoint=on_checkpoint,
-                on_replies=history_recorder(history) if history is not None else None,
-            )
+            arrays = driver.run(on_row, resume=resume, on_checkpoint=on_checkpoint, history=history, initial=initial)
     except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
         log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir.path)
         raise SystemExit(2) from error
@@ -230,8 +214,8 @@ def train_and_report(
                 grid,
                 config,
                 arrays,
-                algorithm.make_strategy,
-                algorithm.AGGREGATES,
+                server_algorithm(config.algorithm).make_strategy,
+                driver.aggregates,
                 run_dir.path,
                 summary["wall_seconds"],
                 history=history,

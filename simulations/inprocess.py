@@ -14,8 +14,8 @@ from flwr.app import Context, Error, Message, RecordDict
 
 from client.app import app as client_app
 from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.loop import Row, run_rounds, seed_server_draws
+from server.driver import build_driver
+from server.loop import Row
 
 
 class InProcessGrid:
@@ -123,17 +123,7 @@ def run_in_process(
 ) -> InProcessGrid:
     """``config``'s federated run over ``num_clients`` in-process clients; rows go to ``on_row``. Returns
     the grid (its nodes' contexts); ``together``: see :class:`InProcessGrid`."""
-    algorithm = server_algorithm(config.algorithm)
     grid = InProcessGrid(config.to_flower(), num_clients, together=together)
-    seed_server_draws(config.seed)  # as the ServerApp does
     with task_identity():
-        run_rounds(
-            grid,
-            algorithm.make_strategy(config),
-            config.num_server_rounds,
-            aggregates=algorithm.AGGREGATES,
-            min_clients=min(config.min_clients, num_clients),
-            timeout=config.round_timeout,
-            on_row=on_row,
-        )
+        build_driver(config, grid, clients=num_clients).run(on_row)
     return grid

@@ -29,7 +29,8 @@ from flwr.serverapp.strategy import Strategy
 
 from contract.requests import Request
 from contract.run_config import RunConfig
-from server.loop import RunHealth, run_rounds
+from server.driver import build_driver
+from server.loop import RunHealth
 from server.unlearning.rollcall import SubGrid
 
 if TYPE_CHECKING:
@@ -104,16 +105,13 @@ class UnlearningJob:
     def train(self, nodes: list[int], rounds: int, flag: str, initial: ArrayRecord | None, what: str) -> ArrayRecord:
         """``rounds`` rounds of the run's strategy on ``nodes`` only, every training message flagged
         ``flag`` (a key of :mod:`contract.protocol` whose value is the request); returns the weights."""
-        min_clients = min(self.config.min_clients, len(nodes))
-        config = dataclasses.replace(self.config, min_clients=min_clients)
-        return run_rounds(
-            SubGrid(self.grid, nodes),
-            self.strategy_factory(config),
-            rounds,
-            aggregates=self.aggregates,
-            min_clients=min_clients,
-            timeout=self.timeout,
-            on_row=lambda row: log(INFO, "stamen: %s round %d/%d", what, row["round"], rounds),
+        config = dataclasses.replace(self.config, min_clients=min(self.config.min_clients, len(nodes)))
+        driver = build_driver(
+            config, SubGrid(self.grid, nodes), clients=len(nodes), strategy_factory=self.strategy_factory, seeded=False
+        )
+        return driver.run(
+            lambda row: log(INFO, "stamen: %s round %d/%d", what, row["round"], rounds),
+            rounds=rounds,
             train_config=ConfigRecord({flag: str(self.request)}),
             initial=initial,
             health=self.health,

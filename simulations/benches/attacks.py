@@ -38,10 +38,8 @@ import numpy as np
 from client.attacks import Attack, check_attack
 from contract.algorithms import ALGORITHMS
 from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.loop import run_rounds, seed_server_draws
 from simulations.benches.records import markdown_table, print_tables
-from simulations.inprocess import InProcessGrid, task_identity
+from simulations.inprocess import run_in_process
 from simulations.long_job import LongJob
 from simulations.options import finite_float
 
@@ -116,19 +114,8 @@ def _config(args: argparse.Namespace, algorithm: str, attack: str, seed: int, ma
 
 def final_accuracy(config: RunConfig, num_clients: int) -> float:
     """One in-process run; the final global model's pooled test accuracy."""
-    algorithm = server_algorithm(config.algorithm)
     rows: list[dict[str, Any]] = []
-    with task_identity():
-        seed_server_draws(config.seed)  # the client sampling, as every run's
-        run_rounds(
-            InProcessGrid(config.to_flower(), num_clients),
-            algorithm.make_strategy(config),
-            config.num_server_rounds,
-            algorithm.AGGREGATES,
-            num_clients,
-            600.0,
-            rows.append,
-        )
+    run_in_process(config, num_clients, rows.append)
     return float(rows[-1]["global_test_acc"])
 
 

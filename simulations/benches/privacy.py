@@ -31,9 +31,7 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import build_model
 from models.training import fit
-from server.algorithms import server_algorithm
-from server.loop import run_rounds, seed_server_draws
-from server.privacy import private_setup
+from server.driver import build_driver
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
 from simulations.long_job import LongJob
@@ -86,14 +84,10 @@ def _config(args: argparse.Namespace, seed: int, **privacy: Any) -> RunConfig:
 
 def federated_run(config: RunConfig, num_clients: int) -> dict[str, Any]:
     """One run through the round loop and the ClientApp; its final figures."""
-    grid = InProcessGrid(config.to_flower(), num_clients)
     rows: list[dict[str, Any]] = []
     with task_identity():
-        seed_server_draws(config.seed)  # the client sampling and client-level DP noise, as every run's
-        setup = private_setup(server_algorithm(config.algorithm).make_strategy(config), config, grid)
-        run_rounds(
-            grid, setup.strategy, config.num_server_rounds, True, num_clients, 600.0, rows.append, initial=setup.initial
-        )
+        setup = build_driver(config, InProcessGrid(config.to_flower(), num_clients), clients=num_clients)
+        setup.run(rows.append)
     final = rows[-1]
     epsilon = final.get("epsilon_max")
     if setup.epsilon_after is not None:

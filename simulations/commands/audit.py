@@ -42,9 +42,7 @@ from contract import strict_json
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import NodeClassifier, build_model
-from server.algorithms import server_algorithm
-from server.loop import run_rounds, seed_server_draws
-from server.privacy import private_setup
+from server.driver import build_driver
 from server.rundir import atomic_write
 from simulations.audit import Guesses, epsilon_lower_bound, guess_membership
 from simulations.inprocess import InProcessGrid, task_identity
@@ -137,23 +135,12 @@ def audit_run(
     planted, canaries = {}, {}
     for i in range(num_clients):
         planted[i], canaries[i] = plant_canaries(client_data(spec, i, CPU), per_client, strength, rng)
-    seed_server_draws(config.seed)
     torch.manual_seed(config.seed)
     rows: list[dict] = []
-    algorithm = server_algorithm(config.algorithm)
     with task_identity(), planted_federation(spec, planted) as reads:
         grid = InProcessGrid(config.to_flower(), num_clients)
-        setup = private_setup(algorithm.make_strategy(config), config, grid)
-        arrays = run_rounds(
-            grid,
-            setup.strategy,
-            config.num_server_rounds,
-            algorithm.AGGREGATES,
-            min(config.min_clients, num_clients),
-            config.round_timeout,
-            rows.append,
-            initial=setup.initial,
-        )
+        setup = build_driver(config, grid, clients=num_clients)
+        arrays = setup.run(rows.append)
     if set(reads) != set(range(num_clients)):
         raise RuntimeError(f"only partitions {sorted(set(reads))} trained on their canaries; the audit is void")
     model = build_model(

@@ -38,9 +38,10 @@ from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from models import NodeClassifier, build_model
 from server.algorithms import server_algorithm
-from server.loop import RunHealth, run_rounds, seed_server_draws
+from server.driver import build_driver
+from server.loop import RunHealth, seed_server_draws
 from server.unlearning import METHODS as REGISTRY
-from server.unlearning import RETRAIN, Forgetting, forget, history_recorder
+from server.unlearning import RETRAIN, Forgetting, forget
 from simulations.inprocess import InProcessGrid, task_identity
 from simulations.unlearning.targets import check_targets, gap_closure, mean_row, mia_gap, std_row
 from unlearn.evaluate import evaluate_unlearning
@@ -105,22 +106,10 @@ def train_original(
 
     ``history``, when given, records every client's update (as a Flower run does for ``federaser``).
     """
-    algorithm = server_algorithm(config.algorithm)
-    seed_server_draws(config.seed)
     health = RunHealth()
     with task_identity():
-        arrays = run_rounds(
-            InProcessGrid(config.to_flower(), num_clients),
-            algorithm.make_strategy(config),
-            config.num_server_rounds,
-            aggregates=algorithm.AGGREGATES,
-            min_clients=min(config.min_clients, num_clients),
-            timeout=config.round_timeout,
-            on_row=lambda row: None,
-            initial=ArrayRecord(initial),
-            on_replies=history_recorder(history) if history is not None else None,
-            health=health,
-        )
+        driver = build_driver(config, InProcessGrid(config.to_flower(), num_clients), clients=num_clients)
+        arrays = driver.run(lambda row: None, initial=ArrayRecord(initial), history=history, health=health)
     _require_everyone(health, "training the original model")
     return arrays
 

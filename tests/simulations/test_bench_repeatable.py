@@ -24,10 +24,7 @@ def _after_other_draws(draws: int, run):  # noqa: ANN001, ANN202
 
 
 def test_the_privacy_benchs_client_dp_run_repeats_whatever_was_drawn_before():
-    config = RunConfig.from_flower(
-        {**SMALL, "privacy": "client-dp", "noise-multiplier": 1.0, "clipping-norm": 0.5}
-    )
+    config = RunConfig.from_flower({**SMALL, "privacy": "client-dp", "noise-multiplier": 1.0, "clipping-norm": 0.5})
     first = _after_other_draws(1, lambda: federated_run(config, 3))
     second = _after_other_draws(7, lambda: federated_run(config, 3))
     assert first == second
-
