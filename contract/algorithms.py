@@ -1,7 +1,8 @@
 """The FL algorithms a run may use: one registry entry per algorithm, by run-config name.
 
-An algorithm is a server part (a module with ``make_strategy(config) -> Strategy``,
-loaded by :mod:`server.algorithms`) and a client part (a module whose ``PART`` is a
+An algorithm is a server part (a factory ``make_strategy(config) -> Strategy``, named
+``module`` or ``module:function`` when one module holds the factories of several
+variants, loaded by :mod:`server.algorithms`) and a client part (a module whose ``PART`` is a
 :class:`client.algorithms.ClientAlgorithm`, loaded by :mod:`client.algorithms`). This
 floor may not import either side, so a spec names them by dotted module path; both
 sides load them with :mod:`importlib` only when a run asks for the algorithm.
@@ -18,6 +19,13 @@ docs know about an algorithm comes from its spec here, never from a second list:
 - ``averages``: the server's aggregate is the clients' weights averaged by training
   nodes (then perhaps transformed, as FedAvgM's momentum), so ``secure-aggregation``
   may compute it from their masked sum (:mod:`server.secagg`).
+- ``shares_encoder``: the server averages only the encoder (the heads stay with the
+  clients), so the model must have encoder weights.
+- ``least_clients``: ``(a, b)``: a round needs at least ``a f + b`` replies, ``f`` =
+  ``num-malicious-nodes`` (the Byzantine-robust rules); checked before a run starts, in
+  every round, and by the attack bench.
+- ``unlearnable``: its clients train the run's node classifier as FedAvg's do, so the
+  unlearning methods can edit or retrain the global model (``unlearn-request``).
 
 Adding an algorithm: its server module, its client module (or an existing one) and
 one line in :data:`ALGORITHMS`.
@@ -43,6 +51,14 @@ class AlgorithmSpec:
     options: tuple[str, ...] = ()
     resumable: bool = True
     averages: bool = False
+    shares_encoder: bool = False
+    least_clients: tuple[int, int] | None = None
+    unlearnable: bool = False
+
+    def least_replies(self, malicious: int) -> int:
+        """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
+        factor, constant = self.least_clients or (0, 1)
+        return factor * malicious + constant
 
     def admits(self, privacy: str) -> bool:
         return privacy in self.privacy
@@ -71,6 +87,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "client.fedavg",
             privacy=("none", "dp-sgd", "client-dp"),
             averages=True,
+            unlearnable=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedprox",
@@ -80,6 +97,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             privacy=("none", "client-dp"),
             options=("proximal-mu",),
             averages=True,
+            unlearnable=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "local",
@@ -105,6 +123,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("server-momentum", "server-learning-rate"),
             resumable=False,
             averages=True,
+            unlearnable=True,
         ),  # noqa: E501
         # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
         AlgorithmSpec(
@@ -149,6 +168,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "server.shared_encoder",
             "client.fedper",
             resumable=False,
+            shares_encoder=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedrep",
@@ -157,6 +177,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "client.fedrep",
             options=("rep-head-epochs",),
             resumable=False,
+            shares_encoder=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "ditto",
@@ -178,68 +199,79 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         AlgorithmSpec(
             "fedadam",
             "FedAdam, Adam steps on the server over the averaged update (Flower's FedAdam)",
-            "server.fedopt",
+            "server.fedopt:make_fedadam",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             options=_FEDOPT_OPTIONS,
             resumable=False,
+            unlearnable=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedyogi",
             "FedYogi, Yogi steps on the server over the averaged update (Flower's FedYogi)",
-            "server.fedopt",
+            "server.fedopt:make_fedyogi",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             options=_FEDOPT_OPTIONS,
             resumable=False,
+            unlearnable=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedadagrad",
             "FedAdagrad, Adagrad steps on the server over the averaged update (Flower's FedAdagrad)",
-            "server.fedopt",
+            "server.fedopt:make_fedadagrad",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             options=("fedopt-eta", "fedopt-tau"),
             resumable=False,
+            unlearnable=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedmedian",
             "coordinate-wise median of the clients' weights (Flower's FedMedian)",
-            "server.median",
+            "server.median:make_median",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
+            unlearnable=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedtrimmedavg",
             "coordinate-wise trimmed mean of the clients' weights (Flower's FedTrimmedAvg)",
-            "server.median",
+            "server.median:make_trimmed_mean",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             options=("trimmed-beta",),
+            unlearnable=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "krum",
             "Krum, the one reply closest to its neighbours (Flower's Krum)",
-            "server.krum",
+            "server.krum:make_krum",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             options=("num-malicious-nodes",),
+            unlearnable=True,
+            least_clients=(2, 3),
         ),  # noqa: E501
         AlgorithmSpec(
             "multikrum",
             "Multi-Krum, the average of the replies Krum scores best (Flower's MultiKrum)",
-            "server.krum",
+            "server.krum:make_multikrum",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             options=("num-malicious-nodes", "num-nodes-to-select"),
+            unlearnable=True,
+            least_clients=(2, 3),
         ),  # noqa: E501
         AlgorithmSpec(
             "bulyan",
             "Bulyan, Krum selection then a trimmed mean around the median (Flower's Bulyan)",
-            "server.krum",
+            "server.krum:make_bulyan",
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             options=("num-malicious-nodes",),
+            unlearnable=True,
+            least_clients=(4, 3),
         ),  # noqa: E501
     )
 }

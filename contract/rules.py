@@ -54,13 +54,13 @@ def check_rules(config: RunConfig) -> None:
             f"local-eval=false leaves algorithm={config.algorithm!r} with no figures: it keeps no global model, "
             "its clients' models are what it reports; set local-eval=true"
         )
-    if spec.server == "server.shared_encoder" and not encoder_has_weights(config.model, config.num_layers):
+    if spec.shares_encoder and not encoder_has_weights(config.model, config.num_layers):
         raise ValueError(
             f"algorithm={config.algorithm!r} shares the encoder, and model={config.model!r} with "
             f"num-layers={config.num_layers} has no encoder weights; choose a model with a trained encoder "
             "(gcn, sage, gat, appnp, or mlp with num-layers >= 2)"
         )
-    if config.unlearn_request and spec.client not in ("client.fedavg", "client.fedprox"):
+    if config.unlearn_request and not spec.unlearnable:
         raise ValueError(
             f"unlearn-request edits or retrains the run's global node classifier, which algorithm="
             f"{config.algorithm!r} does not train as FedAvg's clients do; use fedavg, fedprox or a strategy on "

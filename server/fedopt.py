@@ -82,20 +82,26 @@ class SeededFedAdagrad(SeededStart, FedAdagrad):
     """Flower's FedAdagrad from the seeded initial model."""
 
 
-STRATEGIES: dict[str, type[FedOpt]] = {
-    "fedadam": SeededFedAdam,
-    "fedyogi": SeededFedYogi,
-    "fedadagrad": SeededFedAdagrad,
-}
-
-
-def make_strategy(config: RunConfig) -> Strategy:
-    """The FedOpt strategy ``config.algorithm`` names, with the ``fedopt-*`` keys."""
-    options = {"tau": config.fedopt_tau, **strategy_options(config)}
-    if config.fedopt_eta > 0:  # 0: the strategy's own default
+def _fedopt(kind: type[FedOpt], config: RunConfig, **options: float) -> Strategy:
+    """``kind`` with the ``fedopt-*`` keys (``fedopt-eta`` 0: the strategy's own default)."""
+    options = {"tau": config.fedopt_tau, **options, **strategy_options(config)}
+    if config.fedopt_eta > 0:
         options["eta"] = config.fedopt_eta
-    if config.algorithm != "fedadagrad":  # FedAdagrad fixes beta-1 = beta-2 = 0
-        options.update(beta_1=config.fedopt_beta_1, beta_2=config.fedopt_beta_2)
-    strategy = STRATEGIES[config.algorithm](**options)
+    strategy = kind(**options)
     strategy.timeout = config.round_timeout  # type: ignore[attr-defined]
     return strategy
+
+
+def make_fedadam(config: RunConfig) -> Strategy:
+    """FedAdam (``fedadam``) with ``fedopt-beta-1`` and ``fedopt-beta-2``."""
+    return _fedopt(SeededFedAdam, config, beta_1=config.fedopt_beta_1, beta_2=config.fedopt_beta_2)
+
+
+def make_fedyogi(config: RunConfig) -> Strategy:
+    """FedYogi (``fedyogi``) with ``fedopt-beta-1`` and ``fedopt-beta-2``."""
+    return _fedopt(SeededFedYogi, config, beta_1=config.fedopt_beta_1, beta_2=config.fedopt_beta_2)
+
+
+def make_fedadagrad(config: RunConfig) -> Strategy:
+    """FedAdagrad (``fedadagrad``): it fixes beta-1 = beta-2 = 0."""
+    return _fedopt(SeededFedAdagrad, config)

@@ -42,35 +42,25 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Bulyan, MultiKrum, Strategy
 
+from contract.algorithms import ALGORITHMS, AlgorithmSpec
 from contract.run_config import RunConfig
+from server.algorithms import require_replies
 from server.fedavg import strategy_options
-from server.privacy import sampled_clients
 
 
 class ReplyCount:
     """Mixin before a Flower Krum-family strategy: refuse a round with too few replies for the rule.
 
     Attributes:
-        algorithm: the run-config name, for the error line.
-        needs: how many replies the rule needs, as a multiple of ``f`` plus a constant.
+        spec: the algorithm's registry entry: its name and ``least_clients``, the replies the
+            rule needs as a multiple of ``f`` plus a constant.
     """
 
-    algorithm: str = "krum"
-    needs: tuple[int, int] = (2, 3)
+    spec: AlgorithmSpec
     num_malicious_nodes: int
 
-    def least(self) -> int:
-        factor, constant = self.needs
-        return factor * self.num_malicious_nodes + constant
-
     def check_count(self, count: int, what: str) -> None:
-        if count < self.least():
-            factor, constant = self.needs
-            raise ValueError(
-                f"{self.algorithm} with num-malicious-nodes={self.num_malicious_nodes} needs at least "
-                f"{factor}f+{constant} = {self.least()} clients per round, {what} {count}; "
-                "lower num-malicious-nodes or use more clients"
-            )
+        require_replies(self.spec, self.num_malicious_nodes, count, what)
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -116,38 +106,28 @@ class StamenMultiKrum(ReplyCount, MultiKrum):
 class StamenBulyan(ReplyCount, Bulyan):
     """Flower's Bulyan, refusing a round of fewer than :math:`4f + 3` replies."""
 
-    algorithm = "bulyan"
-    needs = (4, 3)
+
+def _options(config: RunConfig) -> dict:
+    return {"num_malicious_nodes": config.num_malicious_nodes, **strategy_options(config)}
 
 
-def check_federation(config: RunConfig, num_clients: int) -> None:
-    """Before a run: the rule of ``config.algorithm`` gets enough replies from ``num_clients`` (one-line ValueError).
+def _with_spec(strategy: ReplyCount, config: RunConfig) -> Strategy:
+    strategy.spec = ALGORITHMS[config.algorithm]
+    return strategy  # type: ignore[return-value]
 
-    The round's sample is Flower's (:func:`server.privacy.sampled_clients`); a Krum-family
-    strategy refuses it in round 1 anyway, this check only says so before anything starts.
-    """
-    if config.algorithm not in ("krum", "multikrum", "bulyan"):
-        return
-    strategy = make_strategy(config)
-    assert isinstance(strategy, ReplyCount)
-    strategy.check_count(sampled_clients(config, num_clients), "sampled")
+
+def make_krum(config: RunConfig) -> Strategy:
+    """Krum (``krum``): Multi-Krum selecting one reply."""
+    return _with_spec(StamenMultiKrum(num_nodes_to_select=1, **_options(config)), config)
+
+
+def make_multikrum(config: RunConfig) -> Strategy:
+    """Multi-Krum (``multikrum``) selecting ``num-nodes-to-select`` replies (0: all but ``f``)."""
     select = config.num_nodes_to_select
-    if config.algorithm == "multikrum" and select > sampled_clients(config, num_clients):
-        raise ValueError(
-            f"multikrum selects num-nodes-to-select={select} of {sampled_clients(config, num_clients)} sampled "
-            "clients; lower num-nodes-to-select (0: all but num-malicious-nodes)"
-        )
+    strategy = StamenMultiKrum(select_all_but_f=select == 0, num_nodes_to_select=max(select, 1), **_options(config))
+    return _with_spec(strategy, config)
 
 
-def make_strategy(config: RunConfig) -> Strategy:
-    """Krum, Multi-Krum or Bulyan, as ``config.algorithm`` names, with ``num-malicious-nodes``."""
-    options = {"num_malicious_nodes": config.num_malicious_nodes, **strategy_options(config)}
-    if config.algorithm == "bulyan":
-        return StamenBulyan(**options)
-    if config.algorithm == "krum":
-        strategy = StamenMultiKrum(num_nodes_to_select=1, **options)
-    else:
-        select = config.num_nodes_to_select
-        strategy = StamenMultiKrum(select_all_but_f=select == 0, num_nodes_to_select=max(select, 1), **options)
-    strategy.algorithm = config.algorithm
-    return strategy
+def make_bulyan(config: RunConfig) -> Strategy:
+    """Bulyan (``bulyan``)."""
+    return _with_spec(StamenBulyan(**_options(config)), config)

@@ -33,8 +33,11 @@ from contract.run_config import RunConfig
 from server.fedavg import strategy_options
 
 
-def make_strategy(config: RunConfig) -> Strategy:
-    """Flower's FedMedian or FedTrimmedAvg (``trimmed-beta``), as ``config.algorithm`` names."""
-    if config.algorithm == "fedtrimmedavg":
-        return FedTrimmedAvg(beta=config.trimmed_beta, **strategy_options(config))
+def make_median(config: RunConfig) -> Strategy:
+    """Flower's FedMedian (``fedmedian``)."""
     return FedMedian(**strategy_options(config))
+
+
+def make_trimmed_mean(config: RunConfig) -> Strategy:
+    """Flower's FedTrimmedAvg with ``trimmed-beta`` (``fedtrimmedavg``)."""
+    return FedTrimmedAvg(beta=config.trimmed_beta, **strategy_options(config))

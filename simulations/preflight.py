@@ -158,7 +158,7 @@ def _check_with_data(config: RunConfig, num_clients: int) -> None:
             except ValueError as error:
                 raise ValueError(f"client {index}: {error}") from None
     from client.attacks import check_attack
-    from server.krum import check_federation
+    from server.algorithms import server_algorithm
 
     check_attack(config, num_clients)  # malicious ids in range, a benign client left
-    check_federation(config, num_clients)  # Krum, Multi-Krum and Bulyan have enough clients
+    server_algorithm(config.algorithm).check_federation(config, num_clients)  # e.g. Krum's 2f+3 clients

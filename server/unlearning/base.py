@@ -1,12 +1,14 @@
 """The contract of an unlearning method's server side: what it gets, what it gives back.
 
-A method is an object with a ``name``, two flags and ``run(job) -> MethodResult``:
+A method is an object with a ``name`` and ``run(job) -> MethodResult``; what it needs
+is on its registry entry (:data:`contract.unlearn_methods.UNLEARN_METHOD_SPECS`, read as
+:attr:`UnlearningMethod.spec`):
 
-- ``needs_history``: it replays the clients' updates recorded during training
-  (``federaser``); a run records them only when such a method is asked for;
-- ``needs_holders``: it needs every client that holds data to forget (their statistics,
-  their forget terms); when one of them does not answer the roll call, the server
-  retrains instead (:mod:`server.unlearning.flow`).
+- ``needs_history`` (the spec's ``replays_history``): it replays the clients' updates
+  recorded during training (``federaser``); a run records them only when such a method
+  is asked for;
+- ``needs_holders``: it needs every client that holds data to forget; when one of them
+  does not answer the roll call, the server retrains instead (:mod:`server.unlearning.flow`).
 
 :class:`UnlearningJob` is everything a method may use: the grid and who answered the
 roll call, the request (parsed once), the trained weights, the run's strategy, and the
@@ -29,6 +31,7 @@ from flwr.serverapp.strategy import Strategy
 
 from contract.requests import Request
 from contract.run_config import RunConfig
+from contract.unlearn_methods import UNLEARN_METHOD_SPECS, UnlearnMethodSpec
 from server.driver import build_driver
 from server.loop import RunHealth
 from server.unlearning.rollcall import SubGrid
@@ -122,8 +125,19 @@ class UnlearningMethod:
     """An unlearning method's server side (one module each in :mod:`server.unlearning`)."""
 
     name: ClassVar[str]
-    needs_history: ClassVar[bool] = False
-    needs_holders: ClassVar[bool] = True
+
+    @property
+    def spec(self) -> UnlearnMethodSpec:
+        """The method's registry entry (what it needs, its help)."""
+        return UNLEARN_METHOD_SPECS[self.name]
+
+    @property
+    def needs_history(self) -> bool:
+        return self.spec.replays_history
+
+    @property
+    def needs_holders(self) -> bool:
+        return self.spec.needs_holders
 
     def run(self, job: UnlearningJob) -> MethodResult:
         raise NotImplementedError

@@ -21,7 +21,6 @@ class Retrain(UnlearningMethod):
     """Retraining from scratch without the forgotten data."""
 
     name = "retrain"
-    needs_holders = False
 
     def run(self, job: UnlearningJob) -> MethodResult:
         rounds = job.config.num_server_rounds
@@ -33,7 +32,6 @@ class Finetune(UnlearningMethod):
     """Fine-tuning the trained model on the remaining data."""
 
     name = "finetune"
-    needs_holders = False
 
     def run(self, job: UnlearningJob) -> MethodResult:
         from unlearn.baselines import finetune_rounds

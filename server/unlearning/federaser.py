@@ -41,8 +41,6 @@ class FedEraser(UnlearningMethod):
     """Replay of the recorded training with calibration rounds on the clients that stay."""
 
     name = "federaser"
-    needs_history = True
-    needs_holders = False
 
     def run(self, job: UnlearningJob) -> MethodResult:
         from unlearn.federaser import check_clients, replay_step

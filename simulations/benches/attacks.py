@@ -47,7 +47,6 @@ NAME = "attacks"
 HELP = "accuracy under label-flip, sign-flip and Gaussian attacks: FedAvg vs robust strategies; certificates"
 
 ROBUST = ("fedmedian", "fedtrimmedavg", "krum", "multikrum", "bulyan")
-LEAST_CLIENTS = {"krum": (2, 3), "multikrum": (2, 3), "bulyan": (4, 3)}  # n >= a f + b
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -120,9 +119,10 @@ def final_accuracy(config: RunConfig, num_clients: int) -> float:
 
 
 def _skip_reason(algorithm: str, malicious: int, clients: int) -> str | None:
-    factor, constant = LEAST_CLIENTS.get(algorithm, (0, 0))
-    if clients < factor * malicious + constant:
-        return f"needs {factor}f+{constant} = {factor * malicious + constant} clients"
+    spec = ALGORITHMS[algorithm]
+    if spec.least_clients is not None and clients < spec.least_replies(malicious):
+        factor, constant = spec.least_clients
+        return f"needs {factor}f+{constant} = {spec.least_replies(malicious)} clients"
     return None
 
 

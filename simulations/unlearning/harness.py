@@ -86,13 +86,12 @@ def new_model(config: RunConfig, in_dim: int, num_classes: int, seed: int) -> No
 
 def check_algorithm(name: str) -> None:
     """The experiment needs a global model of the run's architecture: an aggregating algorithm
-    whose clients train the plain node classifier (ValueError naming the problem otherwise)."""
-    from client.algorithms import ClientAlgorithm, client_algorithm
-
-    if not server_algorithm(name).AGGREGATES:
+    whose clients train the plain node classifier, the spec's ``unlearnable`` as for a run's
+    ``unlearn-request`` (ValueError naming the problem otherwise)."""
+    spec = server_algorithm(name).spec
+    if not spec.aggregates:
         raise ValueError(f"algorithm {name!r} keeps no global model, so there is nothing to unlearn from")
-    _, part = client_algorithm(name)
-    if type(part).new_model is not ClientAlgorithm.new_model:
+    if not spec.unlearnable:
         raise ValueError(
             f"algorithm {name!r} trains its own model type; the unlearning methods edit the run's node "
             "classifier (use fedavg or fedprox)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from unlearn.evaluate import METRICS
 
 
@@ -115,7 +116,7 @@ def check_targets(
                 add(method, "MIA gap closure", closure, f">= {bar}", None, "not measurable: MIA gap within noise")
             diff = _diff(row["acc_forget"], retrain["acc_forget"])
             add(method, "Df acc - retrain's", diff, "|x| <= 0.05", None if diff is None else abs(diff) <= 0.05)
-        budget = {"wash": 0.01, "laf": 0.2, "laf+r": 0.2, "laf+ft": 0.2, "federaser": 0.2}.get(method)
+        budget = UNLEARN_METHOD_SPECS[method].time_budget
         if budget is not None:
             ratio = row["time_ratio"]
             add(method, "wall time / retrain's", ratio, f"<= {budget}", None if ratio is None else ratio <= budget)

@@ -210,7 +210,8 @@ def test_fedyogi_and_fedadagrad_follow_their_second_moments():
 
 
 def test_federation_check_before_a_run():
-    from server.krum import check_federation
+    def check_federation(config, num_clients):  # noqa: ANN001, ANN202
+        server_algorithm(config.algorithm).check_federation(config, num_clients)
 
     check_federation(_config("bulyan"), 7)
     check_federation(_config("fedavg", **{"num-malicious-nodes": 5}), 3)  # not a Krum-family rule
@@ -220,6 +221,8 @@ def test_federation_check_before_a_run():
         check_federation(_config("krum", **{"fraction-train": 0.4}), 10)  # Flower samples 4 of 10
     with pytest.raises(ValueError, match="multikrum selects num-nodes-to-select=8 of 7 sampled clients"):
         check_federation(_config("multikrum", **{"num-nodes-to-select": 8}), 7)
+    with pytest.raises(ValueError, match=r"krum with num-malicious-nodes=2 needs at least 2f\+3 = 7 clients per round"):
+        check_federation(_config("krum", **{"num-malicious-nodes": 2}), 6)  # the spec's (2, 3), not bulyan's
 
 
 @pytest.mark.parametrize("algorithm", ("fedavg", "fedprox", "fedmedian", "fedtrimmedavg", "krum"))
