@@ -157,7 +157,9 @@ def test_stamen_run_inprocess_fedsage_plus_reports_test_accuracy(tmp_path):
     assert code == 0
     summary = json.loads((tmp_path / "plus" / "summary.json").read_text())
     rows = [json.loads(line) for line in (tmp_path / "plus" / "metrics.jsonl").read_text().splitlines()]
-    assert rows[-1]["round"] == 3 and 0.0 <= rows[-1]["global_test_acc"] <= 1.0
+    # The run learns: 3 rounds lift the global test accuracy from the initial model's
+    # (round 0's row) 0.169 to 0.202, measured; 7 classes, so chance is 0.143.
+    assert rows[-1]["round"] == 3 and rows[-1]["global_test_acc"] >= rows[0]["global_test_acc"] + 0.02
     assert "test_acc" in json.dumps(summary)
 
 

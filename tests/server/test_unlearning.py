@@ -114,7 +114,11 @@ def test_federated_laf_moves_the_encoder_in_capped_rounds_and_keeps_the_head(tra
         if not name.startswith("head.") and not torch.allclose(before[name], after[name], atol=1e-4)
     ]
     assert moved, "no encoder weight moved"
-    assert 0.0 <= result["unlearned"]["acc_forget"] <= 1.0 and result["unlearned"]["test_client"] is not None
+    # LAF alone is not meant to move Df accuracy much in a federation (docs/unlearning.md: its
+    # rounds average one alternation per client; laf+ft and laf+r make up for it): measured
+    # 0.923 before and after here.
+    before_acc, after_acc = result["original"]["acc_forget"], result["unlearned"]["acc_forget"]
+    assert abs(after_acc - before_acc) <= 0.05 and result["unlearned"]["test_client"] is not None
 
 
 def test_federated_laf_ft_fine_tunes_after_laf_on_the_clients_that_stay(trained, tmp_path, monkeypatch):
@@ -198,14 +202,14 @@ def test_federated_federaser_replays_the_recorded_updates_without_a_departed_cli
 
 
 @pytest.mark.parametrize(
-    "method, phases",
-    [
-        ("finetune", {p.UNLEARN_RETRAIN: "staying"}),
-        ("gradient-ascent", {p.UNLEARN_ASCENT: "holder"}),
-        ("laf+r", {p.UNLEARN_LAF: "all", p.UNLEARN_REPAIR: "staying"}),
+    "method, phases, drop",
+    [  # drop: the least fall of the forgotten nodes' accuracy from the original's 0.923 (measured 0.29, 0.90, 0.27)
+        ("finetune", {p.UNLEARN_RETRAIN: "staying"}, 0.2),
+        ("gradient-ascent", {p.UNLEARN_ASCENT: "holder"}, 0.7),
+        ("laf+r", {p.UNLEARN_LAF: "all", p.UNLEARN_REPAIR: "staying"}, 0.2),
     ],
 )
-def test_the_methods_once_in_process_only_run_as_federated_rounds(trained, tmp_path, monkeypatch, method, phases):
+def test_the_methods_once_in_process_only_run_as_federated_rounds(trained, tmp_path, monkeypatch, method, phases, drop):
     grid, arrays = trained
     seen: dict[str, set[int]] = {}
     send = grid.send_and_receive
@@ -230,4 +234,5 @@ def test_the_methods_once_in_process_only_run_as_federated_rounds(trained, tmp_p
     assert seen == {flag: expected[who] for flag, who in phases.items()}
     before, after = arrays.to_torch_state_dict(), unlearned.to_torch_state_dict()
     assert not torch.allclose(before["head.weight"], after["head.weight"], atol=1e-6)
-    assert 0.0 <= result["unlearned"]["acc_forget"] <= 1.0 and result["unlearned"]["test_global"] > 0.3
+    assert result["unlearned"]["acc_forget"] <= result["original"]["acc_forget"] - drop
+    assert result["unlearned"]["test_global"] > 0.3

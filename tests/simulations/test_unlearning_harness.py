@@ -37,9 +37,28 @@ def test_client_request_all_methods_and_reuse_of_originals(small_config):
     result = run_request(config, 3, "client:2", METHODS, [0], originals=originals)
     assert set(originals) == {0}
     assert result["methods"] == ["original", "retrain", *METHODS]
-    for name in result["methods"]:
-        row = result["mean"][name]
-        assert 0 <= row["acc_forget"] <= 1 and 0 <= row["mia_auc"] <= 1 and row["test_client"] is not None
+    mean = result["mean"]
+    original = mean["original"]["acc_forget"]  # 0.960: client 2 holds classes the others barely see
+    # Methods that take the client's contribution out fall to retraining's Df accuracy (0.023):
+    # measured retrain 0.023, federaser 0.023, gradient-ascent 0.074.
+    for name in ("retrain", "federaser", "gradient-ascent"):
+        assert mean[name]["acc_forget"] <= original - 0.5, name
+    # Methods that edit or tune the trained model keep what it learned from one client alone
+    # (docs/unlearning.md): measured wash 0.949, laf 0.949, laf+r 0.931, laf+ft 0.960, finetune 0.960.
+    for name in ("wash", "laf", "laf+r", "laf+ft", "finetune"):
+        assert abs(mean[name]["acc_forget"] - original) <= 0.05, name
+    assert set(result["methods"]) == {
+        "original",
+        "retrain",
+        "wash",
+        "laf",
+        "laf+r",
+        "laf+ft",
+        "federaser",
+        "finetune",
+        "gradient-ascent",
+    }
+    assert all(mean[name]["test_client"] is not None for name in result["methods"])
     assert result["per_seed"][0]["num_remaining_clients"] == 2
     again = run_request(config, 3, "nodes:0:0.5", ["wash"], [0], originals=originals)
     assert again["per_seed"][0]["rows"]["original"]["source"] == "given"
