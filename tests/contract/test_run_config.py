@@ -143,3 +143,29 @@ def test_the_server_app_runs_the_same_validation():
             check_run_config(values)
     with pytest.raises(ValueError, match="one plain folder name"):
         check_run_config({"run-name": "../x"})
+
+
+# The tests above check that the rules follow the specs; these pin the specs' facts themselves,
+# stated independently (docs/privacy.md, docs/algorithms.md), so a wrong spec line fails here.
+PINNED = {
+    "dp-sgd": {"local", "fedavg", "fedavgm", "fedadam", "fedyogi", "fedadagrad", "fedmedian", "fedtrimmedavg"}
+    | {"krum", "multikrum", "bulyan"},
+    "client-dp": {"fedavg", "fedprox"},  # the server clips and noises a mean of the clients' updates
+    "resumable": {"fedavg", "fedprox", "local", "fedlog", "fedmedian", "fedtrimmedavg", "krum", "multikrum", "bulyan"},
+    "keeps no global model": {"local"},
+}
+
+
+@pytest.mark.parametrize("fact", sorted(PINNED))
+def test_the_algorithm_specs_state_the_pinned_facts(fact):
+    holds = {
+        "dp-sgd": lambda spec: spec.admits("dp-sgd"),
+        "client-dp": lambda spec: spec.admits("client-dp"),
+        "resumable": lambda spec: spec.resumable,
+        "keeps no global model": lambda spec: not spec.aggregates,
+    }[fact]
+    assert {name for name, spec in ALGORITHMS.items() if holds(spec)} == PINNED[fact]
+
+
+def test_only_federaser_replays_the_training_history():
+    assert {name for name, spec in UNLEARN_METHOD_SPECS.items() if spec.replays_history} == {"federaser"}
