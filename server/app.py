@@ -12,6 +12,7 @@ from flwr.app import Context
 from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
 
+from contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS
 from contract.provenance import provenance
 from contract.run_config import RunConfig
 from server import outputs, privacy
@@ -43,7 +44,7 @@ def check_run_config(values: dict) -> RunConfig:
     return config
 
 
-SHOWN = ("train_loss", "epsilon_max", "client_dp_epsilon")  # besides accuracies, in the round log
+SHOWN = (TRAIN_LOSS, "epsilon_max", CLIENT_DP_EPSILON)  # besides accuracies, in the round log
 
 
 def format_table(summary: dict) -> str:
@@ -158,7 +159,7 @@ def train_and_report(
 
     def on_row(row: Row) -> None:
         if driver.epsilon_after is not None and "clients" in row:
-            row["client_dp_epsilon"] = driver.epsilon_after(row["round"])
+            row[CLIENT_DP_EPSILON] = driver.epsilon_after(row["round"])
         nonlocal kept
         line = row_line(row)
         if kept is not None:  # a resumed run's first new row: the rows from the checkpoint's round on go with it

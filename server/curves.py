@@ -23,15 +23,17 @@ from collections.abc import Sequence
 from typing import Any
 from xml.sax.saxutils import escape
 
+from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, TRAIN_LOSS, VAL_ACC
+
 Row = dict[str, Any]
 
 ACCURACIES = (
-    ("global_test_acc", "global test accuracy", "#1f77b4"),
-    ("global_val_acc", "global validation accuracy", "#17becf"),
-    ("test_acc", "client test accuracy (local models)", "#2ca02c"),
-    ("val_acc", "client validation accuracy (local models)", "#bcbd22"),
+    (GLOBAL_TEST_ACC, "global test accuracy", "#1f77b4"),
+    (GLOBAL_VAL_ACC, "global validation accuracy", "#17becf"),
+    (TEST_ACC, "client test accuracy (local models)", "#2ca02c"),
+    (VAL_ACC, "client validation accuracy (local models)", "#bcbd22"),
 )
-LOSS = ("train_loss", "train loss (weighted by training nodes)", "#9467bd")
+LOSS = (TRAIN_LOSS, "train loss (weighted by training nodes)", "#9467bd")
 
 WIDTH, HEIGHT = 1100, 490  # room below the panels for a legend of four lines
 TOP, PLOT_HEIGHT = 60, 300  # the panels' plot areas: y from TOP to TOP + PLOT_HEIGHT
@@ -73,7 +75,7 @@ def _points(rows: Sequence[Row], key: str) -> list[tuple[float, float | None]]:
 
 def _best_round(rows: Sequence[Row]) -> float | None:
     """The round with the highest validation accuracy (the global model's where there is one)."""
-    selector = "global_val_acc" if any("global_val_acc" in r for r in rows) else "val_acc"
+    selector = GLOBAL_VAL_ACC if any(GLOBAL_VAL_ACC in r for r in rows) else VAL_ACC
     scored = [r for r in rows if isinstance(r.get(selector), int | float) and "round" in r]
     return float(max(scored, key=lambda r: r[selector])["round"]) if scored else None
 

@@ -39,6 +39,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from contract import protocol as p
+from contract.figures import TRAIN_LOSS
 from server.checkpoint import Checkpoint
 from server.divergence import DivergedError, check_round
 from server.privacy import epsilon_figures
@@ -467,7 +468,7 @@ def run_rounds(
             "seconds": time.perf_counter() - started,
         }
         try:
-            check_round(server_round, None if no_loss else pending.get("train_loss"), arrays if aggregates else None)
+            check_round(server_round, None if no_loss else pending.get(TRAIN_LOSS), arrays if aggregates else None)
         except DivergedError:
             on_row(pending)  # the round that diverged stays in the rows (its non-finite figures as null)
             raise

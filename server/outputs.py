@@ -14,25 +14,20 @@ from typing import Any
 
 from flwr.app import ArrayRecord
 
+from contract.figures import (
+    CLIENT_DP_EPSILON,
+    FINAL_TEST_ACC,
+    GLOBAL_TEST_ACC,
+    GLOBAL_VAL_ACC,
+    SUMMARY_FIGURES,
+    TEST_ACC,
+    VAL_ACC,
+    headline,
+)
 from contract.run_config import RunConfig
 from server.curves import curves_svg
 from server.loop import FailureCategory, Row
 from server.rundir import CURVES_FILE, atomic_write
-
-SUMMARY_FIGURES = (
-    ("global_test_acc", "global test accuracy"),
-    ("global_val_acc", "global validation accuracy"),
-    ("test_acc", "client test accuracy (local models)"),
-    ("val_acc", "client validation accuracy (local models)"),
-    ("train_loss", "train loss"),
-    # FedLoG's evaluation settings besides the seen graph, where the clients report them
-    ("global_unseen_node_acc", "global unseen-node accuracy"),
-    ("unseen_node_acc", "client unseen-node accuracy"),
-    ("global_missing_class_acc", "global missing-class accuracy"),
-    ("missing_class_acc", "client missing-class accuracy"),
-    ("global_new_client_acc", "global new-client accuracy"),
-    ("new_client_acc", "client new-client accuracy"),
-)
 
 
 def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[str, Any]:
@@ -41,14 +36,14 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     The best round is chosen on validation accuracy (the global model's when there is
     one, else the local models'), never on test accuracy.
     """
-    selector = "global_val_acc" if any("global_val_acc" in r for r in rows) else "val_acc"
+    selector = GLOBAL_VAL_ACC if any(GLOBAL_VAL_ACC in r for r in rows) else VAL_ACC
     candidates = [r for r in rows if _is_figure(r.get(selector))]
     best = max(candidates, key=lambda r: r[selector]) if candidates else {}
     final = rows[-1] if rows else {}
     trained = [r for r in rows if "seconds" in r]
     failures = failure_counts(rows)
     seconds = [r["seconds"] for r in trained]
-    tested = [r.get("global_test_acc", r.get("test_acc", 0.0)) for r in rows]
+    tested = [headline(r) for r in rows]
     train_max = [r["client_train_seconds_max"] for r in trained]
     train_sum = [r.get("client_train_seconds_sum", 0.0) for r in trained]
     summary = {
@@ -80,7 +75,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
 def fairness(row: Row) -> dict[str, Any]:
     """How the final model's test accuracy spreads over the clients: min, mean, max and std (population)."""
     clients = row.get("per_client", {})
-    key = "global_test_acc" if any("global_test_acc" in c for c in clients.values()) else "test_acc"
+    key = GLOBAL_TEST_ACC if any(GLOBAL_TEST_ACC in c for c in clients.values()) else TEST_ACC
     values = [c[key] for c in clients.values() if _is_figure(c.get(key))]
     if not values:
         return {}
@@ -121,7 +116,7 @@ def write_tensorboard(run_dir: Path, rows: list[Row]) -> None:
                     if key != "round":
                         writer.add_scalar(f"run/{key}", value, step)
             for pid, figures in row.get("per_client", {}).items():
-                for key in ("test_acc", "global_test_acc"):
+                for key in (TEST_ACC, GLOBAL_TEST_ACC):
                     if _is_figure(figures.get(key)):
                         writer.add_scalar(f"client/{pid}/{key}", figures[key], step)
 
@@ -142,12 +137,11 @@ def privacy_summary(final_row: Row, final: dict[str, Any], config: RunConfig) ->
     DP-SGD: each client's epsilon (composed over the rounds it trained in);
     client-level DP: one epsilon for every client.
     """
-    accuracy = final.get("global_test_acc") if final.get("global_test_acc") is not None else final.get("test_acc")
-    figures = {"privacy": config.privacy, "delta": config.target_delta, "test_acc": accuracy}
+    figures = {"privacy": config.privacy, "delta": config.target_delta, FINAL_TEST_ACC: headline(final)}
     if config.privacy == "dp-sgd":
         figures.update(epsilon=final_row.get("epsilon", {}), epsilon_max=final_row.get("epsilon_max"))
     else:
-        figures.update(clipping=config.clipping, epsilon_max=final_row.get("client_dp_epsilon"))
+        figures.update(clipping=config.clipping, epsilon_max=final_row.get(CLIENT_DP_EPSILON))
     return figures
 
 
@@ -158,7 +152,7 @@ def privacy_table(privacy: dict[str, Any]) -> str:
         lines.append(f"{client:>8}  {_shown(epsilon, '>10.4f'):>10}")
     if privacy["privacy"] == "client-dp":
         lines.append(f"{'all':>8}  {_shown(privacy['epsilon_max'], '>10.4f'):>10}")
-    accuracy = _shown(privacy["test_acc"], ".4f")
+    accuracy = _shown(privacy[FINAL_TEST_ACC], ".4f")
     lines.append(f"{privacy['privacy']} at delta={privacy['delta']:g}; test accuracy {accuracy}")
     return "\n".join(lines)
 
@@ -195,7 +189,10 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     unlearning = summary.get("unlearning")
     if unlearning:
         before, after = unlearning.get("original", {}), unlearning.get("unlearned", {})
-        shared = [k for k in ("test_forgotten_class", "test_other_classes", "forget_acc", "test_acc") if k in after]
+        # unlearn.evaluate's figures (the names "forget_acc" and "test_acc" here never matched: only a class
+        # request's figures were shown)
+        shown = ("acc_forget", "test_forgotten_class", "test_other_classes", "test_global")
+        shared = [k for k in shown if k in after]
         figures = ", ".join(f"{k} {_shown(before.get(k))} -> {_shown(after[k])}" for k in shared)
         lines.append(
             f"unlearning: {unlearning['request']} by {unlearning['method_used']} in {unlearning['seconds']:.1f} s"

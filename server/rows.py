@@ -13,14 +13,15 @@ from typing import Any
 from flwr.app import MetricRecord
 
 from contract import protocol as p
+from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, TRAIN_LOSS, VAL_ACC
 
 Row = dict[str, Any]
 # per-client figures: (row key, correct-count metric, total metric)
 _CLIENT_ACCURACIES = (
-    ("global_val_acc", p.GLOBAL_VAL_CORRECT, p.NUM_VAL),
-    ("global_test_acc", p.GLOBAL_TEST_CORRECT, p.NUM_TEST),
-    ("val_acc", p.LOCAL_VAL_CORRECT, p.NUM_VAL),
-    ("test_acc", p.LOCAL_TEST_CORRECT, p.NUM_TEST),
+    (GLOBAL_VAL_ACC, p.GLOBAL_VAL_CORRECT, p.NUM_VAL),
+    (GLOBAL_TEST_ACC, p.GLOBAL_TEST_CORRECT, p.NUM_TEST),
+    (VAL_ACC, p.LOCAL_VAL_CORRECT, p.NUM_VAL),
+    (TEST_ACC, p.LOCAL_TEST_CORRECT, p.NUM_TEST),
 )
 
 
@@ -34,10 +35,10 @@ def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
     total_val = sum(int(m[p.NUM_VAL]) for m in metrics)
     total_test = sum(int(m[p.NUM_TEST]) for m in metrics)
     figures = [
-        ("global_val_acc", p.GLOBAL_VAL_CORRECT, total_val),
-        ("global_test_acc", p.GLOBAL_TEST_CORRECT, total_test),
-        ("val_acc", p.LOCAL_VAL_CORRECT, total_val),
-        ("test_acc", p.LOCAL_TEST_CORRECT, total_test),
+        (GLOBAL_VAL_ACC, p.GLOBAL_VAL_CORRECT, total_val),
+        (GLOBAL_TEST_ACC, p.GLOBAL_TEST_CORRECT, total_test),
+        (VAL_ACC, p.LOCAL_VAL_CORRECT, total_val),
+        (TEST_ACC, p.LOCAL_TEST_CORRECT, total_test),
     ]
     for setting in p.SETTINGS:  # e.g. "global_missing_class_acc" and "missing_class_acc"
         total = sum(int(m.get(p.setting_key("num", setting), 0)) for m in metrics)
@@ -62,7 +63,7 @@ def training_figures(metrics: list[MetricRecord]) -> Row:
     handler = [sum(float(m[key]) for key in phases.values()) for m in metrics]
     return {
         # a client without training nodes weighs nothing (its loss, of no nodes, may be NaN)
-        "train_loss": sum(float(m[p.TRAIN_LOSS]) * n for m in metrics if (n := int(m[p.NUM_EXAMPLES])) > 0)
+        TRAIN_LOSS: sum(float(m[p.TRAIN_LOSS]) * n for m in metrics if (n := int(m[p.NUM_EXAMPLES])) > 0)
         / max(examples, 1),
         "client_train_seconds_max": max(float(m[p.TRAIN_SECONDS]) for m in metrics),
         **{f"client_{name}_seconds_sum": sum(float(m[key]) for m in metrics) for name, key in phases.items()},
@@ -77,7 +78,7 @@ def client_figures(metrics: list[MetricRecord]) -> dict[str, Row]:
     for m in metrics:
         figures: Row = {"train_nodes": int(m[p.NUM_EXAMPLES])} if p.NUM_EXAMPLES in m else {}
         if p.TRAIN_LOSS in m:
-            figures["train_loss"] = float(m[p.TRAIN_LOSS])
+            figures[TRAIN_LOSS] = float(m[p.TRAIN_LOSS])
         for name, correct, total in _CLIENT_ACCURACIES:
             if correct in m and int(m[total]) > 0:
                 figures[name] = int(m[correct]) / int(m[total])

@@ -14,6 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from contract.figures import GLOBAL_TEST_ACC, TEST_ACC
+
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The complete rows of a ``metrics.jsonl`` being written (a half-written last line is left for later)."""
@@ -75,9 +77,9 @@ class RunProgress:
         if not trained:
             return
         last = trained[-1]
-        accuracy = next((row.get("global_test_acc") for row in reversed(rows) if "global_test_acc" in row), None)
+        accuracy = next((row.get(GLOBAL_TEST_ACC) for row in reversed(rows) if GLOBAL_TEST_ACC in row), None)
         if accuracy is None:
-            accuracy = last.get("test_acc")
+            accuracy = last.get(TEST_ACC)
         failed = sum(len(row.get("failed_clients", [])) for row in rows)
         figures = f"test acc {accuracy:.3f}" if accuracy is not None else ""
         if failed:

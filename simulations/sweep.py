@@ -20,12 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
 from simulations.overrides import parse_overrides
 
 # Figures a sweep reports per run (from its summary.json), and their labels.
 FIGURES = (
-    ("final_test_acc", "final test acc"),
-    ("best_val_test_acc", "test acc at best val"),
+    (FINAL_TEST_ACC, "final test acc"),
+    (TEST_ACC_AT_BEST_VAL, "test acc at best val"),
     ("total_wall_seconds", "wall s"),
 )
 # Run-config keys the sweep sets for every run itself: where it goes, under which name, fresh.
@@ -129,12 +130,12 @@ def run_figures(summary: dict[str, Any]) -> dict[str, Any]:
     """A run's sweep figures from its summary: the global model's accuracy where there is one."""
 
     def accuracy(part: dict[str, Any]) -> float | None:
-        value = part.get("global_test_acc")
-        return value if value is not None else part.get("test_acc")
+        value = part.get(GLOBAL_TEST_ACC)
+        return value if value is not None else part.get(TEST_ACC)
 
     return {
-        "final_test_acc": accuracy(summary.get("final", {})),
-        "best_val_test_acc": accuracy(summary.get("best", {})),
+        FINAL_TEST_ACC: accuracy(summary.get("final", {})),
+        TEST_ACC_AT_BEST_VAL: accuracy(summary.get("best", {})),
         "total_wall_seconds": summary.get("total_wall_seconds"),
     }
 

@@ -44,6 +44,7 @@ from typing import Any
 from flwr.common.config import parse_config_args
 
 from contract.algorithms import ALGORITHMS
+from contract.figures import GLOBAL_TEST_ACC, TEST_ACC
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
 from simulations.long_job import LongJob
@@ -99,7 +100,7 @@ SETTING_KEYS = ("model", "hidden", "local-epochs", "lr", "weight-decay", "dropou
 
 
 # The summary figures a run keeps: (summary key, column label).
-FIGURES = (("global_test_acc", "global model"), ("test_acc", "client models"))
+FIGURES = ((GLOBAL_TEST_ACC, "global model"), (TEST_ACC, "client models"))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

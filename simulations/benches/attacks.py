@@ -37,6 +37,7 @@ import numpy as np
 
 from client.attacks import Attack, check_attack
 from contract.algorithms import ALGORITHMS
+from contract.figures import GLOBAL_TEST_ACC
 from contract.run_config import RunConfig
 from simulations.benches.records import markdown_table, print_tables
 from simulations.inprocess import run_in_process
@@ -115,7 +116,7 @@ def final_accuracy(config: RunConfig, num_clients: int) -> float:
     """One in-process run; the final global model's pooled test accuracy."""
     rows: list[dict[str, Any]] = []
     run_in_process(config, num_clients, rows.append)
-    return float(rows[-1]["global_test_acc"])
+    return float(rows[-1][GLOBAL_TEST_ACC])
 
 
 def _skip_reason(algorithm: str, malicious: int, clients: int) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from models import build_model
@@ -88,8 +89,8 @@ def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
         history.append(
             {
                 "round": server_round,
-                "global_val_acc": sum(e.val_correct for e in evaluations) / sum(e.num_val for e in evaluations),
-                "global_test_acc": sum(e.test_correct for e in evaluations) / sum(e.num_test for e in evaluations),
+                GLOBAL_VAL_ACC: sum(e.val_correct for e in evaluations) / sum(e.num_val for e in evaluations),
+                GLOBAL_TEST_ACC: sum(e.test_correct for e in evaluations) / sum(e.num_test for e in evaluations),
                 "seconds": now - (history[-1]["ended"] if history else loop_started),
                 "ended": now,
             }
@@ -100,14 +101,14 @@ def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
     fedavg_loop(
         new_model(), clients, config.num_server_rounds, config.local_epochs, config.lr, config.weight_decay, record
     )
-    best = max(history, key=lambda row: row["global_val_acc"])
+    best = max(history, key=lambda row: row[GLOBAL_VAL_ACC])
     return {
         "wall_seconds": time.perf_counter() - started,
         "set_up_seconds": set_up,
         "seconds_per_round": sum(r["seconds"] for r in history) / len(history),
-        "final_test_acc": history[-1]["global_test_acc"],
+        FINAL_TEST_ACC: history[-1][GLOBAL_TEST_ACC],
         "best_val_round": best["round"],
-        "test_acc_at_best_val": best["global_test_acc"],
-        "max_test_acc": max(r["global_test_acc"] for r in history),
+        TEST_ACC_AT_BEST_VAL: best[GLOBAL_TEST_ACC],
+        "max_test_acc": max(r[GLOBAL_TEST_ACC] for r in history),
         "peak_memory_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
     }

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from graphs.node_data import export_partitions
@@ -103,7 +104,7 @@ def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: 
         "total_wall_seconds": time.perf_counter() - started,
         "actors": (actors := max(1, min(args.nodes, os.cpu_count() or 1))),
         "per_round": per_round_breakdown(_rows(Path(summary["run_dir"])), actors),
-        "final_test_acc": summary["final"]["global_test_acc"],
+        FINAL_TEST_ACC: summary["final"][GLOBAL_TEST_ACC],
     }
 
     clientapps = args.clientapps
@@ -135,7 +136,7 @@ def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: 
         "total_wall_seconds": time.perf_counter() - started,
         "actors": args.nodes,  # one ClientApp process per node at a time
         "per_round": per_round_breakdown(_rows(run_dir), args.nodes),
-        "final_test_acc": json.loads((run_dir / "summary.json").read_text())["final"]["global_test_acc"],
+        FINAL_TEST_ACC: json.loads((run_dir / "summary.json").read_text())["final"][GLOBAL_TEST_ACC],
     }
     print("[bench deploy] timing fresh ClientApp imports ...", flush=True)
     return {
@@ -143,7 +144,7 @@ def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: 
         "rounds": args.rounds,
         "simulation": simulation,
         "deployment": deployed,
-        "same_final_accuracy": deployed["final_test_acc"] == simulation["final_test_acc"],
+        "same_final_accuracy": deployed[FINAL_TEST_ACC] == simulation[FINAL_TEST_ACC],
         "client_import_seconds": client_import_seconds(args.import_samples),
     }
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from flwr.common.config import parse_config_args
 
+from contract.figures import TEST_ACC
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
 from simulations.inprocess import run_in_process
@@ -41,7 +42,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fedlog": {"algorithm": "fedlog"},
     "fedlog-no-cd": {"algorithm": "fedlog", "fedlog-beta-cd": 0.0},
 }
-SETTINGS = (("seen", "test_acc"), ("unseen node", "unseen_node_acc"), ("missing class", "missing_class_acc"))
+SETTINGS = (("seen", TEST_ACC), ("unseen node", "unseen_node_acc"), ("missing class", "missing_class_acc"))
 SETTINGS += (("new client", "new_client_acc"),)
 
 
@@ -140,7 +141,7 @@ def one_run(args: argparse.Namespace, variant: str, num_clients: int, seed: int)
     def on_row(row: dict[str, Any]) -> None:
         rows.append(row)
         if row["round"] % 10 == 0 and row["round"] > 0:
-            shown = {k: round(row[k], 3) for k in ("test_acc", "missing_class_acc") if k in row}
+            shown = {k: round(row[k], 3) for k in (TEST_ACC, "missing_class_acc") if k in row}
             print(f"  [{label}] round {row['round']}/{config.num_server_rounds} {shown}", flush=True)
 
     print(f"[bench fedlog] {label} ...", flush=True)

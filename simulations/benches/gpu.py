@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from contract.run_config import RunConfig
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.inprocess import run_in_process
@@ -112,7 +113,7 @@ def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) 
     wall = time.perf_counter() - started
     trained = [row for row in rows if "client_train_seconds_sum" in row]
     steady = [row for row in trained if row["round"] >= 2]
-    best = max((row for row in rows if "global_val_acc" in row), key=lambda row: row["global_val_acc"])
+    best = max((row for row in rows if GLOBAL_VAL_ACC in row), key=lambda row: row[GLOBAL_VAL_ACC])
     entry = {
         "dataset": args.dataset,
         "csbm_nodes": csbm_nodes or None,
@@ -124,7 +125,7 @@ def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) 
         "first_round_seconds": trained[0]["seconds"],
         "seconds_per_round": mean(row["seconds"] for row in steady),
         "client_train_seconds_per_round": mean(row["client_train_seconds_sum"] for row in steady),
-        "test_acc_at_best_val": best["global_test_acc"],
+        TEST_ACC_AT_BEST_VAL: best[GLOBAL_TEST_ACC],
         "best_val_round": best["round"],
         "gpu_peak_memory_mb": torch.cuda.max_memory_allocated(gpu) / 2**20 if gpu is not None else None,
     }

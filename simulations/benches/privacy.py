@@ -27,6 +27,7 @@ from flwr.app import RecordDict
 
 from client.job import client_data
 from client.privacy import RowClassifier, load_accountant, noise_multiplier, propagated_rows, train_private
+from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import build_model
@@ -92,10 +93,10 @@ def federated_run(config: RunConfig, num_clients: int) -> dict[str, Any]:
     epsilon = final.get("epsilon_max")
     if setup.epsilon_after is not None:
         epsilon = setup.epsilon_after(final["round"])
-    best = max((r for r in rows if "global_val_acc" in r), key=lambda r: r["global_val_acc"])
+    best = max((r for r in rows if GLOBAL_VAL_ACC in r), key=lambda r: r[GLOBAL_VAL_ACC])
     return {
-        "test_acc": final["global_test_acc"],
-        "test_acc_at_best_val": best["global_test_acc"],
+        "test_acc": final[GLOBAL_TEST_ACC],
+        TEST_ACC_AT_BEST_VAL: best[GLOBAL_TEST_ACC],
         "epsilon": epsilon,
         "noise_multipliers": _noise_multipliers(config, num_clients, setup),
         "client_epsilons": final.get("epsilon"),

@@ -21,6 +21,7 @@ from statistics import mean
 from typing import Any
 
 from contract import strict_json
+from contract.figures import GLOBAL_TEST_ACC
 from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.long_job import LongJob
@@ -79,7 +80,7 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
         client_seconds_per_round=mean(r["client_handler_seconds_sum"] for r in later),
         overhead_per_round=mean(r["exchange_seconds"] - r["client_handler_seconds_sum"] / actors for r in later),
         peak_memory_gb=summary["peak_memory_gb"],
-        test_acc=summary["final"]["global_test_acc"],
+        test_acc=summary["final"][GLOBAL_TEST_ACC],
     )
     return entry
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from contract import strict_json
 from contract.algorithms import ALGORITHMS
+from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
 from simulations import lifetime
 from simulations.benches.records import int_list, markdown_table, print_tables
 from simulations.long_job import LongJob
@@ -273,8 +274,8 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
             inprocess, engine_summary = _median(engines, lambda run: run[1]["total_wall_seconds"])
             in_turn, in_turn_summary = _median(in_turns, lambda run: run[1]["total_wall_seconds"])
             in_turn = {**in_turn, "total_wall_seconds": in_turn_summary["total_wall_seconds"]}
-            in_turn["test_acc_at_best_val"] = (
-                in_turn_summary["best"]["global_test_acc"] or in_turn_summary["best"]["test_acc"]
+            in_turn[TEST_ACC_AT_BEST_VAL] = (
+                in_turn_summary["best"][GLOBAL_TEST_ACC] or in_turn_summary["best"][TEST_ACC]
             )
             with_client_figures = None
             if not overrides["local-eval"]:
@@ -292,8 +293,8 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                 "flwr_run": {
                     "total_wall_seconds": summary["total_wall_seconds"],
                     "peak_memory_gb": summary["peak_memory_gb"],
-                    "final_test_acc": summary["final"]["global_test_acc"] or summary["final"]["test_acc"],
-                    "test_acc_at_best_val": summary["best"]["global_test_acc"] or summary["best"]["test_acc"],
+                    FINAL_TEST_ACC: summary["final"][GLOBAL_TEST_ACC] or summary["final"][TEST_ACC],
+                    TEST_ACC_AT_BEST_VAL: summary["best"][GLOBAL_TEST_ACC] or summary["best"][TEST_ACC],
                     "max_test_acc": summary["max_test_acc"],
                     "start_up_seconds": summary["total_wall_seconds"] - flower_unit["rounds_seconds"],
                     "outside_server_app_seconds": summary["total_wall_seconds"] - summary["wall_seconds"],
@@ -306,9 +307,8 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                 "inprocess_engine": {
                     **inprocess,
                     "peak_memory_gb": engine_summary["peak_memory_gb"],
-                    "final_test_acc": engine_summary["final"]["global_test_acc"] or engine_summary["final"]["test_acc"],
-                    "test_acc_at_best_val": engine_summary["best"]["global_test_acc"]
-                    or engine_summary["best"]["test_acc"],
+                    FINAL_TEST_ACC: engine_summary["final"][GLOBAL_TEST_ACC] or engine_summary["final"][TEST_ACC],
+                    TEST_ACC_AT_BEST_VAL: engine_summary["best"][GLOBAL_TEST_ACC] or engine_summary["best"][TEST_ACC],
                     "max_test_acc": engine_summary["max_test_acc"],
                     "seconds_per_round": engine_summary["seconds_per_round"],
                     "total_wall_seconds": engine_summary["total_wall_seconds"],

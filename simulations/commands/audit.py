@@ -39,6 +39,7 @@ from torch_geometric.data import Data
 import client.handlers as client_app_module
 from client.job import client_data
 from contract import strict_json
+from contract.figures import GLOBAL_TEST_ACC
 from contract.run_config import RunConfig
 from graphs import FederationSpec
 from models import NodeClassifier, build_model
@@ -170,7 +171,7 @@ def audit_run(
         canaries=guesses.canaries,
         guesses=guesses.guesses,
         correct=guesses.correct,
-        global_test_acc=float(rows[-1].get("global_test_acc", math.nan)),
+        global_test_acc=float(rows[-1].get(GLOBAL_TEST_ACC, math.nan)),
         seconds=time.perf_counter() - started,
     )
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from contract import strict_json
+from contract.figures import GLOBAL_TEST_ACC, TEST_ACC
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,8 +44,8 @@ class Line:
     def figure(self, part: str) -> list[float]:
         values = []
         for summary in self.summaries:
-            value = summary.get(part, {}).get("global_test_acc")
-            value = summary.get(part, {}).get("test_acc") if value is None else value
+            value = summary.get(part, {}).get(GLOBAL_TEST_ACC)
+            value = summary.get(part, {}).get(TEST_ACC) if value is None else value
             if value is not None:
                 values.append(value)
         return values
@@ -148,7 +149,7 @@ def _plot(lines: list[Line], path: Path) -> None:
         curves = []
         for run in line.runs:
             rows = [r for r in RunDirectory(run).rows() if r.get("round", 0) >= 1]
-            curves.append([r.get("global_test_acc", r.get("test_acc", np.nan)) for r in rows])
+            curves.append([r.get(GLOBAL_TEST_ACC, r.get(TEST_ACC, np.nan)) for r in rows])
         length = min(len(c) for c in curves)
         values = np.array([c[:length] for c in curves], dtype=float)
         rounds = np.arange(1, length + 1)

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from contract import strict_json
+from contract.figures import GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
 from simulations.commands.run import HelpFormatter, federation_args
 from simulations.sweep import (
     FIGURES,
@@ -226,7 +227,7 @@ def _plot(folder: Path, found: list[Group]) -> None:
         series = []
         for run in group.runs:
             rows = RunDirectory(folder / run["run"]).rows()
-            series.append([r.get("global_test_acc", r.get("test_acc")) for r in rows if r.get("round", 0) >= 1])
+            series.append([r.get(GLOBAL_TEST_ACC, r.get(TEST_ACC)) for r in rows if r.get("round", 0) >= 1])
         length = min((len(s) for s in series), default=0)
         if length:
             import numpy as np
@@ -240,7 +241,7 @@ def _plot(folder: Path, found: list[Group]) -> None:
     curves.xaxis.get_major_locator().set_params(integer=True)
     if found:
         curves.legend(fontsize=7)
-    stats = [group.stats()["best_val_test_acc"] for group in found]
+    stats = [group.stats()[TEST_ACC_AT_BEST_VAL] for group in found]
     positions = range(len(found))
     bars.bar(
         positions, [s["mean"] or 0.0 for s in stats], yerr=[s["std"] or 0.0 for s in stats], capsize=4, color="tab:blue"

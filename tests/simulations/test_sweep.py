@@ -39,7 +39,7 @@ def test_grid_is_every_combination_times_every_seed_with_plain_run_names():
 def test_groups_take_mean_and_sample_std_over_seeds():
     runs = grid([("lr", [0.1])], [0, 1, 2])
     figures = {
-        r.name: {"final_test_acc": a, "best_val_test_acc": a, "total_wall_seconds": 1.0}
+        r.name: {"final_test_acc": a, "test_acc_at_best_val": a, "total_wall_seconds": 1.0}
         for r, a in zip(runs, [0.5, 0.7, 0.9])
     }
     (group,) = groups(runs, figures)
