@@ -27,8 +27,9 @@ from flwr.app import (
 from client.algorithms import ClientAlgorithm, client_algorithm
 from client.attacks import attacked
 from client.certification import certify_local
+from client.data_source import partition_data
 from client.device import choose_device, pin_threads, seed_device
-from client.job import LocalJob, client_data, new_client_data
+from client.job import LocalJob, new_client_data
 from client.privacy import train_round
 from client.weights import weights_record
 from contract import protocol as p
@@ -47,7 +48,7 @@ def _job(context: Context) -> LocalJob:
         str(node["data-root"]) if "data-root" in node else None,
     )
     partition_id = int(node["partition-id"])
-    data = client_data(spec, partition_id, device)
+    data = partition_data(spec, partition_id, device)
     return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device))
 
 

@@ -16,9 +16,9 @@ its client's data), so both accountants' epsilons must stay above the bound. The
 loose by design (one run, few canaries): a value near the accountant's epsilon is not
 expected; a value *above* it means the guarantee fails.
 
-The clients read their data through :func:`client.job.client_data`; for the length of a
-run this command hands them the planted copies instead (:func:`planted_federation`) and
-counts the reads, so a run whose clients never saw the canaries is refused, not reported.
+The clients read their data through :func:`client.data_source.partition_data`; for the
+length of a run this command opens a data source that hands them the planted copies
+(:func:`planted_federation`) and counts the reads, so a run whose clients never saw the canaries is refused, not reported.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-import client.handlers as client_app_module
+from client.data_source import data_source
 from client.job import client_data
 from contract import strict_json
 from contract.figures import GLOBAL_TEST_ACC
@@ -102,20 +102,14 @@ def plant_canaries(data: Data, count: int, strength: float, rng: np.random.Gener
 @contextlib.contextmanager
 def planted_federation(spec: FederationSpec, planted: dict[int, Data]) -> Iterator[list[int]]:
     """While open, the ClientApp reads ``planted[i]`` as partition ``i`` of ``spec``; yields the reads made."""
-    original = client_app_module.client_data
     reads: list[int] = []
 
-    def read(asked: FederationSpec, partition_id: int, device: torch.device) -> Data:
-        if asked != spec:
-            return original(asked, partition_id, device)
+    def read(partition_id: int) -> Data:
         reads.append(partition_id)
-        return planted[partition_id].to(device)
+        return planted[partition_id]
 
-    client_app_module.client_data = read
-    try:
+    with data_source(spec, read):  # the ClientApp's own hook (client.data_source), nothing patched
         yield reads
-    finally:
-        client_app_module.client_data = original
 
 
 @torch.no_grad()
