@@ -9,6 +9,7 @@ import shlex
 import signal
 import sys
 from types import ModuleType
+from typing import NoReturn
 
 from contract.provenance import handed_down
 from simulations.errors import RunFailed, RunInterrupted, os_error_line
@@ -35,11 +36,19 @@ def _command(entry: str | ModuleType) -> tuple[str, str | ModuleType]:
     return (entry if isinstance(entry, str) else entry.__name__.rsplit(".", 1)[-1]), entry
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, naming the problem and ``--help`` (argparse
+    prints its whole usage first); every subcommand's parser is one too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command (``only=None``: the commands listed, none imported) or of ``only`` alone."""
     from importlib import metadata
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="stamen",
         description="Stamen: federated graph learning on Flower (simulations, certificates, unlearning, privacy).",
     )

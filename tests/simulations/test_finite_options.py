@@ -65,8 +65,9 @@ def test_every_number_option_refuses_a_non_finite_value(path, option, value, cap
     with pytest.raises(SystemExit) as stop:
         build_parser(path[0]).parse_args([*path, f"{option}={value}"])
     assert stop.value.code == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.endswith(f"error: argument {option}: must be a finite number, got {value!r}"), last
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err  # one line, not argparse's usage first
+    assert f"error: argument {option}: must be a finite number, got {value!r}; see stamen " in err[0], err
 
 
 def test_a_finite_number_still_reads():
