@@ -122,6 +122,8 @@ def simulate(
                 outcome = run_dir.outcome(token)
                 if error is not None and (outcome is None or outcome["status"] == RunStatus.RUNNING.value):
                     raise error  # refused before it started, or its status could not be written (a full disk)
+                if isinstance(error, OSError):  # a full disk mid-run: one line, what to do, how to go on
+                    raise RunFailed(_os_failure(run_dir, error, resume_hint))
                 _judge(run_dir, token, f"see {run_dir.path / 'run.log'}" if log else "see the log above")
             else:
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
@@ -207,6 +209,15 @@ def _judge(run_dir: RunDirectory, token: str, where: str) -> None:
         raise RunFailed(f"the ServerApp ended without finishing ({where})")
     if outcome["status"] != RunStatus.FINISHED.value:
         raise RunFailed(f"the run {outcome['status']}: {outcome.get('error', 'no reason recorded')}")
+
+
+def _os_failure(run_dir: RunDirectory, error: OSError, resume_hint: str) -> str:
+    """A run that an OS error ended (the ServerApp recorded it as failed): the error in one line, then how to go on."""
+    from simulations.errors import os_error_line
+
+    if not (run_dir.path / "checkpoint.npz").is_file():
+        return os_error_line(error)
+    return f"{os_error_line(error)}; then resume with: {resume_hint} -c \"resume-from='{run_dir.path}'\""
 
 
 def _interrupted(run_dir: RunDirectory, token: str, resume_hint: str) -> str:

@@ -79,6 +79,7 @@ def test_a_disk_that_fills_mid_run_fails_cleanly_and_resumes(tmp_path, capsys):
         assert _run(f"num-server-rounds=300 output-dir='{full}' run-name='r'") == 1
         (line,) = _one_line(capsys)
         assert "No space left on device" in line and str(full / "r") in line
+        assert "free some space" in line and f"resume-from='{full / 'r'}'" in line  # what to do, how to go on
         run = full / "r"
         status = json.loads((run / "status.json").read_text())
         assert status["status"] == "failed" and "No space left on device" in status["error"]
