@@ -18,7 +18,8 @@ expected; a value *above* it means the guarantee fails.
 
 The clients read their data through :func:`client.data_source.partition_data`; for the
 length of a run this command opens a data source that hands them the planted copies
-(:func:`planted_federation`) and counts the reads, so a run whose clients never saw the canaries is refused, not reported.
+(:func:`planted_federation`) and counts the reads, so a run whose clients never saw the
+canaries is refused, not reported.
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def simulate(
                     raise error  # refused before it started, or its status could not be written (a full disk)
                 if isinstance(error, OSError):  # a full disk mid-run: one line, what to do, how to go on
                     raise RunFailed(_os_failure(run_dir, error, resume_hint))
-                _judge(run_dir, token, f"see {run_dir.path / 'run.log'}" if log else "see the log above")
+                _judge(run_dir, token, _where(run_dir, token, log))
             else:
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
                     log_file = None if mode == "verbose" else home / "run.log"
@@ -197,6 +197,16 @@ def _serve_in_process(
             for handler in handlers:
                 logger.addHandler(handler)
     return memory, buffer.getvalue(), error
+
+
+def _where(run_dir: RunDirectory, token: str, log: str) -> str:
+    """Where an in-process run's log is: its ``run.log`` when this command's run wrote its folder, else (the
+    ServerApp stopped before: a run.log there is another command's) the captured log's last line itself."""
+    if not log:
+        return "see the log above"
+    if run_dir.outcome(token) is not None:
+        return f"see {run_dir.path / 'run.log'}"
+    return log.strip().splitlines()[-1]
 
 
 def _judge(run_dir: RunDirectory, token: str, where: str) -> None:

@@ -124,3 +124,23 @@ def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     status = json.loads((run_dir / "status.json").read_text())
     assert status["status"] == "failed" and "clients" in status["error"]
     assert not (run_dir / "summary.json").exists()  # the old run's summary went with the overwrite
+
+
+def test_a_run_that_never_wrote_its_folder_points_at_its_own_log_not_anothers(tmp_path):
+    """A ServerApp that stopped before writing (another command finished the run meanwhile) leaves the folder's
+    run.log to that command: the failure quotes this command's own log instead of pointing there."""
+    from server.rundir import RunDirectory
+    from simulations.commands.run import _where
+
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "status.json").write_text(json.dumps({"status": "finished", "token": "the-other-command"}))
+    (folder / "run.log").write_text("the other command's log\n")
+    log = "INFO stamen: checking\nINFO stamen: /x/r finished all 5 rounds; nothing left to run\n"
+    assert (
+        _where(RunDirectory(folder), "this-command", log)
+        == "INFO stamen: /x/r finished all 5 rounds; nothing left to run"
+    )
+    (folder / "status.json").write_text(json.dumps({"status": "failed", "token": "this-command"}))
+    assert _where(RunDirectory(folder), "this-command", log) == f"see {folder / 'run.log'}"
+    assert _where(RunDirectory(folder), "this-command", "") == "see the log above"
