@@ -3,8 +3,8 @@
 Replaces: ``flwr.supercore.runtime`` (``RuntimeHttpClient``), ``flwr.supercore.runtime.tracing``,
 ``flwr.supercore.interceptors``, ``flwr.supercore.retry``, ``flwr.common.serde``
 (``context_from_proto``, ``fab_from_proto``, ``run_from_proto``), ``flwr.proto.node_pb2``,
-``flwr.proto.runtime_pb2`` and ``flwr.supercore.inflatable`` (pulling a message's object
-tree), none public API.
+``flwr.proto.runtime_pb2``, and ``flwr.supercore.inflatable.inflatable_protobuf_utils`` and
+``flwr.supercore.inflatable.inflatable_utils`` (pulling a message's object tree), none public API.
 
 :func:`runtime_client` builds the client as ``flwr-clientapp``'s ``run_clientapp``
 (``flwr.supernode.runtime.run_clientapp``) builds it, and :func:`pull_task_input` is that

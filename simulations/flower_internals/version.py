@@ -5,6 +5,12 @@ between minor releases without notice (1.42 moved several). On another Flower th
 refuses to load, in one line that names the installed Flower, the supported one and what to
 do, rather than failing later in the middle of a deployment with an ``AttributeError`` deep
 in Flower. ``pyproject.toml`` pins the same range (a test keeps the two equal).
+
+Replaces: nothing of Flower's; it reads the public ``flwr.__version__``.
+
+Dropping it: it goes with the adapter's last module; until then, move :data:`SUPPORTED`,
+:data:`REQUIREMENT` and ``pyproject.toml``'s pin together when the adapter is ported to a new
+Flower (``docs/upgrading-flower.md``).
 """
 
 from __future__ import annotations
