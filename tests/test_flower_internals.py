@@ -262,7 +262,7 @@ def test_importing_the_adapter_checks_the_version(monkeypatch):
     from simulations.flower_internals.version import UnsupportedFlower
 
     monkeypatch.setattr(flwr, "__version__", "1.43.0")
-    monkeypatch.delitem(sys.modules, "simulations.flower_internals")
+    monkeypatch.delitem(sys.modules, "simulations.flower_internals", raising=False)
     with pytest.raises(UnsupportedFlower, match="Flower 1.43.0 is installed"):
         importlib.import_module("simulations.flower_internals.task_identity")
 
@@ -271,7 +271,7 @@ def test_the_cli_says_it_in_one_line(monkeypatch, capsys, tmp_path):
     from simulations.cli import main
 
     monkeypatch.setattr(flwr, "__version__", "1.43.0")
-    monkeypatch.delitem(sys.modules, "simulations.flower_internals")
+    monkeypatch.delitem(sys.modules, "simulations.flower_internals", raising=False)
     monkeypatch.chdir(tmp_path)
     run = ["run", "--engine", "inprocess", "-c", f"output-dir='{tmp_path}' num-server-rounds=1"]
     assert main(run) == 2
