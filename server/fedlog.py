@@ -20,10 +20,10 @@ from collections.abc import Iterable
 import numpy as np
 from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
 from flwr.serverapp.strategy import Strategy
-from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
 
 from contract import protocol as p
 from contract.run_config import RunConfig
+from server.averaging import average_records
 from server.condensation import class_weights, condense, per_class_average
 from server.fedavg import strategy_options
 from server.per_node import PerNodeContent
@@ -76,7 +76,7 @@ class FedLoG(PerNodeContent):
         contents = [reply.content for reply in replies]
         if not contents:
             return None, None
-        arrays = aggregate_arrayrecords(
+        arrays = average_records(
             [RecordDict({p.ARRAYS: c[p.ARRAYS], p.METRICS: c[p.METRICS]}) for c in contents], p.NUM_EXAMPLES
         )
         counts = np.stack(

@@ -43,7 +43,6 @@ from collections.abc import Iterable
 from flwr.app import ArrayRecord, ConfigRecord, Message
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAdagrad, FedAdam, FedYogi, Strategy
-from flwr.serverapp.strategy.fedopt import FedOpt
 
 from contract.run_config import RunConfig
 from server.fedavg import strategy_options
@@ -82,7 +81,7 @@ class SeededFedAdagrad(SeededStart, FedAdagrad):
     """Flower's FedAdagrad from the seeded initial model."""
 
 
-def _fedopt(kind: type[FedOpt], config: RunConfig, **options: float) -> Strategy:
+def _fedopt(kind: type[FedAdam | FedYogi | FedAdagrad], config: RunConfig, **options: float) -> Strategy:
     """``kind`` with the ``fedopt-*`` keys (``fedopt-eta`` 0: the strategy's own default)."""
     options = {"tau": config.fedopt_tau, **options, **strategy_options(config)}
     if config.fedopt_eta > 0:

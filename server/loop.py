@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.common import log
-from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
@@ -65,10 +64,11 @@ class FailureCategory(Enum):
     MALFORMED = "malformed"
 
 
-# Flower's error codes that mean "the message never reached a live client, or its reply was lost".
-_LOST_CODES = frozenset(
-    {ErrorCode.NODE_UNAVAILABLE, ErrorCode.MESSAGE_UNAVAILABLE, ErrorCode.REPLY_MESSAGE_UNAVAILABLE}
-)
+# Flower's error codes that mean "the message never reached a live client, or its reply was lost" (Flower 1.42's
+# ErrorCode NODE_UNAVAILABLE, MESSAGE_UNAVAILABLE, REPLY_MESSAGE_UNAVAILABLE), and the node ID the SuperLink answers
+# for a node with: both in flwr.common.constant, not public API, so copied (tests/test_flower_internals.py pins them).
+_LOST_CODES = frozenset({5, 3, 4})
+SUPERLINK_NODE_ID = 1
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,24 @@ from flwr.serverapp.strategy import (
     FedAvg,
     Strategy,
 )
-from flwr.supercore.differential_privacy import add_gaussian_noise_inplace, compute_stdv
 
 from contract import protocol as p
 from contract.run_config import RunConfig
 from server.transport import send_and_receive
+
+
+# Flower 1.42's noise of its DP wrappers (flwr.supercore.differential_privacy, not public API), copied: the same
+# NumPy calls in the same order, so the same numbers (tests/test_flower_internals.py compares them with Flower's).
+def compute_stdv(noise_multiplier: float, clipping_norm: float, num_sampled_clients: int) -> float:
+    """The noise's standard deviation, sigma C / m: Flower's ``compute_stdv``."""
+    return float((noise_multiplier * clipping_norm) / num_sampled_clients)
+
+
+def add_gaussian_noise_inplace(arrays: list[np.ndarray], std_dev: float) -> None:
+    """Add N(0, std_dev^2) noise to each array in place, drawn from NumPy's global generator: Flower's function."""
+    for array in arrays:
+        noise = np.random.normal(0, std_dev, array.shape).astype(array.dtype)
+        array += noise
 
 
 class AdaptiveRuleFix:

@@ -55,18 +55,23 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MessageType, RecordDict
 from flwr.common import FitIns, FitRes, Parameters, log, parameters_to_ndarrays
-from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage
-from flwr.server.client_proxy import ClientProxy
-from flwr.server.compat.legacy_context import LegacyContext
+from flwr.server import LegacyContext
 from flwr.server.strategy import Strategy as LegacyStrategy
 from flwr.server.workflow import SecAggPlusWorkflow
-from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
-from flwr.server.workflow.constant import Key as WorkflowKey
 
 from contract import protocol as p
 from contract.run_config import RunConfig
 from server.loop import TooFewClientsError
 from server.transport import send_and_receive
+
+# Flower 1.42's names for what the workflow reads and writes: the SecAgg+ messages' config record, its stage key and
+# the stage that carries the masked vectors (flwr.common.secure_aggregation.secaggplus_constants), and the legacy
+# workflows' state records (flwr.server.workflow.constant). Not public API, so written here;
+# tests/test_flower_internals.py checks that they equal Flower's.
+RECORD_KEY_CONFIGS = "secaggplus_configs"
+STAGE_KEY = "stage"
+COLLECT_MASKED_VECTORS = "collect_masked_vectors"
+MAIN_PARAMS_RECORD, MAIN_CONFIGS_RECORD, CURRENT_ROUND_KEY = "parameters", "config", "current_round"
 
 # Records of a reply that belong to the protocol, not to Stamen's round.
 _PROTOCOL_RECORDS = frozenset(
@@ -125,7 +130,7 @@ class SecureAggregationGrid:
         state = RecordDict(
             {
                 MAIN_PARAMS_RECORD: ArrayRecord(),
-                MAIN_CONFIGS_RECORD: ConfigRecord({WorkflowKey.CURRENT_ROUND: server_round}),
+                MAIN_CONFIGS_RECORD: ConfigRecord({CURRENT_ROUND_KEY: server_round}),
             }
         )
         context = LegacyContext(Context(0, 0, {}, state, {}), strategy=relay)
@@ -139,12 +144,12 @@ class SecureAggregationGrid:
         self.stages = driver.stages
         for exchange in driver.stages:
             for reply in exchange.replies:
-                if reply.has_error() and exchange.stage != Stage.COLLECT_MASKED_VECTORS:
+                if reply.has_error() and exchange.stage != COLLECT_MASKED_VECTORS:
                     log(WARNING, "round %d: SecAgg+ %s: node %d failed: %s", server_round, exchange.stage,
                         reply.metadata.src_node_id, reply.error.reason)  # fmt: skip
         if relay.aggregate is None:
             raise TooFewClientsError(f"round {server_round}: {_halted(driver.stages, len(messages), self.workflow)}")
-        masked = next(exchange for exchange in driver.stages if exchange.stage == Stage.COLLECT_MASKED_VECTORS)
+        masked = next(exchange for exchange in driver.stages if exchange.stage == COLLECT_MASKED_VECTORS)
         return [_with_aggregate(reply, relay.aggregate) for reply in masked.replies]
 
 
@@ -169,7 +174,7 @@ class _StageGrid:
         """A message of its own per node (the workflow shares one content among all in ``setup``)."""
         node = message.metadata.dst_node_id
         protocol = ConfigRecord(dict(message.content.config_records[RECORD_KEY_CONFIGS]))
-        if protocol.get(Key.STAGE) == Stage.COLLECT_MASKED_VECTORS:
+        if protocol.get(STAGE_KEY) == COLLECT_MASKED_VECTORS:
             training = self.training[node]  # strategies share one content among their messages: copy it
             training.content = RecordDict({**dict(training.content.items()), RECORD_KEY_CONFIGS: protocol})
             return training
@@ -183,7 +188,7 @@ class _StageGrid:
 
 def messages_stage(message: Message) -> str:
     """The SecAgg+ stage a protocol message asks for."""
-    return str(message.content.config_records[RECORD_KEY_CONFIGS][Key.STAGE])
+    return str(message.content.config_records[RECORD_KEY_CONFIGS][STAGE_KEY])
 
 
 def _with_aggregate(reply: Message, aggregate: list[np.ndarray]) -> Message:
@@ -217,27 +222,14 @@ def _halted(stages: list[StageExchange], sampled: int, workflow: SecAggPlusWorkf
     )
 
 
-class _Node(ClientProxy):
-    """A sampled node as the legacy workflow names it (no calls go through it)."""
+class _Node:
+    """A sampled node as the legacy workflow names it: it reads ``node_id`` only, and no calls go through it
+    (Flower's ``ClientProxy``, whose role this plays, is not public API)."""
 
     def __init__(self, node_id: int) -> None:
-        super().__init__(str(node_id))
+        self.cid = str(node_id)
+        self.properties: dict = {}
         self.node_id = node_id
-
-    def get_properties(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    def get_parameters(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    def fit(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    def evaluate(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    def reconnect(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
 
 
 class _Relay(LegacyStrategy):
@@ -254,7 +246,7 @@ class _Relay(LegacyStrategy):
         return [(_Node(node), FitIns(Parameters(tensors=[], tensor_type=""), {})) for node in self.nodes]
 
     def aggregate_fit(
-        self, server_round: int, results: list[tuple[ClientProxy, FitRes]], failures: list
+        self, server_round: int, results: list[tuple[_Node, FitRes]], failures: list
     ) -> tuple[None, dict]:
         if results:  # every result carries the unmasked aggregate
             self.aggregate = parameters_to_ndarrays(results[0][1].parameters)

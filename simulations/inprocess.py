@@ -104,18 +104,12 @@ def flower_log_level(level: int) -> Iterator[None]:
 
 @contextlib.contextmanager
 def task_identity() -> Iterator[None]:
-    """Flower stamps messages with the running task's identity; give this process one meanwhile."""
-    from flwr.supercore.task_identity import TaskIdentity
+    """Flower stamps messages with the running task's identity; give this process one meanwhile (run, node and
+    task 1; the identity it had before comes back after the block)."""
+    from simulations.flower_internals.task_identity import running_as_task
 
-    names = ("_run_id", "_node_id", "_task_id")
-    saved = {name: TaskIdentity.__dict__.get(name) for name in names}
-    for name in names:
-        setattr(TaskIdentity, name, 1)
-    try:
+    with running_as_task(run_id=1, node_id=1, task_id=1):
         yield
-    finally:
-        for name, value in saved.items():
-            setattr(TaskIdentity, name, value)
 
 
 def run_in_process(

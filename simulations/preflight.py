@@ -46,9 +46,8 @@ class PreparedRun:
 
 
 def default_run_config() -> dict[str, object]:
-    from flwr.common.config import get_project_config
-
     from simulations.flower import APP_CONFIG_DIR
+    from simulations.flower_internals.project_config import get_project_config
 
     return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
 

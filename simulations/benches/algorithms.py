@@ -41,8 +41,6 @@ from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
 
-from flwr.common.config import parse_config_args
-
 from contract.algorithms import ALGORITHMS
 from contract.figures import GLOBAL_TEST_ACC, TEST_ACC
 from contract.run_config import RunConfig
@@ -151,7 +149,10 @@ def run_values(args: argparse.Namespace, algorithm: str, dataset: str, partition
     }
     if dataset == "csbm":
         values["csbm-nodes"] = args.csbm_nodes
-    values.update(parse_config_args(args.set) if args.set else {})
+    if args.set:  # Flower's key=value syntax (flwr run --run-config)
+        from simulations.flower_internals.project_config import parse_config_args
+
+        values.update(parse_config_args(args.set))
     values["algorithm"] = algorithm
     return values
 

@@ -23,8 +23,6 @@ from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
 
-from flwr.common.config import parse_config_args
-
 from contract.figures import TEST_ACC
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
@@ -79,7 +77,10 @@ def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: i
     }
     if args.dataset == "csbm":
         values["csbm-nodes"] = args.csbm_nodes
-    values.update(parse_config_args(args.set) if args.set else {})
+    if args.set:  # Flower's key=value syntax (flwr run --run-config)
+        from simulations.flower_internals.project_config import parse_config_args
+
+        values.update(parse_config_args(args.set))
     return RunConfig.from_flower(values)
 
 

@@ -193,6 +193,9 @@ def partition_main(args: argparse.Namespace) -> int:
 
 def superlink_main(args: argparse.Namespace) -> int:
     """Check the files and the port, then run the SuperLink in the foreground (it dies with this command)."""
+    from simulations.flower_internals import check_flower_version
+
+    check_flower_version()  # the gated SuperLink is built by the Flower adapter: another Flower, one line, now
     files = DeploymentFiles(args.certs)
     check_certificate(files.ca_certificate, "the CA certificate ca.pem", "--certs")
     check_certificate(files.superlink_certificate, "the SuperLink certificate superlink.pem", "--certs")
@@ -219,6 +222,10 @@ def register_main(args: argparse.Namespace) -> int:
 
 def check_supernode(args: argparse.Namespace) -> None:
     """Everything ``deploy supernode`` can check before it starts a process; one-line errors (exit 2)."""
+    if args.clientapps == "resident":  # served through the Flower adapter: another Flower, one line, now
+        from simulations.flower_internals import check_flower_version
+
+        check_flower_version()
     if args.num_partitions < 1:
         raise ValueError(f"--num-partitions {args.num_partitions}: give the number of SuperNodes (1 or more)")
     if not 0 <= args.partition_id < args.num_partitions:

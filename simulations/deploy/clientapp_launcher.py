@@ -301,7 +301,7 @@ def remove_socket(socket_path: str) -> None:
 
 def _stop_with_parent(parent: int) -> None:
     """Stop this process (SIGINT) when ``parent`` is gone, also in the middle of a task (Flower's monitor)."""
-    from flwr.supercore.app_utils import start_parent_process_monitor
+    from simulations.flower_internals.parent_monitor import start_parent_process_monitor
 
     start_parent_process_monitor(parent)
 

@@ -20,10 +20,9 @@ A fleet address of ``0.0.0.0``/``::`` is one listening socket for every interfac
 (loopback included); the gate still tells the two apart by the address each
 connection was made to.
 
-It reaches into ``flwr.superlink.cli.flower_superlink`` (the function that parses the
-flags, the lifespan class) and ``flwr.superlink.main.create_app``: Flower 1.42 has no
-public way to split its APIs over addresses. The project pins ``flwr<1.43``; the
-imports fail loudly on a Flower that lacks them.
+It builds Flower's SuperLink app through :mod:`simulations.flower_internals.superlink`
+(Flower 1.42 has no public way to split its APIs over addresses), which refuses, in one
+line, a Flower other than the one it was written for.
 """
 
 from __future__ import annotations
@@ -93,18 +92,19 @@ def main(argv: list[str] | None = None) -> None:
 
     # Flower's own parsing (it reads sys.argv): flags, TLS files, log file, state, isolation.
     import uvicorn
-    from flwr.supercore.http_logging import get_uvicorn_log_config
-    from flwr.supercore.logger import console_handler
-    from flwr.superlink.cli.flower_superlink import SuperLinkLifespan, _parse_superlink_lifespan_config
-    from flwr.superlink.main import create_app
+
+    try:
+        from simulations.flower_internals.superlink import superlink_app, superlink_config, uvicorn_log_config
+    except RuntimeError as problem:  # another Flower than the adapter's: its one line
+        sys.exit(f"stamen gated SuperLink: {problem}")
 
     sys.argv = [sys.argv[0], *flower_args]
-    config = _parse_superlink_lifespan_config()
+    config = superlink_config()
     try:
         sockets = listening_sockets(config.host, own.fleet_host, config.port)
     except PortInUse as problem:
         sys.exit(f"stamen gated SuperLink: {problem}")  # one line, exit 1 (stamen deploy checks it first: exit 2)
-    app = OperatorGate(FleetLongPoll(MessagesReady(create_app(config, SuperLinkLifespan))), control_hosts=[config.host])
+    app = OperatorGate(FleetLongPoll(MessagesReady(superlink_app(config))), control_hosts=[config.host])
     print(
         f"stamen gated SuperLink: Fleet API on {own.fleet_host}:{config.port}, "
         f"Control and Runtime APIs only on {config.host}:{config.port}; empty message pulls held up to {HOLD:.0f} s, "
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
             app=app,
             reload=False,
             access_log=True,
-            log_config=get_uvicorn_log_config(console_handler.level),
+            log_config=uvicorn_log_config(),
             ssl_keyfile=config.ssl_keyfile,
             ssl_certfile=config.ssl_certfile,
             workers=1,

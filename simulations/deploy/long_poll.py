@@ -45,7 +45,7 @@ GROWTH = 1.5
 
 def has_no_message(body: bytes) -> bool:
     """Whether ``body`` is a ``PullMessagesResponse`` without messages (a bad one counts as not empty)."""
-    from flwr.proto.fleet_pb2 import PullMessagesResponse  # noqa: PLC0415 - Flower's wire format
+    from simulations.flower_internals.wire import PullMessagesResponse  # noqa: PLC0415 - Flower's wire format
 
     response = PullMessagesResponse()
     try:

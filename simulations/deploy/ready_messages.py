@@ -47,17 +47,11 @@ PULL_MESSAGES = {"/v1/runtime/pull-messages": "runtime", "/v1/fleet/pull-message
 
 def _protos(api: str) -> tuple[type, type, type]:
     """(push request, push response, pull response) of ``api``: Flower's wire format."""
+    from simulations.flower_internals import wire  # noqa: PLC0415
+
     if api == "runtime":
-        from flwr.proto.runtime_pb2 import (  # noqa: PLC0415
-            PullAppMessagesResponse,
-            PushAppMessagesRequest,
-            PushAppMessagesResponse,
-        )
-
-        return PushAppMessagesRequest, PushAppMessagesResponse, PullAppMessagesResponse
-    from flwr.proto.fleet_pb2 import PullMessagesResponse, PushMessagesRequest, PushMessagesResponse  # noqa: PLC0415
-
-    return PushMessagesRequest, PushMessagesResponse, PullMessagesResponse
+        return wire.PushAppMessagesRequest, wire.PushAppMessagesResponse, wire.PullAppMessagesResponse
+    return wire.PushMessagesRequest, wire.PushMessagesResponse, wire.PullMessagesResponse
 
 
 def _parse(kind: type, body: bytes):
@@ -124,7 +118,7 @@ class MessagesReady:
             await send(message)
 
     async def _push_object(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from flwr.proto.message_pb2 import PushObjectRequest  # noqa: PLC0415
+        from simulations.flower_internals.wire import PushObjectRequest  # noqa: PLC0415
 
         body, _ = await read_body(receive)
         answer = await self._answer(scope, body)

@@ -12,7 +12,9 @@ each message then pays, before the app's first line:
 :class:`ResidentClientApp` serves a task with the same Runtime API calls, in the same
 order, as Flower's ``run_clientapp`` (``flwr.supernode.runtime.run_clientapp``), and
 with Flower's own functions for each step (pulling and inflating the message, pushing
-the reply and the context). It differs in three things only:
+the reply and the context), all reached through Stamen's Flower adapter
+(:mod:`simulations.flower_internals.clientapp_task` and the modules it uses). It differs
+in three things only:
 
 1. **One install and load per FAB.** The FAB of a given hash is installed and its
    ClientApp loaded on the first task, then called again for later ones, as Flower's
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from logging import DEBUG, ERROR
+from logging import DEBUG
 from pathlib import Path
 
 FLAGS_WITH_VALUE = {"--runtime-api-address", "--token", "--root-certificates", "--parent-pid"}  # flwr-clientapp's
@@ -122,125 +124,33 @@ class ResidentClientApp:
         self.tasks = 0
 
     def _client_app(self, run, fab) -> object:
-        from flwr.cli.install import install_from_fab
-        from flwr.clientapp.utils import get_load_client_app_fn
+        from simulations.flower_internals.app_loading import install_and_load
 
         if self.loaded is not None and self.loaded.fab_hash == fab.hash_str:
             return self.loaded.app
         if self.loaded is not None:
             forget_modules_under(self.loaded.folder)
             self.loaded = None
-        folder = install_from_fab(fab.content, skip_prompt=True)  # checks the hash, as Flower's does
-        load = get_load_client_app_fn(default_app_ref="", app_path=None, multi_app=True)
-        app = load(run.fab_id, run.fab_version, fab.hash_str)
-        self.loaded = _LoadedApp(fab.hash_str, Path(folder), app)
+        folder, app = install_and_load(run, fab)  # checks the hash, as Flower's does
+        self.loaded = _LoadedApp(fab.hash_str, folder, app)
         return app
 
     def serve(self, argv: list[str]) -> int:
         """Serve the task ``argv`` names, as ``flwr-clientapp ARGV`` would; return its exit code."""
-        from flwr.app import Message
-        from flwr.app.error import Error
-        from flwr.clientapp.client_app import LoadClientAppError
-        from flwr.common.constant import ErrorCode, SubStatus
-        from flwr.supercore import log
-        from flwr.supercore.exit import ExitCode
-        from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
-        from flwr.supernode.runtime.run_clientapp import push_message, push_task_output
+        from flwr.common import log
+
+        from simulations.flower_internals.clientapp_task import serve_task
 
         task = TaskArguments.parse(argv)
-        client, retry_invoker = _runtime_client(task)
-        heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
-        message = reply = context = None
-        sub_status, details, code = SubStatus.FAILED, "ClientApp task failed due to unknown reason", ExitCode.SUCCESS
-        try:
-            heartbeat.start()
-            message, context, run, fab = _pull_task_input(client)
-            app = self._client_app(run, fab)
-            reply = app(message=message, context=context)
-            sub_status, details = SubStatus.COMPLETED, ""
-        except Exception as ex:  # noqa: BLE001 - reported to the SuperNode as Flower's ClientApp reports it
-            error_code = ErrorCode.CLIENT_APP_RAISED_EXCEPTION
-            reason = f"{type(ex)}:<'{ex}'>"
-            if isinstance(ex, LoadClientAppError):
-                error_code = ErrorCode.LOAD_CLIENT_APP_EXCEPTION
-                reason = "An exception was raised when attempting to load `ClientApp`"
-            log(ERROR, "ClientApp raised an exception", exc_info=ex)
-            sub_status, details = SubStatus.FAILED, reason
-            if message is not None:
-                reply = Message(Error(code=error_code, reason=reason), reply_to=message)
-            code = ExitCode.COMMON_APP_IMPORT_ERROR if isinstance(ex, ImportError) else ExitCode.TASK_PROC_EXCEPTION
-        finally:
-            try:
-                if reply is not None and context is not None:
-                    try:
-                        push_message(client, reply, context)
-                    except Exception as ex:  # noqa: BLE001
-                        log(ERROR, "Failed to push reply message", exc_info=ex)
-                        code = ExitCode.CLIENTAPP_COMMUNICATION_ERROR
-                retry_invoker.max_tries = 1  # as Flower's exit handler: do not block on the last call
-                push_task_output(client=client, context=context, sub_status=sub_status, details=details)
-            finally:
-                if heartbeat.is_running:
-                    heartbeat.stop()
-                client.close()
+        code = serve_task(
+            runtime_api_address=task.runtime_api_address,
+            token=task.token,
+            insecure=task.insecure,
+            root_certificates=task.root_certificates,
+            load_app=self._client_app,
+            pull_backoff=PULL_BACKOFF,
+            pull_backoff_cap=PULL_BACKOFF_CAP,
+        )
         self.tasks += 1
         log(DEBUG, "resident ClientApp: task %d served (exit %d)", self.tasks, code)
         return code
-
-
-def _runtime_client(task: TaskArguments):
-    """Flower's Runtime API client for ``task``, built as ``run_clientapp`` builds it."""
-    from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
-    from flwr.supercore.retry import make_simple_http_retry_invoker
-    from flwr.supercore.runtime import RuntimeHttpClient
-    from flwr.supercore.runtime.tracing import RuntimeTracingInterceptor
-
-    retry_invoker = make_simple_http_retry_invoker()
-    certificates = None if task.root_certificates is None else task.root_certificates.read_bytes()
-    client = RuntimeHttpClient.from_server_address(
-        server_address=task.runtime_api_address,
-        insecure=task.insecure,
-        root_certificates=certificates,
-        interceptors=[
-            RuntimeTracingInterceptor(),
-            RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
-            RuntimeTokenHttpInterceptor(task.token),
-        ],
-        retry_invoker=retry_invoker,
-    )
-    return client, retry_invoker
-
-
-def _pull_task_input(client):
-    """The task's message, context, run and FAB: Flower's ``pull_task_input`` with :data:`PULL_BACKOFF`."""
-    from flwr.app import Message
-    from flwr.common.serde import context_from_proto, fab_from_proto, run_from_proto
-    from flwr.proto.node_pb2 import Node
-    from flwr.proto.runtime_pb2 import PullAppMessagesRequest, PullTaskInputRequest
-    from flwr.supercore.inflatable.inflatable_protobuf_utils import (
-        make_confirm_message_received_fn_protobuf,
-        make_pull_object_fn_protobuf,
-    )
-    from flwr.supercore.inflatable.inflatable_utils import pull_and_inflate_object_from_tree
-    from flwr.supercore.task_identity import TaskIdentity
-
-    inputs = client.PullTaskInput(PullTaskInputRequest())
-    TaskIdentity.task_id = inputs.task_id
-    TaskIdentity.run_id = inputs.run.run_id
-    TaskIdentity.node_id = inputs.context.node_id
-    context, run, fab = context_from_proto(inputs.context), run_from_proto(inputs.run), fab_from_proto(inputs.fab)
-    pulled = client.PullMessages(PullAppMessagesRequest())
-    if not pulled.messages_list:
-        raise RuntimeError("No messages received from Runtime API")
-    node = Node(node_id=context.node_id)
-    tree = pulled.message_object_trees[0]
-    message = pull_and_inflate_object_from_tree(
-        tree,
-        make_pull_object_fn_protobuf(client.PullObject, node, context.run_id),
-        make_confirm_message_received_fn_protobuf(client.ConfirmMessageReceived, node, context.run_id),
-        return_type=Message,
-        initial_backoff=PULL_BACKOFF,
-        backoff_cap=PULL_BACKOFF_CAP,
-    )
-    message.metadata.__dict__["_message_id"] = tree.object_id  # the deflated message lacks its own id, as in Flower
-    return message, context, run, fab

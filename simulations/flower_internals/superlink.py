@@ -1,0 +1,43 @@
+"""Flower's SuperLink app, built from ``flower-superlink``'s flags as ``flower-superlink`` builds it.
+
+Replaces: ``flwr.superlink.cli.flower_superlink`` (``_parse_superlink_lifespan_config``,
+``SuperLinkLifespan``), ``flwr.superlink.main`` (``create_app``),
+``flwr.supercore.http_logging`` (``get_uvicorn_log_config``) and ``flwr.supercore.logger``
+(``console_handler``), none public API.
+
+The gated SuperLink (:mod:`simulations.deploy.gated_superlink`) serves the very ASGI app
+``flower-superlink`` serves (same flags, same state, same lifespan: the SuperExec that
+launches ServerApps), wrapped in Stamen's middlewares and on sockets of its own: Flower 1.42
+has no public way to split its APIs over two addresses.
+
+Dropping it: once ``flower-superlink`` can listen for the Fleet API and for the Control and
+Runtime APIs on different addresses, start it as it is and drop the gated SuperLink (the
+middlewares go with it, see :mod:`.wire`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flwr.supercore.http_logging import get_uvicorn_log_config
+from flwr.supercore.logger import console_handler
+from flwr.superlink.cli.flower_superlink import SuperLinkLifespan, _parse_superlink_lifespan_config
+from flwr.superlink.main import create_app
+
+
+def superlink_config() -> Any:
+    """``flower-superlink``'s flags, read from ``sys.argv`` and checked by Flower (TLS files, state, isolation...).
+
+    The result has, among others, ``host``, ``port``, ``ssl_keyfile`` and ``ssl_certfile``.
+    """
+    return _parse_superlink_lifespan_config()
+
+
+def superlink_app(config: Any) -> Any:
+    """The SuperLink's ASGI app for ``config``, with Flower's lifespan (state, SuperExec)."""
+    return create_app(config, SuperLinkLifespan)
+
+
+def uvicorn_log_config() -> dict[str, Any]:
+    """uvicorn's logging set up as Flower sets it, at the level of Flower's console log."""
+    return get_uvicorn_log_config(console_handler.level)
