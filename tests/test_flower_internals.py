@@ -258,20 +258,28 @@ def test_a_1_42_flower_is_accepted(version):
     check_flower_version(version)
 
 
-def test_importing_the_adapter_checks_the_version(monkeypatch):
-    from simulations.flower_internals.version import UnsupportedFlower
+def _forget_the_adapter(monkeypatch):
+    """As in a fresh process: the adapter's package and every module of it unimported (restored afterwards).
+    A submodule left in sys.modules would be returned as it is, without importing the package again."""
+    for name in [
+        n for n in sys.modules if n == "simulations.flower_internals" or n.startswith("simulations.flower_internals.")
+    ]:
+        monkeypatch.delitem(sys.modules, name)
 
+
+def test_importing_the_adapter_checks_the_version(monkeypatch):
     monkeypatch.setattr(flwr, "__version__", "1.43.0")
-    monkeypatch.delitem(sys.modules, "simulations.flower_internals", raising=False)
-    with pytest.raises(UnsupportedFlower, match="Flower 1.43.0 is installed"):
+    _forget_the_adapter(monkeypatch)
+    with pytest.raises(RuntimeError, match="Flower 1.43.0 is installed") as refused:
         importlib.import_module("simulations.flower_internals.task_identity")
+    assert type(refused.value).__name__ == "UnsupportedFlower"  # the class of the freshly imported adapter
 
 
 def test_the_cli_says_it_in_one_line(monkeypatch, capsys, tmp_path):
     from simulations.cli import main
 
     monkeypatch.setattr(flwr, "__version__", "1.43.0")
-    monkeypatch.delitem(sys.modules, "simulations.flower_internals", raising=False)
+    _forget_the_adapter(monkeypatch)
     monkeypatch.chdir(tmp_path)
     run = ["run", "--engine", "inprocess", "-c", f"output-dir='{tmp_path}' num-server-rounds=1"]
     assert main(run) == 2
