@@ -46,6 +46,7 @@ from contract.figures import GLOBAL_TEST_ACC, TEST_ACC
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
 from simulations.long_job import LongJob
+from simulations.overrides import parse_overrides
 from simulations.sweep import parse_seeds
 
 NAME = "algorithms"
@@ -149,10 +150,7 @@ def run_values(args: argparse.Namespace, algorithm: str, dataset: str, partition
     }
     if dataset == "csbm":
         values["csbm-nodes"] = args.csbm_nodes
-    if args.set:  # Flower's key=value syntax (flwr run --run-config)
-        from simulations.flower_internals.project_config import parse_config_args
-
-        values.update(parse_config_args(args.set))
+    values.update(parse_overrides(args.set, "--run-config"))  # as stamen run -c: a bad value is one line
     values["algorithm"] = algorithm
     return values
 

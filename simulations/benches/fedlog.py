@@ -29,6 +29,7 @@ from simulations.benches.records import add_run_options, int_list, markdown_tabl
 from simulations.inprocess import run_in_process
 from simulations.long_job import LongJob
 from simulations.options import finite_float
+from simulations.overrides import parse_overrides
 
 NAME = "fedlog"
 HELP = "FedLoG and baselines on the four local-generalization settings"
@@ -77,10 +78,7 @@ def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: i
     }
     if args.dataset == "csbm":
         values["csbm-nodes"] = args.csbm_nodes
-    if args.set:  # Flower's key=value syntax (flwr run --run-config)
-        from simulations.flower_internals.project_config import parse_config_args
-
-        values.update(parse_config_args(args.set))
+    values.update(parse_overrides(args.set, "--run-config"))  # as stamen run -c: a bad value is one line
     return RunConfig.from_flower(values)
 
 

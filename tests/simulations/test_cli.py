@@ -81,3 +81,18 @@ def test_help_lists_every_command_as_its_module_describes_it_without_importing_t
     assert out.strip().endswith("False") and "sweep" in out
     version = subprocess.run([sys.executable, "-m", "simulations.cli", "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and version.stdout.startswith("stamen ")
+
+
+@pytest.mark.parametrize("bench", ["algorithms", "fedlog"])
+@pytest.mark.parametrize(
+    "value,message",
+    [("lr=abc", "--run-config: strings need quotes: lr='abc'"), ("lr=", "--run-config: lr= has no value")],
+)
+def test_a_benchs_bad_run_config_is_one_line_as_stamen_runs(bench, value, message, tmp_path, capsys):
+    """The benches read -c as stamen run does (Flower's parser raised a click exception: a traceback)."""
+    from simulations.cli import main
+
+    assert main(["bench", bench, "-c", value, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"stamen bench: error: {message}"), err
+    assert [p.name for p in tmp_path.iterdir()] == [f".{bench}.lock"]  # only the record's lock: nothing of the bench
