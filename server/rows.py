@@ -13,7 +13,7 @@ from typing import Any
 from flwr.app import MetricRecord
 
 from contract import protocol as p
-from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, TRAIN_LOSS, VAL_ACC
+from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, TRAIN_LOSS, VAL_ACC, setting_acc
 
 Row = dict[str, Any]
 # per-client figures: (row key, correct-count metric, total metric)
@@ -42,9 +42,8 @@ def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
     ]
     for setting in p.SETTINGS:  # e.g. "global_missing_class_acc" and "missing_class_acc"
         total = sum(int(m.get(p.setting_key("num", setting), 0)) for m in metrics)
-        name = setting.replace("-", "_") + "_acc"
-        figures.append(("global_" + name, p.setting_key("global", setting), total))
-        figures.append((name, p.setting_key("local", setting), total))
+        figures.append((setting_acc(setting, True), p.setting_key("global", setting), total))
+        figures.append((setting_acc(setting, False), p.setting_key("local", setting), total))
     for name, key, total in figures:
         if metrics and all(key in m for m in metrics) and total > 0:
             row[name] = sum(int(m[key]) for m in metrics) / total

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
+from contract.figures import FINAL_TEST_ACC, TEST_ACC_AT_BEST_VAL, headline
 from simulations.overrides import parse_overrides
 
 # Figures a sweep reports per run (from its summary.json), and their labels.
@@ -129,13 +129,9 @@ class Group:
 def run_figures(summary: dict[str, Any]) -> dict[str, Any]:
     """A run's sweep figures from its summary: the global model's accuracy where there is one."""
 
-    def accuracy(part: dict[str, Any]) -> float | None:
-        value = part.get(GLOBAL_TEST_ACC)
-        return value if value is not None else part.get(TEST_ACC)
-
     return {
-        FINAL_TEST_ACC: accuracy(summary.get("final", {})),
-        TEST_ACC_AT_BEST_VAL: accuracy(summary.get("best", {})),
+        FINAL_TEST_ACC: headline(summary.get("final", {})),
+        TEST_ACC_AT_BEST_VAL: headline(summary.get("best", {})),
         "total_wall_seconds": summary.get("total_wall_seconds"),
     }
 

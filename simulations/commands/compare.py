@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from contract import strict_json
-from contract.figures import GLOBAL_TEST_ACC, TEST_ACC
+from contract.figures import GLOBAL_TEST_ACC, TEST_ACC, headline
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -44,8 +44,7 @@ class Line:
     def figure(self, part: str) -> list[float]:
         values = []
         for summary in self.summaries:
-            value = summary.get(part, {}).get(GLOBAL_TEST_ACC)
-            value = summary.get(part, {}).get(TEST_ACC) if value is None else value
+            value = headline(summary.get(part, {}))
             if value is not None:
                 values.append(value)
         return values
