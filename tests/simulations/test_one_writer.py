@@ -89,7 +89,9 @@ def test_an_overwrite_during_a_real_run_leaves_its_rows_whole(tmp_path):
     """Two real commands: the second is refused while the first runs; the first's rows are its own, in order."""
     runs = tmp_path / "runs"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    config = f"num-server-rounds=400 csbm-nodes=300 output-dir='{runs}' run-name='r'"
+    # long enough that the second command (a fresh interpreter importing torch) finds it running on any
+    # machine: 400 rounds once ended first on an idle one (the overwrite then went ahead, rightly)
+    config = f"num-server-rounds=2000 csbm-nodes=300 output-dir='{runs}' run-name='r'"
     command = [sys.executable, "-m", "simulations.cli", "run", "--engine", "inprocess", "--quiet", *FEDERATION]
     first = subprocess.Popen([*command, "-c", config], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -106,6 +108,6 @@ def test_an_overwrite_during_a_real_run_leaves_its_rows_whole(tmp_path):
     finally:
         first.kill()
     rounds = [json.loads(line)["round"] for line in metrics.read_text().splitlines()]
-    assert rounds == list(range(401))
+    assert rounds == list(range(2001))
     summary = json.loads((runs / "r" / "summary.json").read_text())
-    assert summary["rounds"] == 400 and summary["best_round"] <= 400
+    assert summary["rounds"] == 2000 and summary["best_round"] <= 2000
