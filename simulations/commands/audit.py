@@ -8,7 +8,7 @@ federation then trains through the real round loop and ClientApp (the in-process
 :class:`simulations.inprocess.InProcessGrid`, with the server's privacy setup and Flower's
 DP wrappers); the auditor scores each canary by minus the final global model's loss on its
 randomised label and turns membership guesses into a lower bound on epsilon
-(:mod:`simulations.audit`, Steinke et al. 2023).
+(:mod:`unlearn.privacy_audit`, Steinke et al. 2023).
 
 A canary's in/out is the add/remove of one training node, the neighbouring relation of
 DP-SGD's node-level accountant; a client-level guarantee covers it too (a node is part of
@@ -43,22 +43,19 @@ from contract import strict_json
 from contract.figures import GLOBAL_TEST_ACC
 from contract.run_config import RunConfig
 from graphs import FederationSpec
-from models import NodeClassifier, build_model
+from models import build_model
 from server.driver import build_driver
 from server.rundir import atomic_write
-from simulations.audit import Guesses, epsilon_lower_bound, guess_membership
 from simulations.inprocess import InProcessGrid, task_identity
 from simulations.options import finite_float
+from unlearn.privacy_audit import (
+    canary_scores,
+    epsilon_lower_bound,
+    guess_membership,
+    plant_canaries,
+)
 
 CPU = torch.device("cpu")
-
-
-@dataclass(frozen=True)
-class Canaries:
-    """One client's canaries: their node indices in its subgraph and whether each was kept for training."""
-
-    nodes: torch.Tensor
-    included: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -76,30 +73,6 @@ class AuditResult:
     seconds: float
 
 
-def plant_canaries(data: Data, count: int, strength: float, rng: np.random.Generator) -> tuple[Data, Canaries]:
-    """A copy of ``data`` with ``count`` of its training nodes made canaries, each kept by a fair coin."""
-    train = torch.nonzero(data.train_mask).flatten()
-    if count > len(train):
-        raise ValueError(
-            f"--canaries-per-client={count} is more than a client's {len(train)} training nodes; "
-            f"lower it to at most {len(train)}"
-        )
-    planted = data.clone()
-    nodes = train[torch.as_tensor(rng.choice(len(train), size=count, replace=False))]
-    classes = int(data.num_classes)
-    shift = torch.as_tensor(rng.integers(1, classes, size=count))
-    planted.y = planted.y.clone()
-    planted.y[nodes] = (planted.y[nodes] + shift) % classes  # another class, uniformly
-    planted.x = planted.x.clone()
-    planted.x[nodes] *= strength
-    included = rng.random(count) < 0.5
-    for mask in ("train_mask", "val_mask", "test_mask"):
-        values = getattr(planted, mask).clone()
-        values[nodes[torch.as_tensor(~included)]] = False
-        setattr(planted, mask, values)
-    return planted, Canaries(nodes, included)
-
-
 @contextlib.contextmanager
 def planted_federation(spec: FederationSpec, planted: dict[int, Data]) -> Iterator[list[int]]:
     """While open, the ClientApp reads ``planted[i]`` as partition ``i`` of ``spec``; yields the reads made."""
@@ -111,14 +84,6 @@ def planted_federation(spec: FederationSpec, planted: dict[int, Data]) -> Iterat
 
     with data_source(spec, read):  # the ClientApp's own hook (client.data_source), nothing patched
         yield reads
-
-
-@torch.no_grad()
-def canary_scores(model: NodeClassifier, data: Data, canaries: Canaries) -> np.ndarray:
-    """Minus the model's cross-entropy on each canary's (randomised) label: high means "looks trained on"."""
-    model.eval()
-    logits = model(data.x, data.edge_index)[canaries.nodes]
-    return -torch.nn.functional.cross_entropy(logits, data.y[canaries.nodes], reduction="none").numpy()
 
 
 def audit_run(
@@ -347,4 +312,4 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["AuditResult", "Canaries", "Guesses", "audit_run", "plant_canaries", "planted_federation"]
+__all__ = ["AuditResult", "audit_run", "planted_federation"]

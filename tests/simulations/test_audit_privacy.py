@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from contract.run_config import RunConfig
-from simulations.audit import Guesses, epsilon_lower_bound, guess_membership, p_value
 from simulations.cli import main
 from simulations.commands.audit import audit_run
+from unlearn.privacy_audit import Guesses, epsilon_lower_bound, guess_membership, p_value
 
 
 def test_all_guesses_right_without_delta_is_the_binomial_closed_form():

@@ -23,7 +23,13 @@ that confidence: training is *not* :math:`(\varepsilon', \delta)`-DP for any
 is 0 when the guesses are no better than chance could explain. A sound DP training run
 keeps it below the accountant's :math:`\varepsilon` (with probability at least :math:`c`).
 
-Plain functions on numbers and arrays: no torch, no Flower, nothing of Stamen's.
+The canaries themselves are planted here too (:func:`plant_canaries`): nodes of a client's
+training set whose label is replaced by a uniformly drawn other class and whose features are
+scaled by a strength, each kept in training by a fair coin; :func:`canary_scores` is the
+auditor's score. It is membership inference, beside :mod:`unlearn.mia`'s; the federated run
+that trains on the planted data is ``stamen audit privacy`` (:mod:`simulations.commands.audit`).
+
+Plain functions on numbers, arrays and tensors: no Flower, nothing of Stamen's above floor 1.
 """
 
 from __future__ import annotations
@@ -32,7 +38,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from scipy import stats
+from torch_geometric.data import Data
+
+from models import NodeClassifier
 
 
 @dataclass(frozen=True)
@@ -93,3 +103,43 @@ def epsilon_lower_bound(guesses: Guesses, delta: float, confidence: float = 0.95
         middle = (low + high) / 2
         low, high = (middle, high) if p_value(guesses, middle, delta) < level else (low, middle)
     return low
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """One client's canaries: their node indices in its subgraph and whether each was kept for training."""
+
+    nodes: torch.Tensor
+    included: np.ndarray
+
+
+def plant_canaries(data: Data, count: int, strength: float, rng: np.random.Generator) -> tuple[Data, Canaries]:
+    """A copy of ``data`` with ``count`` of its training nodes made canaries, each kept by a fair coin."""
+    train = torch.nonzero(data.train_mask).flatten()
+    if count > len(train):
+        raise ValueError(
+            f"{count} canaries per client is more than a client's {len(train)} training nodes; "
+            f"lower it to at most {len(train)}"
+        )
+    planted = data.clone()
+    nodes = train[torch.as_tensor(rng.choice(len(train), size=count, replace=False))]
+    classes = int(data.num_classes)
+    shift = torch.as_tensor(rng.integers(1, classes, size=count))
+    planted.y = planted.y.clone()
+    planted.y[nodes] = (planted.y[nodes] + shift) % classes  # another class, uniformly
+    planted.x = planted.x.clone()
+    planted.x[nodes] *= strength
+    included = rng.random(count) < 0.5
+    for mask in ("train_mask", "val_mask", "test_mask"):
+        values = getattr(planted, mask).clone()
+        values[nodes[torch.as_tensor(~included)]] = False
+        setattr(planted, mask, values)
+    return planted, Canaries(nodes, included)
+
+
+@torch.no_grad()
+def canary_scores(model: NodeClassifier, data: Data, canaries: Canaries) -> np.ndarray:
+    """Minus the model's cross-entropy on each canary's (randomised) label: high means "looks trained on"."""
+    model.eval()
+    logits = model(data.x, data.edge_index)[canaries.nodes]
+    return -torch.nn.functional.cross_entropy(logits, data.y[canaries.nodes], reduction="none").numpy()
