@@ -63,10 +63,8 @@ def _setting(
     """
     config = RunConfig.from_flower(dict(run_config))
     chosen = choose_device(device if device is not None else config.device)
-    values = config.to_flower()
-    if data_root is not None:  # a deployment's host names its own data root
-        values["data-root"] = data_root
-    return config, FederationSpec.from_run_config(values, num_partitions), chosen
+    # a deployment's host names its own data root
+    return config, config.federation(num_partitions, data_root), chosen
 
 
 def _received_model(job: LocalJob, algorithm: ClientAlgorithm, message: Message) -> torch.nn.Module:

@@ -16,6 +16,7 @@ table are printed from this declaration.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from contract.requests import is_request
 from contract.suggest import did_you_mean
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
+from graphs.spec import FederationSpec
 from models.names import MODELS, NTK_ARCHITECTURES
 
 PRIVACY = {
@@ -321,6 +323,47 @@ class RunConfig:
         for key in KEYS.values():
             key.check(getattr(self, key.attribute))
         check_rules(self)
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A checked copy with ``changes`` (attribute names: ``local_epochs=1``); ValueError in one line."""
+        config = dataclasses.replace(self, **changes)
+        config.validate()
+        return config
+
+    def federation(self, num_clients: int, data_root: str | None = None) -> FederationSpec:
+        """The clients' data of this run over ``num_clients`` clients: derived here, and only here.
+
+        ``data_root`` replaces the config's own (a deployment's host names its own folder).
+        The csbm generator's options enter only for ``dataset='csbm'``, under its own names.
+        """
+        options: tuple[tuple[str, float], ...] = ()
+        if self.dataset == "csbm":
+            options = tuple(
+                sorted(
+                    {
+                        "num_nodes": self.csbm_nodes,
+                        "num_classes": self.csbm_classes,
+                        "avg_degree": self.csbm_degree,
+                        "homophily": self.csbm_homophily,
+                        "num_features": self.csbm_features,
+                        "signal": self.csbm_signal,
+                    }.items()
+                )
+            )
+        return FederationSpec(
+            dataset=self.dataset,
+            num_clients=num_clients,
+            partitioner=self.partitioner,
+            seed=self.seed,
+            data_root=self.data_root if data_root is None else data_root,
+            dirichlet_alpha=self.dirichlet_alpha,
+            train_frac=self.train_frac,
+            val_frac=self.val_frac,
+            new_client=self.new_client,
+            unseen_node_frac=self.unseen_node_frac,
+            missing_classes=self.missing_classes,
+            dataset_options=options,
+        )
 
     def budgets(self) -> list[int]:
         """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""

@@ -15,7 +15,7 @@ _SOURCES = {
     "sample_csbm": "graphs.csbm",
     "load_dataset": "graphs.datasets",
     "Federation": "graphs.federation",
-    "FederationSpec": "graphs.federation",
+    "FederationSpec": "graphs.spec",
     "build_federation": "graphs.federation",
     "DATASETS": "graphs.names",
     "PARTITIONERS": "graphs.names",

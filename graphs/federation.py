@@ -13,10 +13,8 @@ import hashlib
 import os
 import zipfile
 import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from torch_geometric.data import Data
@@ -24,75 +22,8 @@ from torch_geometric.data import Data
 from graphs.datasets import cache_dir, load_dataset
 from graphs.partition import client_subgraph, cut_edges, partition_nodes
 from graphs.settings import with_settings
+from graphs.spec import FederationSpec
 from graphs.splits import split_masks
-
-
-@dataclass(frozen=True)
-class FederationSpec:
-    """Everything that defines the clients' subgraphs and splits.
-
-    Attributes:
-        dataset: dataset name (see :data:`graphs.DATASETS`).
-        num_clients: number of training clients K.
-        partitioner: partitioner name (see :data:`graphs.PARTITIONERS`).
-        seed: seed of the generated graph, the partition and the splits.
-        data_root: data root of file datasets ('' for none).
-        dirichlet_alpha: concentration of ``label-dirichlet``.
-        train_frac, val_frac: per-client split fractions; test takes the rest.
-        new_client: hold out one more part that never trains (the "new client").
-        unseen_node_frac: share of each client's nodes held out of training (see :mod:`graphs.settings`).
-        missing_classes: classes whose labels each client withholds (see :mod:`graphs.settings`).
-        dataset_options: generator options as sorted ``(name, value)`` pairs.
-    """
-
-    dataset: str = "csbm"
-    num_clients: int = 10
-    partitioner: str = "louvain"
-    seed: int = 0
-    data_root: str = ""
-    dirichlet_alpha: float = 0.5
-    train_frac: float = 0.6
-    val_frac: float = 0.2
-    new_client: bool = False
-    unseen_node_frac: float = 0.0
-    missing_classes: int = 0
-    dataset_options: tuple[tuple[str, float], ...] = field(default_factory=tuple)
-
-    @classmethod
-    def from_run_config(cls, values: Mapping[str, Any], num_clients: int) -> FederationSpec:
-        """The data keys of a Stamen run config (kebab-case, as Flower passes it) for K clients."""
-        dataset = str(values.get("dataset", cls.dataset))
-        options: tuple[tuple[str, float], ...] = ()
-        if dataset == "csbm":
-            names = {
-                "nodes": "num_nodes",
-                "classes": "num_classes",
-                "degree": "avg_degree",
-                "homophily": "homophily",
-                "features": "num_features",
-                "signal": "signal",
-            }
-            options = tuple(
-                sorted(
-                    (names[key[5:]], value)
-                    for key, value in values.items()
-                    if key[5:] in names and key.startswith("csbm-")
-                )
-            )
-        return cls(
-            dataset=dataset,
-            num_clients=num_clients,
-            partitioner=str(values.get("partitioner", cls.partitioner)),
-            seed=int(values.get("seed", cls.seed)),
-            data_root=str(values.get("data-root", cls.data_root)),
-            dirichlet_alpha=float(values.get("dirichlet-alpha", cls.dirichlet_alpha)),
-            train_frac=float(values.get("train-frac", cls.train_frac)),
-            val_frac=float(values.get("val-frac", cls.val_frac)),
-            new_client=bool(values.get("new-client", cls.new_client)),
-            unseen_node_frac=float(values.get("unseen-node-frac", cls.unseen_node_frac)),
-            missing_classes=int(values.get("missing-classes", cls.missing_classes)),
-            dataset_options=options,
-        )
 
 
 @dataclass

@@ -61,8 +61,11 @@ def main(grid: Grid, context: Context) -> None:
     serve(grid, dict(context.run_config), flower_run_id=context.run_id, engine="flower")
 
 
-def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine: str = "flower") -> None:
+def serve(grid: Grid, values: dict | RunConfig, *, flower_run_id: int | None = None, engine: str = "flower") -> None:
     """Check everything, then start (or reopen) the run directory, train, report.
+
+    ``values`` is Flower's run config (checked here, once per run) or, in process, the
+    :class:`RunConfig` the command already checked (only ``run-name``'s path is checked again).
 
     Every transport runs this: Flower's grid (``flwr run``, deployments) and the
     in-process grid (``stamen run --engine inprocess``), so both write the same outputs.
@@ -77,7 +80,11 @@ def serve(grid: Grid, values: dict, *, flower_run_id: int | None = None, engine:
     started = time.perf_counter()
     with contextlib.ExitStack() as held:
         try:
-            config = check_run_config(values)
+            if isinstance(values, RunConfig):
+                config = values
+                check_run_name(config.run_name)
+            else:
+                config = check_run_config(values)
             if config.resume_from:
                 held.enter_context(writer_of(resume_folder(config.resume_from)))  # then checked, under the lock
                 run_dir, resume = resume_target(config)

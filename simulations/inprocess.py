@@ -35,12 +35,14 @@ class InProcessGrid:
 
     def __init__(
         self,
-        run_config: dict,
+        run_config: RunConfig | dict,
         num_nodes: int,
         failing: Iterable[int] = (),
         silent: Iterable[int] = (),
         together: bool = True,
     ) -> None:
+        if isinstance(run_config, RunConfig):  # the nodes' contexts hold Flower's form, as on every transport
+            run_config = run_config.to_flower()
         self.contexts = {
             self.NODE_OFFSET + i: Context(
                 0, self.NODE_OFFSET + i, {"partition-id": i, "num-partitions": num_nodes}, RecordDict(), run_config
@@ -117,7 +119,7 @@ def run_in_process(
 ) -> InProcessGrid:
     """``config``'s federated run over ``num_clients`` in-process clients; rows go to ``on_row``. Returns
     the grid (its nodes' contexts); ``together``: see :class:`InProcessGrid`."""
-    grid = InProcessGrid(config.to_flower(), num_clients, together=together)
+    grid = InProcessGrid(config, num_clients, together=together)
     with task_identity():
         build_driver(config, grid, clients=num_clients).run(on_row)
     return grid

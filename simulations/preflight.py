@@ -136,9 +136,9 @@ def _check_with_data(config: RunConfig, num_clients: int) -> None:
             raise ValueError("tensorboard=true needs tensorboardX: pip install 'stamen[tensorboard]'")
     if config.data_root and not Path(config.data_root).expanduser().is_dir():
         raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
-    from graphs import FederationSpec, build_federation
+    from graphs import build_federation
 
-    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
+    federation = build_federation(config.federation(num_clients))
     if config.unlearn_request:
         from contract.requests import parse_request
 

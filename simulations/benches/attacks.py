@@ -133,9 +133,9 @@ def label_flip_certificate(args: argparse.Namespace, config: RunConfig, maliciou
     from certify.pipeline import run
     from certify.solvers import SolverSpec
     from certify.task import CertificationTask
-    from graphs import FederationSpec, build_federation
+    from graphs import build_federation
 
-    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), args.clients))
+    federation = build_federation(config.federation(args.clients))
     # a seed of its own: the partitioners draw from the run's seed too, and the same stream would deal the
     # labelled nodes to the same clients (label-dirichlet hands each class's first draws to client 0)
     draw = config.seed * 7_919 + 1

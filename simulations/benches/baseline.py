@@ -21,7 +21,7 @@ import torch
 
 from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from contract.run_config import RunConfig
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from models import build_model
 from models.training import adam, evaluate, fit
 
@@ -67,7 +67,7 @@ def in_process_fedavg(config: RunConfig, num_clients: int) -> dict[str, Any]:
     """
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
+    federation = build_federation(config.federation(num_clients))
     clients = federation.clients
 
     def new_model() -> torch.nn.Module:

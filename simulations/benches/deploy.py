@@ -26,7 +26,6 @@ from typing import Any
 
 from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
 from contract.run_config import RunConfig
-from graphs import FederationSpec
 from graphs.node_data import export_partitions
 from simulations import lifetime
 from simulations.benches.records import markdown_table, print_tables
@@ -112,8 +111,8 @@ def _measure(args: argparse.Namespace, out: Path, job: dict[str, Any], workdir: 
         f"[bench deploy] deployment, {args.nodes} SuperNodes, {clientapps} ClientApps, {args.rounds} rounds ...",
         flush=True,
     )
-    values = RunConfig.from_flower({**job, "run-name": "deployment"}).to_flower()
-    roots = [p.parent for p in export_partitions(FederationSpec.from_run_config(values, args.nodes), workdir / "data")]
+    config = RunConfig.from_flower({**job, "run-name": "deployment"})
+    roots = [p.parent for p in export_partitions(config.federation(args.nodes), workdir / "data")]
     started = time.perf_counter()
     with LocalDeployment(
         workdir,

@@ -34,7 +34,6 @@ from torch_geometric.data import Data
 from client.job import client_data
 from client.privacy import RowClassifier, load_accountant, propagated_rows, sample_rate, train_private
 from contract.run_config import RunConfig
-from graphs import FederationSpec
 from models import build_model
 from models.dp_sgd import poisson_epoch
 from models.dp_sgd_opacus import OpacusRound, opacus_round
@@ -177,7 +176,7 @@ def _timed_round(config: RunConfig, clients: list[Data], train: Round) -> dict[s
 
 def model_cost(args: argparse.Namespace, model: str) -> dict[str, Any]:
     config = _config(args, model)
-    spec = FederationSpec.from_run_config(config.to_flower(), args.clients)
+    spec = config.federation(args.clients)
     clients = [client_data(spec, i, torch.device("cpu")) for i in range(args.clients)]
     trainers = {"no_dp": _no_dp(config), "dp_sgd": _dp_sgd(config), "opacus": _opacus(config)}
     best: dict[str, dict[str, Any]] = {}

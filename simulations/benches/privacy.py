@@ -29,7 +29,6 @@ from client.job import client_data
 from client.privacy import RowClassifier, load_accountant, noise_multiplier, propagated_rows, train_private
 from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from contract.run_config import RunConfig
-from graphs import FederationSpec
 from models import build_model
 from models.training import fit
 from server.driver import build_driver
@@ -87,7 +86,7 @@ def federated_run(config: RunConfig, num_clients: int) -> dict[str, Any]:
     """One run through the round loop and the ClientApp; its final figures."""
     rows: list[dict[str, Any]] = []
     with task_identity():
-        setup = build_driver(config, InProcessGrid(config.to_flower(), num_clients), clients=num_clients)
+        setup = build_driver(config, InProcessGrid(config, num_clients), clients=num_clients)
         setup.run(rows.append)
     final = rows[-1]
     epsilon = final.get("epsilon_max")
@@ -109,7 +108,7 @@ def _noise_multipliers(config: RunConfig, num_clients: int, setup: Any) -> list[
         return [setup.strategy.noise_multiplier]
     if config.privacy != "dp-sgd":
         return []
-    spec = FederationSpec.from_run_config(config.to_flower(), num_clients)
+    spec = config.federation(num_clients)
     return [
         noise_multiplier(config, int(client_data(spec, i, torch.device("cpu")).train_mask.sum()))
         for i in range(num_clients)
@@ -176,13 +175,13 @@ def _trade_off(args: argparse.Namespace, privacy: str, with_baseline: bool, unit
 def epoch_seconds(args: argparse.Namespace) -> dict[str, Any]:
     """Seconds per local epoch of client 0: DP-SGD, the same batches without DP, full batch."""
     config = _config(args, 0, privacy="dp-sgd", **{"noise-multiplier": 1.0})
-    spec = FederationSpec.from_run_config(config.to_flower(), args.clients)
+    spec = config.federation(args.clients)
     data = client_data(spec, 0, torch.device("cpu"))
 
     def new_model() -> torch.nn.Module:
         return build_model("sgc", data.num_features, int(data.num_classes), num_layers=2, dropout=0.0)
 
-    one_epoch = RunConfig.from_flower({**config.to_flower(), "local-epochs": args.timing_epochs})
+    one_epoch = config.replace(local_epochs=args.timing_epochs)
 
     def timed(train: Any) -> float:
         model = new_model()

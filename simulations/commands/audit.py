@@ -91,7 +91,7 @@ def audit_run(
 ) -> AuditResult:
     """Train ``config`` over ``num_clients`` in-process clients with canaries; audit the final global model."""
     started = time.perf_counter()
-    spec = FederationSpec.from_run_config(config.to_flower(), num_clients)
+    spec = config.federation(num_clients)
     rng = np.random.default_rng(config.seed)
     planted, canaries = {}, {}
     for i in range(num_clients):
@@ -99,7 +99,7 @@ def audit_run(
     torch.manual_seed(config.seed)
     rows: list[dict] = []
     with task_identity(), planted_federation(spec, planted) as reads:
-        grid = InProcessGrid(config.to_flower(), num_clients)
+        grid = InProcessGrid(config, num_clients)
         setup = build_driver(config, grid, clients=num_clients)
         arrays = setup.run(rows.append)
     if set(reads) != set(range(num_clients)):

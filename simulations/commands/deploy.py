@@ -29,6 +29,7 @@ import os
 import socket
 from pathlib import Path
 
+from contract.run_config import RunConfig
 from simulations import lifetime
 from simulations.deploy.certs import (
     DeploymentFiles,
@@ -133,14 +134,14 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ca", type=Path, required=True, help="the deployment's ca.pem")
 
 
-def _overrides(texts: list[str]) -> dict[str, object]:
+def _checked_config(texts: list[str]) -> RunConfig:
+    """The run config of ``--run-config`` over the project's defaults, checked once."""
     from server.app import check_run_config
     from simulations.preflight import default_run_config
 
     values = default_run_config()
     values.update(parse_overrides(texts))
-    check_run_config(values)
-    return values
+    return check_run_config(values)
 
 
 def _require(path: Path, what: str) -> Path:
@@ -171,7 +172,6 @@ def certs_main(args: argparse.Namespace) -> int:
 
 
 def partition_main(args: argparse.Namespace) -> int:
-    from graphs import FederationSpec
     from graphs.node_data import PARTITION_FILE, export_partitions
 
     out = check_output_folder(args.out, "--out")
@@ -184,8 +184,8 @@ def partition_main(args: argparse.Namespace) -> int:
             existing.append(str(folder / PARTITION_FILE))
     if existing:
         raise FileExistsError(f"{existing[0]} exists ({len(existing)} in all); give a new or empty --out")
-    values = _overrides(args.run_config)
-    for path in export_partitions(FederationSpec.from_run_config(values, args.nodes), args.out):
+    config = _checked_config(args.run_config)
+    for path in export_partitions(config.federation(args.nodes), args.out):
         print(path)
     print("copy node-<i>/ to SuperNode i's host and pass data-root='<that folder>' in its node config")
     return 0
@@ -295,22 +295,21 @@ def run_main(args: argparse.Namespace) -> int:
 
 
 def local_main(args: argparse.Namespace) -> int:
-    from graphs import FederationSpec
     from graphs.node_data import export_partitions
 
-    values = _overrides(args.run_config)
-    if values["min-clients"] > args.nodes:
-        raise ValueError(f"min-clients={values['min-clients']} exceeds --nodes={args.nodes}")
+    config = _checked_config(args.run_config)
+    if config.min_clients > args.nodes:
+        raise ValueError(f"min-clients={config.min_clients} exceeds --nodes={args.nodes}")
     overrides = parse_overrides(args.run_config)
     # SIGTERM, like Ctrl-C, stops every process started here; the workdir is this deployment's alone
     # (a second `deploy local` on it is refused naming this one) and is checked before anything is removed
     with interrupted_by_sigterm(), held_workdir(args.workdir) as workdir:
-        spec = FederationSpec.from_run_config(values, args.nodes)
+        spec = config.federation(args.nodes)
         roots = [path.parent for path in export_partitions(spec, workdir / "data")]
         with LocalDeployment(
             workdir,
             args.nodes,
-            node_config={"device": values["device"]},
+            node_config={"device": config.device},
             data_roots=roots,
             use_namespaces=False if args.loopback else None,
             clientapps=args.clientapps,

@@ -181,12 +181,12 @@ def _serve_in_process(
         captured = logging.StreamHandler(buffer)
         captured.setFormatter(logging.Formatter("%(levelname)s %(asctime)s: %(message)s"))
         logger.addHandler(captured)
-    grid = InProcessGrid(run.config.to_flower(), int(run.federation["num-supernodes"]), together=together)
+    grid = InProcessGrid(run.config, int(run.federation["num-supernodes"]), together=together)
     error: BaseException | None = None
     try:
         with PeakMemory(os.getpid()) as memory, task_identity():
             try:
-                serve(grid, run.config.to_flower(), engine="inprocess")
+                serve(grid, run.config, engine="inprocess")
             except SystemExit as stop:  # recorded in status.json (or the run never started): judged next
                 error = stop.__cause__ or stop
             except Exception as failure:

@@ -121,9 +121,9 @@ def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
     left_out = [m for m in methods if m in NEEDS_HISTORY] if args.method.strip() == "all" else []
     methods = [m for m in methods if m not in left_out]
     seeds = parse_seeds(args.seeds) if args.seeds else [config.seed]
-    from graphs import FederationSpec, build_federation
+    from graphs import build_federation
 
-    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
+    federation = build_federation(config.federation(num_clients))
     num_classes = int(federation.clients[0].num_classes)
     requests = [parse_request(text, num_clients, num_classes) for text in args.request]
     out_dirs = []

@@ -35,7 +35,7 @@ from flwr.app import ArrayRecord
 
 from contract.requests import Request, parse_request
 from contract.run_config import RunConfig
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from models import NodeClassifier, build_model
 from server.algorithms import server_algorithm
 from server.driver import build_driver
@@ -107,7 +107,7 @@ def train_original(
     """
     health = RunHealth()
     with task_identity():
-        driver = build_driver(config, InProcessGrid(config.to_flower(), num_clients), clients=num_clients)
+        driver = build_driver(config, InProcessGrid(config, num_clients), clients=num_clients)
         arrays = driver.run(lambda row: None, initial=ArrayRecord(initial), history=history, health=health)
     _require_everyone(health, "training the original model")
     return arrays
@@ -142,7 +142,7 @@ def forget_in_process(
     seed_server_draws(config.seed)
     with task_identity():
         done = forget(
-            InProcessGrid(config.to_flower(), num_clients),
+            InProcessGrid(config, num_clients),
             config,
             request,
             arrays,
@@ -204,7 +204,7 @@ def _run_request(
             raise ValueError(f"unknown method {method!r}; choose from: {', '.join(METHODS)}")
     seeds = list(seeds)
     check_algorithm(config.algorithm)
-    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients))
+    federation = build_federation(config.federation(num_clients))
     clients = federation.clients
     num_classes = int(clients[0].num_classes)
     if isinstance(request, str):

@@ -11,7 +11,6 @@ from client.attacks import check_attack, flipped_labels, malicious_partitions
 from client.job import client_data
 from contract import protocol as p
 from contract.run_config import RunConfig
-from graphs import FederationSpec
 from simulations.inprocess import InProcessGrid, task_identity
 
 RUN = {"csbm-nodes": 600, "csbm-classes": 3, "local-epochs": 2, "min-clients": 2}
@@ -30,7 +29,7 @@ def _config(**values) -> RunConfig:
 
 def _train_reply(config: RunConfig, partition: int, server_round: int = 2) -> tuple[dict, dict]:
     """The weights sent (the seeded model, moved a little) and the weights partition ``partition`` replies."""
-    grid = InProcessGrid(config.to_flower(), CLIENTS)
+    grid = InProcessGrid(config, CLIENTS)
     model = _seeded_model(config)
     generator = torch.Generator().manual_seed(123)
     sent = {
@@ -49,14 +48,14 @@ def _train_reply(config: RunConfig, partition: int, server_round: int = 2) -> tu
 def _seeded_model(config: RunConfig) -> dict:
     from client.job import LocalJob
 
-    spec = FederationSpec.from_run_config(config.to_flower(), CLIENTS)
+    spec = config.federation(CLIENTS)
     data = client_data(spec, 0, torch.device("cpu"))
     job = LocalJob(config, 0, data, torch.device("cpu"), RecordDict())
     return {k: v.clone() for k, v in job.model().state_dict().items()}
 
 
 def test_label_flip_changes_exactly_the_seeded_share_of_training_labels():
-    spec = FederationSpec.from_run_config(_config().to_flower(), CLIENTS)
+    spec = _config().federation(CLIENTS)
     data = client_data(spec, 2, torch.device("cpu"))
     clean = data.y.clone()
     train = int(data.train_mask.sum())

@@ -6,13 +6,14 @@ import torch
 
 from client.data_source import data_source, partition_data
 from client.job import client_data
+from contract.run_config import RunConfig
 from graphs import FederationSpec
 
 CPU = torch.device("cpu")
 
 
 def _spec(seed: int) -> FederationSpec:
-    return FederationSpec.from_run_config({"csbm-nodes": 200, "seed": seed}, 2)
+    return RunConfig.from_flower({"csbm-nodes": 200, "seed": seed}).federation(2)
 
 
 def test_an_open_source_serves_its_federation_only_and_closes_with_its_block():

@@ -8,7 +8,6 @@ from flwr.app import ArrayRecord, Message
 from client.job import client_data, private_tensors
 from contract import protocol as p
 from contract.run_config import RunConfig
-from graphs import FederationSpec
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from simulations.inprocess import InProcessGrid, task_identity
@@ -68,7 +67,7 @@ def _arrays(message: Message) -> dict[str, np.ndarray]:
 
 def test_no_real_node_feature_or_label_is_uploaded(recorded):
     config, grid, _ = recorded
-    spec = FederationSpec.from_run_config(config.to_flower(), 3)
+    spec = config.federation(3)
     clients = [client_data(spec, i, torch.device("cpu")) for i in range(3)]
     features = torch.cat([c.x for c in clients]).numpy()
     labels = [c.y.numpy() for c in clients]

@@ -6,6 +6,7 @@ from flwr.app import Array, ArrayRecord
 
 from client.device import seed_device
 from client.job import RAW, private_record, private_tensors
+from contract.run_config import RunConfig
 from models import build_model
 from models.training import evaluate
 
@@ -65,7 +66,7 @@ def test_evaluation_on_equal_graphs_counts_as_two_forward_passes_would(cora_like
 
 @pytest.fixture
 def cora_like():
-    from graphs import FederationSpec, build_federation
+    from graphs import build_federation
 
-    spec = FederationSpec.from_run_config({"dataset": "csbm", "csbm-nodes": 300}, 2)
+    spec = RunConfig.from_flower({"dataset": "csbm", "csbm-nodes": 300}).federation(2)
     return build_federation(spec).clients[0].clone()

@@ -86,7 +86,7 @@ def test_unlearning_rounds_train_together_as_alone(method, tmp_path, monkeypatch
     monkeypatch.setattr(together_module, "fit_together", counted)
     outcomes = []
     for together in (True, False):
-        grid = InProcessGrid(config.to_flower(), 3, together=together)
+        grid = InProcessGrid(config, 3, together=together)
         (tmp_path / str(together)).mkdir()
         phases: dict[str, set[bool]] = {}  # unlearning flag -> whether its replies carried the trained model's figures
         send = grid.send_and_receive

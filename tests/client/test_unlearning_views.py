@@ -9,13 +9,13 @@ from client.job import LocalJob
 from client.unlearning import _forget_and_remaining
 from contract.requests import parse_request
 from contract.run_config import RunConfig
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from unlearn.requests import client_forget_mask, remaining_view
 
 
 def _job() -> LocalJob:
     config = RunConfig.from_flower({"csbm-nodes": 300})
-    data = build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients[1]
+    data = build_federation(config.federation(3)).clients[1]
     return LocalJob(config, 1, data, torch.device("cpu"), RecordDict())
 
 

@@ -169,3 +169,31 @@ def test_the_algorithm_specs_state_the_pinned_facts(fact):
 
 def test_only_federaser_replays_the_training_history():
     assert {name for name, spec in UNLEARN_METHOD_SPECS.items() if spec.replays_history} == {"federaser"}
+
+
+def test_the_federation_is_derived_from_the_typed_config_and_the_defaults_agree():
+    import inspect
+
+    from graphs.csbm import make_csbm
+    from graphs.spec import FederationSpec
+
+    config = RunConfig.from_flower({})
+    spec = config.federation(10)
+    # the graphs library's own defaults are the run config's (one set of defaults, checked)
+    assert dataclasses.replace(spec, dataset_options=()) == FederationSpec(num_clients=10)
+    generator = {name: p.default for name, p in inspect.signature(make_csbm).parameters.items() if name != "seed"}
+    assert dict(spec.dataset_options) == generator
+    changed = RunConfig.from_flower({"csbm-nodes": 500, "partitioner": "label-dirichlet", "dirichlet-alpha": 0.3})
+    assert changed.federation(4).num_clients == 4
+    assert dict(changed.federation(4).dataset_options)["num_nodes"] == 500
+    assert (changed.federation(4).partitioner, changed.federation(4).dirichlet_alpha) == ("label-dirichlet", 0.3)
+    assert config.federation(3, data_root="/hosts/node-1").data_root == "/hosts/node-1"
+    assert RunConfig.from_flower({"dataset": "cora"}).federation(3).dataset_options == ()
+
+
+def test_replace_checks_the_copy():
+    config = RunConfig.from_flower({})
+    assert config.replace(local_epochs=3).local_epochs == 3
+    assert config.local_epochs != 3  # the original is untouched
+    with pytest.raises(ValueError, match="local-epochs must be >= 1"):
+        config.replace(local_epochs=0)

@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 
 from contract.run_config import RunConfig
-from graphs import FederationSpec
 from graphs.node_data import export_partitions
 from server.checkpoint import load_checkpoint
 from simulations.deploy.certs import make_node_key
@@ -56,7 +55,7 @@ def deployment(tmp_path_factory):
     attempts overlap the training run; the last test checks how they ended.
     """
     workdir = tmp_path_factory.mktemp("deployment")
-    spec = FederationSpec.from_run_config(RunConfig.from_flower(RUN).to_flower(), NUM_NODES)
+    spec = RunConfig.from_flower(RUN).federation(NUM_NODES)
     roots = [path.parent for path in export_partitions(spec, workdir / "data")]
     with LocalDeployment(workdir, NUM_NODES, node_config={"device": "cpu"}, data_roots=roots) as running:
         if not running.namespaces:

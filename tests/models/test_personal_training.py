@@ -5,7 +5,8 @@ import copy
 import pytest
 import torch
 
-from graphs import FederationSpec, build_federation
+from contract.run_config import RunConfig
+from graphs import build_federation
 from models import build_model
 from models.personal_training import ENCODER, HEAD, fit_part, fit_personal, load_part, part_state
 from models.prototypes import PrototypeClassifier, class_prototypes, fit_prototypes, prototype_distance
@@ -14,7 +15,7 @@ from models.training import fit
 
 @pytest.fixture(scope="module")
 def data():
-    spec = FederationSpec.from_run_config({"csbm-nodes": 400, "seed": 3}, 2)
+    spec = RunConfig.from_flower({"csbm-nodes": 400, "seed": 3}).federation(2)
     return build_federation(spec).clients[0]
 
 

@@ -11,7 +11,6 @@ from client.fedsage import GENERATOR
 from client.job import client_data, private_tensors
 from contract import fedsage_messages as m
 from contract.run_config import RunConfig
-from graphs import FederationSpec
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from simulations.cli import main as stamen
@@ -105,7 +104,7 @@ def test_the_cross_term_changes_the_generators_and_without_it_fedsage_plus_is_lo
 
 
 def _features(config: RunConfig) -> list[np.ndarray]:
-    spec = FederationSpec.from_run_config(config.to_flower(), CLIENTS)
+    spec = config.federation(CLIENTS)
     return [client_data(spec, i, torch.device("cpu")).x.numpy() for i in range(CLIENTS)]
 
 
@@ -176,7 +175,7 @@ def test_a_client_failing_in_the_generator_phase_counts_in_the_runs_health():
     from server.loop import FailureCategory, RunHealth
 
     config = RunConfig.from_flower({**RUN, "algorithm": "fedsage+", "fedsage-gen-rounds": 2})
-    grid = InProcessGrid(config.to_flower(), CLIENTS, failing=[2])
+    grid = InProcessGrid(config, CLIENTS, failing=[2])
     part = server_algorithm("fedsage+")
     health = RunHealth()
     rows: list[dict] = []

@@ -26,7 +26,7 @@ def _run(server: dict, clients: dict | None = None, grid=None, **kwargs):
     config = RunConfig.from_flower({**RUN, **server})
     client_config = RunConfig.from_flower({**RUN, **(server if clients is None else clients)})
     algorithm = server_algorithm(config.algorithm)
-    grid = grid or InProcessGrid(client_config.to_flower(), 3)
+    grid = grid or InProcessGrid(client_config, 3)
     rows = []
     arrays = run_rounds(
         grid,

@@ -44,7 +44,7 @@ class Run:
     def __init__(self, algorithm: str, **values) -> None:
         self.config = RunConfig.from_flower({**RUN, "algorithm": algorithm, **values})
         module = server_algorithm(algorithm)
-        self.grid = InProcessGrid(self.config.to_flower(), 3)
+        self.grid = InProcessGrid(self.config, 3)
         self.rows: list[dict] = []
         self.sent: dict[int, ArrayRecord] = {}
         self.replies: dict[int, list[Message]] = {}

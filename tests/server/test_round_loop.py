@@ -31,7 +31,7 @@ def _rows(algorithm: str, failing=frozenset(), silent=frozenset(), **kwargs):
     rows = []
     module = server_algorithm(algorithm)
     run_rounds(
-        kwargs.pop("grid", None) or InProcessGrid(config.to_flower(), 3, failing, silent),
+        kwargs.pop("grid", None) or InProcessGrid(config, 3, failing, silent),
         module.make_strategy(config),
         config.num_server_rounds,
         module.AGGREGATES,
@@ -283,7 +283,7 @@ def test_summary_picks_the_best_round_on_validation_never_test(tmp_path):
 def test_federated_certificates_pool_client_ratios(tmp_path):
     certify = {"certify-budgets": "0,1,3", "certify-targets": 8, "certify-c": 0.01, "certify-labels-per-class": 5}
     config = RunConfig.from_flower({**RUN, **certify})
-    grid = InProcessGrid(config.to_flower(), 3)
+    grid = InProcessGrid(config, 3)
     report = certify_federation(grid, config, tmp_path)
     assert json.loads((tmp_path / "certificates.json").read_text()) == report
     ratios = [report["budgets"][k]["certified-ratio"] for k in ("0", "1", "3")]

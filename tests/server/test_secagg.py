@@ -41,7 +41,7 @@ class DropAt(InProcessGrid):
 def _run(secure: bool, grid=None, silent=frozenset(), **run):
     """One in-process run; its final weights, the replies the strategy saw (by partition), rows and grid."""
     config = RunConfig.from_flower({**RUN, "secure-aggregation": secure, **run})
-    inner = grid(config.to_flower()) if grid is not None else InProcessGrid(config.to_flower(), 3, silent=silent)
+    inner = grid(config.to_flower()) if grid is not None else InProcessGrid(config, 3, silent=silent)
     outer = SecureAggregationGrid(inner, config) if secure else inner
     replies, rows = {}, []
 

@@ -8,7 +8,7 @@ from flwr.app import Array, ArrayRecord, MessageType
 from contract import protocol as p
 from contract.requests import parse_request
 from contract.run_config import RunConfig
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from server.algorithms import server_algorithm
 from server.loop import run_rounds
 from server.privacy import initial_arrays
@@ -36,7 +36,7 @@ def identity():
 def trained(identity):
     """A grid of 3 in-process clients and the FedAvg weights it trained."""
     config = RunConfig.from_flower(RUN)
-    grid = InProcessGrid(config.to_flower(), 3)
+    grid = InProcessGrid(config, 3)
     module = server_algorithm("fedavg")
     arrays = run_rounds(grid, module.make_strategy(config), config.num_server_rounds, True, 2, 60.0, lambda row: None)
     return grid, arrays
@@ -61,7 +61,7 @@ def test_federated_wash_is_the_in_process_edit_and_forgets_the_class(trained, tm
     grid, arrays = trained
     (result, unlearned), config = _unlearn(grid, arrays, "class:1", tmp_path)
     assert result["method_used"] == "wash" and (tmp_path / "unlearn.json").is_file()
-    clients = build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients
+    clients = build_federation(config.federation(3)).clients
     model = new_model(config, clients[0].num_features, int(clients[0].num_classes), config.seed)
     model.load_state_dict(arrays.to_torch_state_dict())
     split = split_federation(clients, parse_request("class:1", 3, int(clients[0].num_classes)), config.seed)
@@ -149,7 +149,7 @@ def test_federated_laf_ft_fine_tunes_after_laf_on_the_clients_that_stay(trained,
 
 def test_federated_federaser_replays_the_recorded_updates_without_a_departed_client(identity, tmp_path, monkeypatch):
     config = RunConfig.from_flower(RUN)
-    grid = InProcessGrid(config.to_flower(), 3)
+    grid = InProcessGrid(config, 3)
     module = server_algorithm("fedavg")
     initial = initial_arrays(grid, 60.0)
     history = UpdateHistory(initial.to_torch_state_dict(), window=2)
@@ -165,7 +165,7 @@ def test_federated_federaser_replays_the_recorded_updates_without_a_departed_cli
         on_replies=history_recorder(history),
     )
     assert len(history.windows) == 2 and all(set(window) == {0, 1, 2} for window in history.windows)
-    clients = build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients
+    clients = build_federation(config.federation(3)).clients
     weights = [int(c.train_mask.sum()) for c in clients]
     for key, value in arrays.to_torch_state_dict().items():  # FedAvg: the start plus the weighted updates
         summed = sum(w[i][key] * weights[i] for w in history.windows for i in range(3)) / sum(weights)

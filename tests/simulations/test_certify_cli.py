@@ -221,12 +221,11 @@ def test_in_run_client_certificates_equal_stamen_certify_node_by_node(tmp_path):
     from client.job import client_data
     from contract import protocol as p
     from contract.run_config import RunConfig
-    from graphs import FederationSpec
     from server.certification import certify_federation
     from simulations.inprocess import InProcessGrid, task_identity
 
     config = RunConfig.from_flower(FEDERATION)
-    spec = FederationSpec.from_run_config(config.to_flower(), NUM_CLIENTS)
+    spec = config.federation(NUM_CLIENTS)
     cli_aggregates = {}
     for pid in range(NUM_CLIENTS):
         data = client_data(spec, pid, torch.device("cpu"))
@@ -256,7 +255,7 @@ def test_in_run_client_certificates_equal_stamen_certify_node_by_node(tmp_path):
         cli_aggregates[pid] = res["aggregates"]
     # the client's query handler (in-process, no Flower start) replies the same figures
     with task_identity():
-        report = certify_federation(InProcessGrid(config.to_flower(), NUM_CLIENTS), config, tmp_path)
+        report = certify_federation(InProcessGrid(config, NUM_CLIENTS), config, tmp_path)
     assert [c[p.PARTITION_ID] for c in report["clients"]] == list(range(NUM_CLIENTS))
     for reply in report["clients"]:
         aggregates = cli_aggregates[int(reply[p.PARTITION_ID])]

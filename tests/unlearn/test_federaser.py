@@ -10,14 +10,14 @@ import torch
 
 from client.job import client_data
 from contract.requests import parse_request
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from simulations.unlearning.harness import forget_in_process, new_model, run_request, train_original
 from unlearn.federaser import UpdateHistory, check_clients
 from unlearn.requests import client_forget_mask
 
 
 def _train(config, num_clients, window):
-    clients = build_federation(FederationSpec.from_run_config(config.to_flower(), num_clients)).clients
+    clients = build_federation(config.federation(num_clients)).clients
     initial = new_model(config, clients[0].num_features, int(clients[0].num_classes), 0).state_dict()
     history = UpdateHistory({k: v.clone() for k, v in initial.items()}, window=window)
     return clients, train_original(config, num_clients, initial, history), history
@@ -63,7 +63,7 @@ def test_a_replayed_step_takes_the_staying_clients_recorded_norm(small_config):
 def test_the_replay_reads_neither_the_forgotten_data_nor_the_leaving_clients_updates(trained):
     config, clients, arrays, history = trained
     num_classes = int(clients[0].num_classes)
-    spec = FederationSpec.from_run_config(config.to_flower(), 3)
+    spec = config.federation(3)
     for text, leaving in (("client:2", 2), ("nodes:1:0.5", None)):
         reference = _replay(config, 3, text, arrays, history).arrays.to_torch_state_dict()
         request = parse_request(text, 3, num_classes)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from contract.requests import parse_request
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from unlearn.laf import LAFConfig, alignment_loss, bounded, extractor_loss, laf, laf_traced
 from unlearn.requests import split_federation
 
@@ -16,7 +16,7 @@ def trained(request):
     from tests.unlearn.conftest import small_config, trained_model
 
     config = small_config(num_server_rounds=20)
-    federation = build_federation(FederationSpec.from_run_config(config.to_flower(), 3))
+    federation = build_federation(config.federation(3))
     model = trained_model(config, 3, seed=0)
     split = split_federation(federation.clients, parse_request("class:1", 3, 4), seed=0)
     return model, split

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from contract.requests import parse_request
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from unlearn.evaluate import mia_sets
 from unlearn.mia import LogisticRegression, attack_features, auc, membership_auc
 from unlearn.requests import split_federation
@@ -46,7 +46,7 @@ def test_attack_features_and_membership_auc():
 
 @pytest.mark.parametrize("text", ["client:1", "nodes:1:0.5", "class:2"])
 def test_mia_scores_forgotten_nodes_against_non_members_from_where_they_come(small_config, text):
-    federation = build_federation(FederationSpec.from_run_config(small_config().to_flower(), 3))
+    federation = build_federation(small_config().federation(3))
     split = split_federation(federation.clients, parse_request(text, 3, 4), seed=0)
     fit_sets, eval_sets = mia_sets(split)
     for index, (data, fit, scored) in enumerate(zip(split.original, fit_sets, eval_sets)):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from contract.requests import Request, parse_request
-from graphs import FederationSpec, build_federation
+from graphs import build_federation
 from unlearn.requests import split_federation
 
 
@@ -44,7 +44,7 @@ def _edges(data):
 
 @pytest.mark.parametrize("text", ["nodes:1:0.5", "class:2", "client:0"])
 def test_remaining_graph_has_no_forgotten_node_or_edge(small_config, text):
-    federation = build_federation(FederationSpec.from_run_config(small_config().to_flower(), 3))
+    federation = build_federation(small_config().federation(3))
     request = parse_request(text, 3, 4)
     split = split_federation(federation.clients, request, seed=1)
     forgotten = set(split.forget_ids.tolist())
@@ -84,7 +84,7 @@ def test_dropping_nodes_keeps_every_node_attribute_and_edge_list(small_config):
     from unlearn.requests import drop_nodes
 
     config = small_config(unseen_node_frac=0.2, missing_classes=1)
-    data = build_federation(FederationSpec.from_run_config(config.to_flower(), 3)).clients[0]
+    data = build_federation(config.federation(3)).clients[0]
     drop = torch.zeros(data.num_nodes, dtype=torch.bool)
     drop[: data.num_nodes // 3] = True
     kept = drop_nodes(data, drop)
