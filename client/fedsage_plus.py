@@ -41,7 +41,7 @@ from client.job import LocalJob, private_record, private_tensors
 from client.weights import record_tensors
 from contract import fedsage_messages as m
 from contract import protocol as p
-from models.neighgen import NeighGen, epoch_seed, local_gradients, new_optimizer
+from models.fedsage import NeighGen, epoch_seed, local_gradients, new_optimizer
 from models.neighgen_cross import cross_gradients
 from models.training import adam_state_record
 

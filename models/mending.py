@@ -1,6 +1,6 @@
 r"""FedSage's graph mending: a classifier run on a graph mended with generated neighbours.
 
-Zhang et al., NeurIPS 2021 (see :mod:`models.neighgen`). With a trained NeighGen a
+Zhang et al., NeurIPS 2021 (see :mod:`models.fedsage`). With a trained NeighGen a
 client predicts for each node :math:`v` of its subgraph a number of missing
 neighbours :math:`k_v = \min(\mathrm{round}(\hat n_v), P)` and their features
 :math:`\hat{\mathbf{X}}_{v,0..k_v-1}`, and adds them as new nodes joined to
@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from models.neighgen import NeighGen
+from models.fedsage import NeighGen
 
 
 def mend(x: Tensor, edge_index: Tensor, counts: Tensor, features: Tensor) -> tuple[Tensor, Tensor]:

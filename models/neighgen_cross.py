@@ -3,7 +3,7 @@ r"""FedSage+'s cross-client feature-matching loss for NeighGen, and its gradient
 Zhang, Yang, Li, Sun and Yiu, *Subgraph Federated Learning with Missing Neighbor
 Generation*, NeurIPS 2021. A client's missing neighbours mostly live in *other*
 clients' subgraphs, so FedSage+ trains client :math:`i`'s generator (NeighGen,
-:mod:`models.neighgen`) also to produce features that look like the nodes of every
+:mod:`models.fedsage`) also to produce features that look like the nodes of every
 other client :math:`j`, without client :math:`j`'s features ever leaving it. The
 paper's feature loss for client :math:`i` is
 
@@ -14,7 +14,7 @@ paper's feature loss for client :math:`i` is
 
 **What is implemented.** Client :math:`i`'s step :math:`t` minimises
 :math:`\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f + \alpha \sum_{j \neq i} \mathcal{L}^{i,j}_f`
-(:math:`\mathcal{L}_d, \mathcal{L}_f`: the local terms of :mod:`models.neighgen`) with
+(:math:`\mathcal{L}_d, \mathcal{L}_f`: the local terms of :mod:`models.fedsage`) with
 
 .. math::
     \mathcal{L}^{i,j}_f(\boldsymbol{\theta}^f_i) = \frac{1}{|A_i|} \sum_{v \in A_i} \frac{1}{k_v}
@@ -81,7 +81,7 @@ def cross_gradients(
 
     Args:
         head: client :math:`i`'s fGen (its weights loaded), in training mode (dropout as in training).
-        generate: ``(head, head_input) -> (m, P, F)`` features (:meth:`models.neighgen.NeighGen.generate`).
+        generate: ``(head, head_input) -> (m, P, F)`` features (:meth:`models.fedsage.NeighGen.generate`).
         head_input: :math:`\mathbf{h}_v` ``(m, hidden)``; slots: :math:`k_v` ``(m,)``.
         x_other: client :math:`j`'s node features ``(n_j, F)``.
 
