@@ -1,7 +1,6 @@
 """FedSage client (local NeighGen): mend the subgraph with generated neighbours, then FedAvg a classifier on it.
 
-Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math: :mod:`models.fedsage`,
-:mod:`models.mending`). The first time a client trains it hides
+Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math: :mod:`models.fedsage`). The first time a client trains it hides
 ``fedsage-hidden-portion`` of its nodes, trains its missing-neighbour generator
 (NeighGen) on that impaired subgraph for ``fedsage-gen-epochs`` and keeps it in its
 state; from then on its classifier (the run's ``model``; the paper's is GraphSAGE,
@@ -25,8 +24,7 @@ from client.algorithms import ClientAlgorithm
 from client.job import LocalJob, private_record, private_tensors
 from client.weights import load_weights, weights_record
 from contract import protocol as p
-from models.fedsage import Impaired, NeighGen, train_neighgen
-from models.mending import MendedClassifier
+from models.fedsage import Impaired, MendedClassifier, NeighGen, train_neighgen
 from models.training import fit
 
 GENERATOR = "fedsage-generator"  # state: the client's trained NeighGen

@@ -1,7 +1,7 @@
 """FedSage+ client: its NeighGen trained with the other clients' help, then FedSage's mended classifier.
 
 Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math and the four hops of a
-generator step: :mod:`models.neighgen_cross`). Before the classifier's rounds the
+generator step: :mod:`models.fedsage`). Before the classifier's rounds the
 server (:mod:`server.fedsage_plus`) sends three kinds of query
 (:mod:`contract.fedsage_messages`), which this client answers in :meth:`FedSagePlusClient.query`:
 
@@ -41,8 +41,7 @@ from client.job import LocalJob, private_record, private_tensors
 from client.weights import record_tensors
 from contract import fedsage_messages as m
 from contract import protocol as p
-from models.fedsage import NeighGen, epoch_seed, local_gradients, new_optimizer
-from models.neighgen_cross import cross_gradients
+from models.fedsage import NeighGen, cross_gradients, epoch_seed, local_gradients, new_optimizer
 from models.training import adam_state_record
 
 WEIGHTS = "fedsage-plus-weights"  # state: the generator's weights while it trains

@@ -3,7 +3,7 @@
 Before the classifier's rounds the server drives ``fedsage-gen-rounds`` federated
 generator steps with Flower *query* messages (:data:`contract.protocol.QUERY` in the
 ``config`` record names the kind); the math and the four hops of a step are in
-:mod:`models.neighgen_cross`. Every reply also carries the ``metrics`` record with the
+:mod:`models.fedsage`. Every reply also carries the ``metrics`` record with the
 client's ``partition-id``, which names it in the records the server forwards.
 """
 

@@ -1,13 +1,17 @@
-r"""FedSage+'s missing-neighbour generator (NeighGen), trained on a client's impaired subgraph.
+r"""FedSage and FedSage+'s math: NeighGen, the impaired subgraph, the cross-client loss, graph mending.
 
 Zhang, Yang, Li, Sun and Yiu, *Subgraph Federated Learning with Missing Neighbor
-Generation*, NeurIPS 2021. A client cannot see the edges that leave its subgraph, so
-it learns to generate them: it hides a share :math:`h` of its own nodes (the
-*impaired* subgraph :math:`\bar G`) and learns, for every remaining node :math:`v`,
-how many neighbours it lost, :math:`n_v = |N_G(v) \setminus N_{\bar G}(v)|`, and
-their features :math:`\{\mathbf{x}_u\}_{u \in N_G(v) \setminus N_{\bar G}(v)}`.
+Generation*, NeurIPS 2021. The client parts are :mod:`client.fedsage` (``fedsage-local``
+and ``fedsage+``), the server parts :mod:`server.fedsage`.
 
-NeighGen is an encoder and two heads:
+**NeighGen on the impaired subgraph.** A client cannot see the edges that leave its
+subgraph, so it learns to generate them: it hides a share :math:`h` of its own nodes
+(the *impaired* subgraph :math:`\bar G`, :class:`Impaired`) and learns, for every
+remaining node :math:`v`, how many neighbours it lost,
+:math:`n_v = |N_G(v) \setminus N_{\bar G}(v)|`, and their features
+:math:`\{\mathbf{x}_u\}_{u \in N_G(v) \setminus N_{\bar G}(v)}`.
+
+NeighGen (:class:`NeighGen`) is an encoder and two heads:
 
 - encoder :math:`\mathbf{z}_v = H^e(\bar G)_v`: two GraphSAGE layers (mean
   aggregator) over :math:`[\mathbf{x}_v \,\|\, \log(1 + \bar d_v)]`;
@@ -23,8 +27,8 @@ trained with :math:`\mathcal{L} = \lambda_d \mathcal{L}_d + \lambda_f \mathcal{L
     \mathcal{L}_f = \frac{1}{|\bar V|} \sum_{v} \frac{1}{k_v} \sum_{p < k_v}
       \min_{u \in N_G(v) \setminus N_{\bar G}(v)} \lVert \hat{\mathbf{X}}_{v,p} - \mathbf{x}_u \rVert^2 / F,
 
-with :math:`k_v = \min(n_v, P)` (the paper's greedy matching loss; nodes that lost
-no neighbour add no feature term). Differences from the paper, on purpose:
+with :math:`k_v = \min(n_v, P)` (the paper's greedy matching loss, :func:`matching_loss`;
+nodes that lost no neighbour add no feature term). Differences from the paper, on purpose:
 
 - the slots matched are the first :math:`\min(n_v, P)` by the *true* count rather
   than the predicted one, so fGen learns from the first epoch on, before dGen does;
@@ -33,17 +37,74 @@ no neighbour add no feature term). Differences from the paper, on purpose:
 - fGen's output has no ``tanh`` (Stamen's features are not scaled into [-1, 1]);
 - the classifier's loss :math:`\mathcal{L}_c` on the mended impaired graph (the
   paper trains NeighGen jointly with it) is left out; the classifier is trained
-  afterwards on the mended graph (:mod:`models.mending`);
-- here each client's NeighGen learns from its own subgraph only (FedSage with local
-  NeighGen, :mod:`client.fedsage`); FedSage+'s cross-client feature-matching term
-  :math:`\alpha \sum_{j \neq i} \mathcal{L}_f^{i,j}` is :mod:`models.neighgen_cross`.
+  afterwards on the mended graph (below).
 
 :func:`train_neighgen` is full-batch Adam, one :func:`local_gradients` per epoch; with
 a ``seed`` every epoch's draws (dropout, the noise :math:`\boldsymbol{\epsilon}`) come
 from :func:`epoch_seed`, so FedSage+ (one epoch per message exchange) repeats them.
+With ``fedsage-local`` each client's NeighGen learns from its own subgraph only.
+
+**FedSage+'s cross-client feature matching.** A client's missing neighbours mostly live
+in *other* clients' subgraphs, so FedSage+ trains client :math:`i`'s generator also to
+produce features that look like the nodes of every other client :math:`j`, without
+client :math:`j`'s features ever leaving it. The paper's feature loss for client :math:`i` is
+
+.. math::
+    \mathcal{L}^f_i = \frac{1}{|\bar V_i|} \sum_{v \in \bar V_i} \sum_{p} \Big(
+      \min_{u \in N_{G_i}(v) \cap V^h_i} \lVert H^f_i(\mathbf{z}_v)_p - \mathbf{x}_u \rVert^2
+      + \alpha \sum_{j \neq i} \min_{u \in V_j} \lVert H^f_i(\mathbf{z}_v)_p - \mathbf{x}^j_u \rVert^2 \Big).
+
+What is implemented: client :math:`i`'s step :math:`t` minimises
+:math:`\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f + \alpha \sum_{j \neq i} \mathcal{L}^{i,j}_f` with
+
+.. math::
+    \mathcal{L}^{i,j}_f(\boldsymbol{\theta}^f_i) = \frac{1}{|A_i|} \sum_{v \in A_i} \frac{1}{k_v}
+      \sum_{p < k_v} \min_{u \in V_j} \lVert H^f(\mathbf{h}_v; \boldsymbol{\theta}^f_i)_p - \mathbf{x}^j_u \rVert^2 / F,
+
+where :math:`\mathbf{h}_v = \mathbf{z}_v + \boldsymbol{\epsilon}_v` is fGen's input
+(encoder output plus the step's noise), :math:`k_v = \min(n_v, P)` and
+:math:`A_i = \{v : k_v > 0\}`: the same nodes, slots and normalisation as the local
+:math:`\mathcal{L}_f`, with the nearest of *all* of client :math:`j`'s nodes
+:math:`V_j` as target (:func:`cross_matching_loss`). :math:`\alpha` is
+``fedsage-cross-weight``; :math:`\alpha = 0` is exactly local NeighGen. As in the paper's
+protocol, client :math:`j` differentiates with respect to fGen's weights
+:math:`\boldsymbol{\theta}^f_i` only (:func:`cross_gradients`): the encoder learns from
+the local terms, and :math:`\mathbf{h}_v` is a constant of the step.
+
+Messages of one step (two hops through the server; :mod:`client.fedsage`,
+:mod:`server.fedsage`, the ``FEDSAGE_*`` names of :mod:`contract.protocol`):
+
+1. :math:`i \to` server: :math:`\{\mathbf{h}_v, k_v\}_{v \in A_i}` and
+   :math:`\boldsymbol{\theta}^f_i` (no feature of any node);
+2. server :math:`\to j`: every other client's triple;
+3. :math:`j \to` server: :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i} \mathcal{L}^{i,j}_f`
+   for each :math:`i \neq j`, computed on :math:`j`'s own features;
+4. server :math:`\to i`: :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}` (summed in
+   partition order); :math:`i` takes one Adam step on
+   :math:`\nabla(\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f) + \alpha \mathbf{G}_i`.
+
+Client :math:`j`'s features leave it only inside :math:`\mathbf{g}_{i,j}`, a gradient
+summed over :math:`A_i`'s slots, as in the paper. That is no formal privacy guarantee:
+the last layer's bias gradient is a weighted sum of the matched features, which gives
+a feature away when :math:`|A_i|` is one node with one slot. An Adam step spans
+messages, so its moments wait in the client's state between them
+(:func:`models.training.adam_state_record`).
+
+**Graph mending.** With a trained NeighGen a client predicts for each node :math:`v` of
+its subgraph a number of missing neighbours :math:`k_v = \min(\mathrm{round}(\hat n_v), P)`
+and their features :math:`\hat{\mathbf{X}}_{v,0..k_v-1}`, and adds them as new nodes
+joined to :math:`v` by an edge each way (:func:`mend`). The node classifier (GraphSAGE
+in the paper) is trained and evaluated on the mended graph; only the original nodes
+carry labels and predictions. :class:`MendedClassifier` does the mending inside
+``forward``: a frozen generator mends whatever graph it is given (the client's training
+graph, its whole subgraph for unseen nodes, a new client's graph), so every evaluation
+sees a mended graph. The generator mends without its training noise and dropout, so a
+graph is always mended the same way.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -189,3 +250,100 @@ def train_neighgen(
         last = (loss_d, loss_f)
     generator.eval()
     return last
+
+
+def cross_matching_loss(generated: Tensor, slots: Tensor, x_other: Tensor) -> Tensor:
+    r""":math:`\mathcal{L}^{i,j}_f` (module docstring): ``generated`` ``(m, P, F)``, ``slots`` ``(m,)`` = :math:`k_v`.
+
+    Each slot :math:`p < k_v` is matched to its nearest row of ``x_other`` ``(n_j, F)``.
+    """
+    if generated.size(0) == 0 or x_other.size(0) == 0:
+        return generated.sum() * 0.0
+    m, num_slots, features = generated.shape
+    distances = torch.cdist(generated.reshape(m * num_slots, features), x_other).pow(2) / features
+    nearest = distances.min(dim=1).values.view(m, num_slots)
+    used = torch.arange(num_slots, device=generated.device).unsqueeze(0) < slots.unsqueeze(1)
+    per_node = torch.where(used, nearest, torch.zeros_like(nearest)).sum(dim=1) / slots.clamp(min=1)
+    return per_node.mean()
+
+
+def cross_gradients(
+    head: nn.Module, generate: Callable[[nn.Module, Tensor], Tensor], head_input: Tensor, slots: Tensor, x_other: Tensor
+) -> tuple[float, dict[str, Tensor]]:
+    r"""Client :math:`j`'s answer: :math:`\mathcal{L}^{i,j}_f` and its gradient w.r.t. ``head``'s weights.
+
+    Args:
+        head: client :math:`i`'s fGen (its weights loaded), in training mode (dropout as in training).
+        generate: ``(head, head_input) -> (m, P, F)`` features (:meth:`NeighGen.generate`).
+        head_input: :math:`\mathbf{h}_v` ``(m, hidden)``; slots: :math:`k_v` ``(m,)``.
+        x_other: client :math:`j`'s node features ``(n_j, F)``.
+
+    Returns:
+        The loss and ``{parameter name: gradient}`` (zeros where no node has a slot).
+    """
+    head.train()
+    head.zero_grad()
+    loss = cross_matching_loss(generate(head, head_input), slots, x_other)
+    loss.backward()
+    gradients = {
+        name: (param.grad.detach().clone() if param.grad is not None else torch.zeros_like(param))
+        for name, param in head.named_parameters()
+    }
+    return float(loss.detach()), gradients
+
+
+def mend(x: Tensor, edge_index: Tensor, counts: Tensor, features: Tensor) -> tuple[Tensor, Tensor]:
+    """``x`` and ``edge_index`` with ``counts[v]`` generated neighbours joined to each node ``v``.
+
+    Args:
+        x: ``(n, F)`` node features.
+        edge_index: ``(2, E)`` edges.
+        counts: ``(n,)`` predicted missing-neighbour counts (rounded and clipped to ``[0, P]``).
+        features: ``(n, P, F)`` generated neighbour features; node ``v`` gets slots ``0..k_v-1``.
+
+    Returns:
+        The mended graph: nodes ``0..n-1`` unchanged, then the generated nodes grouped by
+        the node they join (in node order, slots in order), with an edge each way.
+    """
+    n, slots = features.shape[:2]
+    k = counts.round().clamp(0, slots).long()
+    chosen = torch.arange(slots, device=x.device).unsqueeze(0) < k.unsqueeze(1)  # (n, P)
+    anchors = chosen.nonzero()[:, 0]  # row-major: grouped by node, slots in order
+    new = torch.arange(n, n + anchors.numel(), device=x.device)
+    added = torch.cat([torch.stack([anchors, new]), torch.stack([new, anchors])], dim=1)
+    return torch.cat([x, features[chosen].to(x.dtype)]), torch.cat([edge_index, added], dim=1)
+
+
+class MendedClassifier(nn.Module):
+    """``classifier`` applied to the graph mended by a frozen ``generator``; logits of the original nodes.
+
+    ``state_dict`` holds both parts (``classifier.*``, ``generator.*``); a client shares
+    the classifier only.
+    """
+
+    def __init__(self, classifier: nn.Module, generator: NeighGen) -> None:
+        super().__init__()
+        self.classifier = classifier
+        self.generator = generator.eval().requires_grad_(False)
+
+    def train(self, mode: bool = True) -> MendedClassifier:
+        super().train(mode)
+        self.generator.eval()  # the generator mends, it is not trained here
+        return self
+
+    def mended(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+        with torch.no_grad():
+            counts, features = self.generator(x, edge_index)
+        return mend(x, edge_index, counts, features)
+
+    @property
+    def head(self) -> nn.Module:
+        return self.classifier.head
+
+    def embed(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        """The classifier's embeddings of the original nodes on the mended graph."""
+        return self.classifier.embed(*self.mended(x, edge_index))[: x.size(0)]
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        mended_x, mended_edges = self.mended(x, edge_index)
+        return self.classifier(mended_x, mended_edges)[: x.size(0)]

@@ -15,7 +15,7 @@ so the phase runs on every transport without a hook in the round loop:
    partition order); :math:`i` takes its Adam step and replies step :math:`t+1`'s
    request (nothing after step :math:`T`).
 
-The math is :mod:`models.neighgen_cross`. The server sees fGen's weights and inputs and
+The math is :mod:`models.fedsage`. The server sees fGen's weights and inputs and
 the gradients, never a node's features. With ``fedsage-cross-weight=0`` the ``cross``
 hop is skipped (each client steps on its local loss alone: local NeighGen), and with
 ``fedsage-gen-rounds=0`` there is no phase (clients train locally, as ``fedsage-local``).
