@@ -1,10 +1,20 @@
-r"""FedSage+ server: federated NeighGen training, then FedAvg of the clients' mended classifiers.
+r"""FedSage's server parts: ``fedsage-local`` (:func:`make_strategy`) and ``fedsage+`` (:func:`make_plus_strategy`).
 
 Zhang, Yang, Li, Sun and Yiu, *Subgraph Federated Learning with Missing Neighbor
-Generation*, NeurIPS 2021. Before the classifier's first round the strategy drives
+Generation*, NeurIPS 2021 (the math: :mod:`models.fedsage`; the client parts:
+:mod:`client.fedsage`).
+
+**fedsage-local**: the server is FedAvg,
+:math:`\boldsymbol{\theta} = \sum_i \frac{n_i}{n} \boldsymbol{\theta}_i` over the
+classifiers' weights (:math:`n_i` training nodes); the generators stay with their
+clients, so no generated or real feature reaches the server.
+
+**fedsage+**: federated NeighGen training, then the same FedAvg of the clients' mended
+classifiers. Before the classifier's first round the strategy drives
 ``fedsage-gen-rounds`` (:math:`T`) federated generator steps over every connected
-client, with query messages (:mod:`contract.fedsage_messages`) through the run's grid,
-so the phase runs on every transport without a hook in the round loop:
+client, with query messages (the ``FEDSAGE_*`` names of :mod:`contract.protocol`)
+through the run's grid, so the phase runs on every transport without a hook in the
+round loop:
 
 1. ``start`` to every client: each replies its step-1 request
    :math:`(\{\mathbf{h}_v, k_v\}_{v \in A_i}, \boldsymbol{\theta}^f_i)`;
@@ -15,13 +25,13 @@ so the phase runs on every transport without a hook in the round loop:
    partition order); :math:`i` takes its Adam step and replies step :math:`t+1`'s
    request (nothing after step :math:`T`).
 
-The math is :mod:`models.fedsage`. The server sees fGen's weights and inputs and
-the gradients, never a node's features. With ``fedsage-cross-weight=0`` the ``cross``
-hop is skipped (each client steps on its local loss alone: local NeighGen), and with
-``fedsage-gen-rounds=0`` there is no phase (clients train locally, as ``fedsage-local``).
+The server sees fGen's weights and inputs and the gradients, never a node's
+features. With ``fedsage-cross-weight=0`` the ``cross`` hop is skipped (each client
+steps on its local loss alone: local NeighGen), and with ``fedsage-gen-rounds=0``
+there is no phase (clients train locally, as ``fedsage-local``).
 A client failing a hop leaves the phase (it trains its generator locally when it first
 needs one); the phase needs ``min-clients`` valid replies at every hop, like a round.
-Then the classifier's rounds are FedAvg, as in :mod:`server.fedsage`.
+Then the classifier's rounds are FedAvg, as ``fedsage-local``'s.
 """
 
 from __future__ import annotations
@@ -145,6 +155,12 @@ class FedSagePlus(WeightedAverage, ReportsHealth):
 
 
 def make_strategy(config: RunConfig) -> Strategy:
+    """fedsage-local: FedAvg of the classifiers."""
+    return WeightedAverage(**strategy_options(config))
+
+
+def make_plus_strategy(config: RunConfig) -> Strategy:
+    """fedsage+: the generator phase, then FedAvg of the classifiers."""
     phase = PhaseSettings(
         config.fedsage_gen_rounds, config.fedsage_cross_weight, config.round_timeout, config.min_clients
     )
