@@ -131,7 +131,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "fedsage-local",
             "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours "
             "(Zhang et al. 2021; use model='sage')",
-            "server.fedsage_plus",
+            "server.fedsage",
             "client.fedsage",
             options=_FEDSAGE_OPTIONS,
             resumable=False,
@@ -140,7 +140,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "fedsage+",
             "FedSage+: fedsage-local whose generators also learn from the other clients' subgraphs "
             "(cross-client feature matching; Zhang et al. 2021; use model='sage')",
-            "server.fedsage_plus:make_plus_strategy",
+            "server.fedsage:make_plus_strategy",
             "client.fedsage:PLUS_PART",
             options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight"),
             resumable=False,

@@ -1,4 +1,4 @@
-"""Names of FedSage+'s generator-phase messages (server/fedsage_plus.py <-> client/fedsage.py).
+"""Names of FedSage+'s generator-phase messages (server/fedsage.py <-> client/fedsage.py).
 
 Before the classifier's rounds the server drives ``fedsage-gen-rounds`` federated
 generator steps with Flower *query* messages (:data:`contract.protocol.QUERY` in the
