@@ -45,7 +45,6 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 from client.algorithms import ClientAlgorithm
 from client.job import LocalJob, private_record, private_tensors
 from client.weights import load_weights, record_tensors, weights_record
-from contract import fedsage_messages as m
 from contract import protocol as p
 from models.fedsage import (
     Impaired,
@@ -150,9 +149,9 @@ def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, A
     job.state[WEIGHTS] = private_record(generator.state_dict())
     slots = impaired.valid.sum(dim=1)
     used = slots > 0
-    request = {m.INPUT: head_input[used], m.SLOTS: slots[used]}
-    request.update({f"{m.HEAD}{name}": w.detach() for name, w in generator.feature_head.state_dict().items()})
-    return {m.REQUEST: ArrayRecord(request)}, {m.LOSS_D: loss_d, m.LOSS_F: loss_f}
+    request = {p.FEDSAGE_INPUT: head_input[used], p.FEDSAGE_SLOTS: slots[used]}
+    request.update({f"{p.FEDSAGE_HEAD}{name}": w.detach() for name, w in generator.feature_head.state_dict().items()})
+    return {p.FEDSAGE_REQUEST: ArrayRecord(request)}, {p.FEDSAGE_LOSS_D: loss_d, p.FEDSAGE_LOSS_F: loss_f}
 
 
 def _forget_training(job: LocalJob) -> None:
@@ -170,7 +169,7 @@ def start(job: LocalJob) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
 def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
     """The gradient of every other client's cross term on this client's features (never the features)."""
     requests: dict[int, dict[str, Array]] = {}
-    for key, array in content[m.REQUESTS].items():
+    for key, array in content[p.FEDSAGE_REQUESTS].items():
         partition, name = key.split("/", 1)
         requests.setdefault(int(partition), {})[name] = array
     template = new_generator(job)
@@ -178,31 +177,37 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
     total = 0.0
     for partition in sorted(requests):
         request = requests[partition]
-        head = {name[len(m.HEAD) :]: _tensor(a, job) for name, a in request.items() if name.startswith(m.HEAD)}
+        head = {
+            name[len(p.FEDSAGE_HEAD) :]: _tensor(a, job)
+            for name, a in request.items()
+            if name.startswith(p.FEDSAGE_HEAD)
+        }
         template.feature_head.load_state_dict(head)
         torch.manual_seed(generator_seed(job) * 31 + 7_919 * step + partition)  # fGen's dropout at this client
         loss, grads = cross_gradients(
             template.feature_head,
             template.generate,
-            _tensor(request[m.INPUT], job),
-            _tensor(request[m.SLOTS], job),
+            _tensor(request[p.FEDSAGE_INPUT], job),
+            _tensor(request[p.FEDSAGE_SLOTS], job),
             job.data.x,
         )
         total += loss
         gradients.update({f"{partition}/{name}": grad for name, grad in grads.items()})
-    return {m.GRADIENTS: ArrayRecord(gradients)}, {m.CROSS_LOSS: total}
+    return {p.FEDSAGE_GRADIENTS: ArrayRecord(gradients)}, {p.FEDSAGE_CROSS_LOSS: total}
 
 
 def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
     """Step ``index``'s Adam step on the local plus alpha times the forwarded gradients; the next request."""
     if WEIGHTS not in job.state or PENDING not in job.state:
-        raise RuntimeError(f"{m.STEP_QUERY} before {m.START_QUERY}: this client has no generator in training")
+        raise RuntimeError(
+            f"{p.FEDSAGE_STEP_QUERY} before {p.FEDSAGE_START_QUERY}: this client has no generator in training"
+        )
     generator = new_generator(job)
     generator.load_state_dict(private_tensors(job.state[WEIGHTS]))
     optimizer = new_optimizer(generator, job.config.fedsage_gen_lr)
     job.resume(optimizer, MOMENTS)
     local = private_tensors(job.state[PENDING])
-    forwarded = record_tensors(content[m.GRADIENTS]) if m.GRADIENTS in content else {}
+    forwarded = record_tensors(content[p.FEDSAGE_GRADIENTS]) if p.FEDSAGE_GRADIENTS in content else {}
     alpha = job.config.fedsage_cross_weight
     for name, param in generator.named_parameters():
         grad = local[name].to(job.device)
@@ -224,13 +229,13 @@ class FedSagePlusClient(FedSageClient):
     def query(self, job: LocalJob, message: Message) -> Message | None:
         config: ConfigRecord = message.content[p.CONFIG]
         kind = config.get(p.QUERY)
-        index = int(config.get(m.STEP, 0))
-        if kind == m.START_QUERY:
+        index = int(config.get(p.FEDSAGE_STEP, 0))
+        if kind == p.FEDSAGE_START_QUERY:
             records, metrics = start(job)
-        elif kind == m.CROSS_QUERY:
+        elif kind == p.FEDSAGE_CROSS_QUERY:
             records, metrics = cross(job, message.content, index)
-        elif kind == m.STEP_QUERY:
-            records, metrics = step(job, message.content, index, bool(config.get(m.LAST, False)))
+        elif kind == p.FEDSAGE_STEP_QUERY:
+            records, metrics = step(job, message.content, index, bool(config.get(p.FEDSAGE_LAST, False)))
         else:
             return None
         content = RecordDict({**records, p.METRICS: MetricRecord({p.PARTITION_ID: job.partition_id, **metrics})})

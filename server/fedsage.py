@@ -47,7 +47,6 @@ from flwr.common import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from contract import fedsage_messages as m
 from contract import protocol as p
 from contract.run_config import RunConfig
 from server.averaging import WeightedAverage
@@ -58,7 +57,7 @@ WAIT_SECONDS = 1.0  # between looks for connected nodes
 
 
 def _query(node: int, kind: str, step: int, records: dict[str, ArrayRecord], last: bool = False) -> Message:
-    config = ConfigRecord({p.QUERY: kind, m.STEP: step, m.LAST: last})
+    config = ConfigRecord({p.QUERY: kind, p.FEDSAGE_STEP: step, p.FEDSAGE_LAST: last})
     return Message(content=RecordDict({p.CONFIG: config, **records}), dst_node_id=node, message_type=MessageType.QUERY)
 
 
@@ -98,14 +97,14 @@ class GeneratorPhase:
         while len(nodes := sorted(self.grid.get_node_ids())) < self.min_clients:
             log(INFO, "stamen: fedsage+ waits for clients: %d connected, %d needed", len(nodes), self.min_clients)
             time.sleep(WAIT_SECONDS)
-        replies = self._exchange([_query(node, m.START_QUERY, 1, {}) for node in nodes], "start")
+        replies = self._exchange([_query(node, p.FEDSAGE_START_QUERY, 1, {}) for node in nodes], "start")
         for step in range(1, self.rounds + 1):
             nodes_of = {_partition(reply): reply.metadata.src_node_id for reply in replies}
-            requests = {_partition(reply): reply.content[m.REQUEST] for reply in replies}
+            requests = {_partition(reply): reply.content[p.FEDSAGE_REQUEST] for reply in replies}
             summed = self._cross(nodes_of, requests, step) if self.cross_weight > 0 and len(requests) > 1 else {}
             last = step == self.rounds
             messages = [
-                _query(node, m.STEP_QUERY, step, {m.GRADIENTS: summed[i]} if i in summed else {}, last)
+                _query(node, p.FEDSAGE_STEP_QUERY, step, {p.FEDSAGE_GRADIENTS: summed[i]} if i in summed else {}, last)
                 for i, node in sorted(nodes_of.items())
             ]
             stepped = self._exchange(messages, f"step {step}/{self.rounds}")
@@ -114,7 +113,8 @@ class GeneratorPhase:
                 log(
                     INFO,
                     "stamen: fedsage+ generator step %d/%d: clients %d, local loss d %.4f f %.4f%s",
-                    step, self.rounds, len(replies), _mean(replies, m.LOSS_D), _mean(replies, m.LOSS_F), cross,
+                    step, self.rounds, len(replies),
+                    _mean(replies, p.FEDSAGE_LOSS_D), _mean(replies, p.FEDSAGE_LOSS_F), cross,
                 )  # fmt: skip
             replies = stepped
 
@@ -123,12 +123,12 @@ class GeneratorPhase:
         messages = []
         for j, node in sorted(nodes_of.items()):
             others = {f"{i}/{k}": a for i, record in sorted(requests.items()) if i != j for k, a in record.items()}
-            messages.append(_query(node, m.CROSS_QUERY, step, {m.REQUESTS: ArrayRecord(others)}))
+            messages.append(_query(node, p.FEDSAGE_CROSS_QUERY, step, {p.FEDSAGE_REQUESTS: ArrayRecord(others)}))
         replies = sorted(self._exchange(messages, f"cross {step}/{self.rounds}"), key=_partition)
-        self.cross_loss = _mean(replies, m.CROSS_LOSS)
+        self.cross_loss = _mean(replies, p.FEDSAGE_CROSS_LOSS)
         sums: dict[int, dict[str, np.ndarray]] = {}
         for reply in replies:  # partition order: the sums come out the same every time
-            for key, array in reply.content[m.GRADIENTS].items():
+            for key, array in reply.content[p.FEDSAGE_GRADIENTS].items():
                 i, name = key.split("/", 1)
                 total = sums.setdefault(int(i), {})
                 total[name] = total[name] + array.numpy() if name in total else array.numpy().copy()
