@@ -1,7 +1,8 @@
 """The client part of every FL algorithm: its contract and the loader by run-config name.
 
 An algorithm's client module (named by its spec in :mod:`contract.algorithms`) sets
-``PART`` to an instance of a :class:`ClientAlgorithm` subclass. The subclass implements
+``PART`` to an instance of a :class:`ClientAlgorithm` subclass (a spec ``module:NAME``
+names another attribute, when one module holds the parts of several variants). The subclass implements
 :meth:`ClientAlgorithm.train`; an algorithm whose model or messages differ from a plain
 weight exchange overrides the hooks, whose defaults are FedAvg's:
 
@@ -57,7 +58,9 @@ class ClientAlgorithm:
 def client_algorithm(name: str) -> tuple[AlgorithmSpec, ClientAlgorithm]:
     """The spec of ``name`` and its client part (ValueError in one line if unknown)."""
     spec = algorithm_spec(name)
-    part = getattr(importlib.import_module(spec.client), "PART", None)
+    module, _, attribute = spec.client.partition(":")
+    attribute = attribute or "PART"
+    part = getattr(importlib.import_module(module), attribute, None)
     if not isinstance(part, ClientAlgorithm):
-        raise TypeError(f"{spec.client} (the client part of {name!r}) sets no PART = a ClientAlgorithm")
+        raise TypeError(f"{spec.client} (the client part of {name!r}) sets no {attribute} = a ClientAlgorithm")
     return spec, part

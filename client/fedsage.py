@@ -1,33 +1,62 @@
-"""FedSage client (local NeighGen): mend the subgraph with generated neighbours, then FedAvg a classifier on it.
+"""FedSage's client parts: ``fedsage-local`` (:data:`PART`) and ``fedsage+`` (:data:`PLUS_PART`).
 
-Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math: :mod:`models.neighgen`,
-:mod:`models.mending`). The first time a client trains it hides
+Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math: :mod:`models.fedsage`; the
+server parts: :mod:`server.fedsage`).
+
+**fedsage-local** (:class:`FedSageClient`): mend the subgraph with generated
+neighbours, then FedAvg a classifier on it. The first time a client trains it hides
 ``fedsage-hidden-portion`` of its nodes, trains its missing-neighbour generator
 (NeighGen) on that impaired subgraph for ``fedsage-gen-epochs`` and keeps it in its
 state; from then on its classifier (the run's ``model``; the paper's is GraphSAGE,
 ``model='sage'``) computes on its subgraph mended by the generator, in training and
 in every evaluation. Only the classifier's weights travel; the generator never
-leaves the client.
+leaves the client. Each generator learns from its own subgraph only, as in the
+paper's locally trained NeighGen.
 
-This is FedSage with *local* NeighGen: each generator learns from its own subgraph
-only, as in the paper's locally trained NeighGen; the registry names the algorithm
-``fedsage-local``. FedSage+ (:mod:`client.fedsage_plus`, ``fedsage+``) also trains
-each generator on the other clients' subgraphs before the classifier's rounds, then
-uses this module's classifier unchanged.
+**fedsage+** (:class:`FedSagePlusClient`): the same classifier, its NeighGen trained
+with the other clients' help first. Before the classifier's rounds the server sends
+three kinds of query (the ``FEDSAGE_*`` names of :mod:`contract.protocol`), which this
+client answers in :meth:`FedSagePlusClient.query`:
+
+- ``start``: build the seeded generator and the impaired subgraph (as ``fedsage-local``
+  does), run step 1's forward and backward pass of the local loss, keep the gradients
+  in the state and reply the step's request: fGen's input :math:`\\mathbf{h}_v` and
+  slots :math:`k_v` of the nodes with a local target, and fGen's weights;
+- ``cross``: for every other client's request, the gradient of
+  :math:`\\mathcal{L}^{i,j}_f` on this client's own features (never the features);
+- ``step``: add :math:`\\alpha` times the summed gradients the server forwards to the
+  kept local ones, take one Adam step (moments kept in the state between messages),
+  then reply the next step's request, or, after the last step, keep the generator
+  where ``fedsage-local``'s classifier reads it.
+
+Step :math:`t` draws its dropout and noise from ``epoch_seed(seed, t - 1)``, as epoch
+:math:`t - 1` of ``fedsage-local``'s training does, so with ``fedsage-cross-weight=0``
+and ``fedsage-gen-rounds`` equal to ``fedsage-gen-epochs`` the two train the same
+generator. From then on the client is :class:`FedSageClient`: only the classifier's
+weights travel. A client that missed the generator phase trains its generator locally
+when it first needs it.
 """
 
 from __future__ import annotations
 
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
 from client.job import LocalJob, private_record, private_tensors
-from client.weights import load_weights, weights_record
+from client.weights import load_weights, record_tensors, weights_record
 from contract import protocol as p
-from models.mending import MendedClassifier
-from models.neighgen import Impaired, NeighGen, train_neighgen
-from models.training import fit
+from models.fedsage import (
+    Impaired,
+    MendedClassifier,
+    NeighGen,
+    cross_gradients,
+    epoch_seed,
+    local_gradients,
+    new_optimizer,
+    train_neighgen,
+)
+from models.training import adam_state_record, fit
 
 GENERATOR = "fedsage-generator"  # state: the client's trained NeighGen
 
@@ -94,4 +123,124 @@ class FedSageClient(ClientAlgorithm):
         return {p.ARRAYS: weights_record(model.classifier.state_dict())}
 
 
-PART = FedSageClient()
+# fedsage+: the generator phase's queries
+
+WEIGHTS = "fedsage-plus-weights"  # state: the generator's weights while it trains
+MOMENTS = "fedsage-plus-adam"  # state: its Adam moments between steps
+PENDING = "fedsage-plus-local-gradients"  # state: the local loss's gradients of the pending step
+HEAD_PREFIX = "feature_head."
+
+
+def _tensor(array: Array, job: LocalJob) -> torch.Tensor:
+    return torch.from_numpy(array.numpy().copy()).to(job.device)
+
+
+def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
+    """Step ``step``'s forward and backward pass of the local loss: keep gradients and weights, reply the request."""
+    torch.manual_seed(epoch_seed(generator_seed(job), step - 1))
+    impaired = impaired_subgraph(job)
+    loss_d, loss_f, head_input = local_gradients(generator, job.data.x[impaired.kept], impaired)
+    job.state[PENDING] = private_record(
+        {
+            name: (param.grad if param.grad is not None else torch.zeros_like(param)).detach()
+            for name, param in generator.named_parameters()
+        }
+    )
+    job.state[WEIGHTS] = private_record(generator.state_dict())
+    slots = impaired.valid.sum(dim=1)
+    used = slots > 0
+    request = {p.FEDSAGE_INPUT: head_input[used], p.FEDSAGE_SLOTS: slots[used]}
+    request.update({f"{p.FEDSAGE_HEAD}{name}": w.detach() for name, w in generator.feature_head.state_dict().items()})
+    return {p.FEDSAGE_REQUEST: ArrayRecord(request)}, {p.FEDSAGE_LOSS_D: loss_d, p.FEDSAGE_LOSS_F: loss_f}
+
+
+def _forget_training(job: LocalJob) -> None:
+    for key in (WEIGHTS, MOMENTS, PENDING):
+        if key in job.state:
+            del job.state[key]
+
+
+def start(job: LocalJob) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
+    """The seeded generator's first request (step 1)."""
+    _forget_training(job)
+    return _request(job, initial_generator(job), 1)
+
+
+def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
+    """The gradient of every other client's cross term on this client's features (never the features)."""
+    requests: dict[int, dict[str, Array]] = {}
+    for key, array in content[p.FEDSAGE_REQUESTS].items():
+        partition, name = key.split("/", 1)
+        requests.setdefault(int(partition), {})[name] = array
+    template = new_generator(job)
+    gradients: dict[str, torch.Tensor] = {}
+    total = 0.0
+    for partition in sorted(requests):
+        request = requests[partition]
+        head = {
+            name[len(p.FEDSAGE_HEAD) :]: _tensor(a, job)
+            for name, a in request.items()
+            if name.startswith(p.FEDSAGE_HEAD)
+        }
+        template.feature_head.load_state_dict(head)
+        torch.manual_seed(generator_seed(job) * 31 + 7_919 * step + partition)  # fGen's dropout at this client
+        loss, grads = cross_gradients(
+            template.feature_head,
+            template.generate,
+            _tensor(request[p.FEDSAGE_INPUT], job),
+            _tensor(request[p.FEDSAGE_SLOTS], job),
+            job.data.x,
+        )
+        total += loss
+        gradients.update({f"{partition}/{name}": grad for name, grad in grads.items()})
+    return {p.FEDSAGE_GRADIENTS: ArrayRecord(gradients)}, {p.FEDSAGE_CROSS_LOSS: total}
+
+
+def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
+    """Step ``index``'s Adam step on the local plus alpha times the forwarded gradients; the next request."""
+    if WEIGHTS not in job.state or PENDING not in job.state:
+        raise RuntimeError(
+            f"{p.FEDSAGE_STEP_QUERY} before {p.FEDSAGE_START_QUERY}: this client has no generator in training"
+        )
+    generator = new_generator(job)
+    generator.load_state_dict(private_tensors(job.state[WEIGHTS]))
+    optimizer = new_optimizer(generator, job.config.fedsage_gen_lr)
+    job.resume(optimizer, MOMENTS)
+    local = private_tensors(job.state[PENDING])
+    forwarded = record_tensors(content[p.FEDSAGE_GRADIENTS]) if p.FEDSAGE_GRADIENTS in content else {}
+    alpha = job.config.fedsage_cross_weight
+    for name, param in generator.named_parameters():
+        grad = local[name].to(job.device)
+        if name.startswith(HEAD_PREFIX) and name[len(HEAD_PREFIX) :] in forwarded:
+            grad = grad + alpha * forwarded[name[len(HEAD_PREFIX) :]].to(job.device)
+        param.grad = grad
+    optimizer.step()
+    if last:
+        job.state[GENERATOR] = private_record(generator.state_dict())
+        _forget_training(job)
+        return {}, {}
+    job.state[MOMENTS] = private_record(adam_state_record(optimizer))
+    return _request(job, generator, index + 1)
+
+
+class FedSagePlusClient(FedSageClient):
+    """FedSage's mended classifier, with the generator phase's queries answered."""
+
+    def query(self, job: LocalJob, message: Message) -> Message | None:
+        config: ConfigRecord = message.content[p.CONFIG]
+        kind = config.get(p.QUERY)
+        index = int(config.get(p.FEDSAGE_STEP, 0))
+        if kind == p.FEDSAGE_START_QUERY:
+            records, metrics = start(job)
+        elif kind == p.FEDSAGE_CROSS_QUERY:
+            records, metrics = cross(job, message.content, index)
+        elif kind == p.FEDSAGE_STEP_QUERY:
+            records, metrics = step(job, message.content, index, bool(config.get(p.FEDSAGE_LAST, False)))
+        else:
+            return None
+        content = RecordDict({**records, p.METRICS: MetricRecord({p.PARTITION_ID: job.partition_id, **metrics})})
+        return Message(content=content, reply_to=message)
+
+
+PART = FedSageClient()  # fedsage-local
+PLUS_PART = FedSagePlusClient()  # fedsage+

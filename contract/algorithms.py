@@ -2,8 +2,9 @@
 
 An algorithm is a server part (a factory ``make_strategy(config) -> Strategy``, named
 ``module`` or ``module:function`` when one module holds the factories of several
-variants, loaded by :mod:`server.algorithms`) and a client part (a module whose ``PART`` is a
-:class:`client.algorithms.ClientAlgorithm`, loaded by :mod:`client.algorithms`). This
+variants, loaded by :mod:`server.algorithms`) and a client part (a module's ``PART``, a
+:class:`client.algorithms.ClientAlgorithm`, named ``module``, or ``module:NAME`` when one
+module holds the parts of several variants, loaded by :mod:`client.algorithms`). This
 floor may not import either side, so a spec names them by dotted module path; both
 sides load them with :mod:`importlib` only when a run asks for the algorithm.
 
@@ -139,8 +140,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "fedsage+",
             "FedSage+: fedsage-local whose generators also learn from the other clients' subgraphs "
             "(cross-client feature matching; Zhang et al. 2021; use model='sage')",
-            "server.fedsage_plus",
-            "client.fedsage_plus",
+            "server.fedsage:make_plus_strategy",
+            "client.fedsage:PLUS_PART",
             options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight"),
             resumable=False,
         ),  # noqa: E501

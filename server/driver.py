@@ -2,8 +2,9 @@ r"""The one federated driver: a run's rounds, built from its config and a grid.
 
 Every caller that trains a federation builds it here and nowhere else: the ServerApp
 (:func:`server.app.serve`, on Flower's grid or the in-process one), the in-process engine,
-every bench, the privacy audit, the unlearning harness and the unlearning methods' own
-rounds. :func:`build_driver` wires, from the validated :class:`~contract.run_config.RunConfig`:
+every bench, the privacy audit, the unlearning experiment (:mod:`simulations.unlearn_experiment`)
+and the unlearning methods' own rounds. :func:`build_driver` wires, from the validated
+:class:`~contract.run_config.RunConfig`:
 
 - the algorithm's strategy (its registry entry, :func:`server.algorithms.server_algorithm`),
   wrapped for client-level DP when ``privacy='client-dp'`` (:func:`server.privacy.private_setup`,

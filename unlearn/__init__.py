@@ -9,7 +9,7 @@
 - :mod:`unlearn.mia`, :mod:`unlearn.evaluate`: membership inference and the figures.
 
 The message flows of every method are :mod:`server.unlearning` and :mod:`client.unlearning`;
-the in-process experiment is :mod:`simulations.unlearning`.
+the in-process experiment is :mod:`simulations.unlearn_experiment`.
 """
 
 from unlearn.requests import ForgetRequest, ForgetSplit, split_federation

@@ -1,6 +1,6 @@
 """``stamen bench unlearn``: forgetting a class, a client and some nodes, against retraining.
 
-For each request, :func:`simulations.unlearning.harness.run_request` trains the original model
+For each request, :func:`simulations.unlearn_experiment.run_request` trains the original model
 per seed (the app's round loop and ClientApp in-process, shared by every request), retrains from
 scratch without the
 forgotten data, runs every method and evaluates them all. The record holds each
@@ -35,11 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
-    """One :func:`~simulations.unlearning.harness.run_request` per request (a unit); the original models (and
+    """One :func:`~simulations.unlearn_experiment.run_request` per request (a unit); the original models (and
     their recorded updates) shared across the requests run in one session (trained again after a resume:
     the same seeds give the same originals)."""
     from contract.run_config import RunConfig
-    from simulations.unlearning.harness import parse_methods, parse_seeds, run_request
+    from simulations.unlearn_experiment import parse_methods, parse_seeds, run_request
 
     config = RunConfig.from_flower(
         {

@@ -7,7 +7,7 @@ from the config with that many clients. For the run's own seed (``seed`` in
 ``--seeds`` the original model is trained in-process with the run's algorithm and
 config, initialised from that seed (the partition and splits stay those of the run).
 Retraining from scratch, every method and the evaluation then run in-process
-(:func:`simulations.unlearning.harness.run_request`: the app's round loop and ClientApp over an
+(:func:`simulations.unlearn_experiment.run_request`: the app's round loop and ClientApp over an
 in-process grid, and the server's unlearning flow for every method). ``federaser`` replays the clients'
 recorded training updates, which a run directory does not hold, so ``--methods all`` leaves it out here (and
 says so); ``stamen bench unlearn`` runs it on originals trained in-process.
@@ -29,7 +29,7 @@ from contract import strict_json
 from contract.provenance import provenance
 from contract.requests import parse_request
 from simulations.options import renamed
-from simulations.unlearning.harness import (
+from simulations.unlearn_experiment import (
     METHODS,
     NEEDS_HISTORY,
     check_algorithm,
@@ -136,7 +136,7 @@ def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
             raise FileExistsError(f"{out} already holds results; pass --overwrite to replace them")
         out_dirs.append(out)
     # check the saved weights fit the rebuilt model before any long work
-    from simulations.unlearning.harness import new_model
+    from simulations.unlearn_experiment import new_model
 
     try:
         new_model(config, federation.clients[0].num_features, num_classes, config.seed).load_state_dict(state)

@@ -19,7 +19,7 @@ from simulations.benches.attacks import final_accuracy
 from simulations.benches.privacy import federated_run
 from simulations.cli import main as stamen
 from simulations.inprocess import run_in_process
-from simulations.unlearning.harness import new_model, train_original
+from simulations.unlearn_experiment import new_model, train_original
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 3
@@ -76,7 +76,7 @@ def test_the_attack_bench_gets_the_figures_of_stamen_run(stamen_run):
     assert final_accuracy(config(), CLIENTS) == stamen_run[0][-1]["global_test_acc"]
 
 
-def test_the_unlearning_harness_trains_the_weights_of_stamen_run(stamen_run):
+def test_the_unlearning_experiment_trains_the_weights_of_stamen_run(stamen_run):
     cfg = config()
     initial = new_model(cfg, cfg.csbm_features, cfg.csbm_classes, cfg.seed).state_dict()
     arrays = train_original(cfg, CLIENTS, initial)

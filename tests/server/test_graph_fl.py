@@ -9,8 +9,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 
 from contract import protocol as p
 from contract.run_config import RunConfig
-from models.mending import mend
-from models.neighgen import Impaired, NeighGen, train_neighgen
+from models.fedsage import Impaired, NeighGen, mend, train_neighgen
 from server.fedgta import topology_weights
 from server.fedpub import FedPub
 from simulations.inprocess import run_in_process, task_identity

@@ -16,7 +16,7 @@ from server.unlearning import history_recorder, unlearn_federation
 from server.unlearning.rollcall import query
 from server.unlearning.wash import check_statistics
 from simulations.inprocess import InProcessGrid, task_identity
-from simulations.unlearning.harness import new_model
+from simulations.unlearn_experiment import new_model
 from unlearn.federaser import UpdateHistory
 from unlearn.requests import split_federation
 from unlearn.wash import wash

@@ -11,7 +11,7 @@ import pytest
 
 from server.outputs import save_model
 from simulations.commands import unlearn as command
-from simulations.unlearning.harness import METHODS, new_model, train_original
+from simulations.unlearn_experiment import METHODS, new_model, train_original
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import torch
 from client.job import client_data
 from contract.requests import parse_request
 from graphs import build_federation
-from simulations.unlearning.harness import forget_in_process, new_model, run_request, train_original
+from simulations.unlearn_experiment import forget_in_process, new_model, run_request, train_original
 from unlearn.federaser import UpdateHistory, check_clients
 from unlearn.requests import client_forget_mask
 

@@ -20,7 +20,7 @@ For each seed :func:`run_request`
    client state;
 4. evaluates every model with :func:`unlearn.evaluate.evaluate_unlearning`.
 
-Means, spreads and targets: :mod:`simulations.unlearning.targets`.
+Means, spreads and targets: :mod:`simulations.unlearn_targets`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from server.loop import RunHealth, seed_server_draws
 from server.unlearning import METHODS as REGISTRY
 from server.unlearning import RETRAIN, Forgetting, forget
 from simulations.inprocess import InProcessGrid, task_identity
-from simulations.unlearning.targets import check_targets, gap_closure, mean_row, mia_gap, std_row
+from simulations.unlearn_targets import check_targets, gap_closure, mean_row, mia_gap, std_row
 from unlearn.evaluate import evaluate_unlearning
 from unlearn.federaser import UpdateHistory
 from unlearn.requests import ForgetSplit, split_federation

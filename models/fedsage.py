@@ -1,0 +1,349 @@
+r"""FedSage and FedSage+'s math: NeighGen, the impaired subgraph, the cross-client loss, graph mending.
+
+Zhang, Yang, Li, Sun and Yiu, *Subgraph Federated Learning with Missing Neighbor
+Generation*, NeurIPS 2021. The client parts are :mod:`client.fedsage` (``fedsage-local``
+and ``fedsage+``), the server parts :mod:`server.fedsage`.
+
+**NeighGen on the impaired subgraph.** A client cannot see the edges that leave its
+subgraph, so it learns to generate them: it hides a share :math:`h` of its own nodes
+(the *impaired* subgraph :math:`\bar G`, :class:`Impaired`) and learns, for every
+remaining node :math:`v`, how many neighbours it lost,
+:math:`n_v = |N_G(v) \setminus N_{\bar G}(v)|`, and their features
+:math:`\{\mathbf{x}_u\}_{u \in N_G(v) \setminus N_{\bar G}(v)}`.
+
+NeighGen (:class:`NeighGen`) is an encoder and two heads:
+
+- encoder :math:`\mathbf{z}_v = H^e(\bar G)_v`: two GraphSAGE layers (mean
+  aggregator) over :math:`[\mathbf{x}_v \,\|\, \log(1 + \bar d_v)]`;
+- dGen :math:`\hat n_v = \mathrm{ReLU}(\mathbf{w}_d^\top \mathbf{z}_v + b_d)`;
+- fGen :math:`\hat{\mathbf{X}}_v = H^f(\mathbf{z}_v + \boldsymbol{\epsilon})
+  \in \mathbb{R}^{P \times F}`, :math:`\boldsymbol{\epsilon} \sim \mathcal{N}(0, \mathbf{I})`
+  while training, an MLP to :math:`P` (``max_pred``) feature slots,
+
+trained with :math:`\mathcal{L} = \lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f`:
+
+.. math::
+    \mathcal{L}_d = \frac{1}{|\bar V|} \sum_{v} \mathrm{SmoothL1}(\hat n_v, n_v), \qquad
+    \mathcal{L}_f = \frac{1}{|\bar V|} \sum_{v} \frac{1}{k_v} \sum_{p < k_v}
+      \min_{u \in N_G(v) \setminus N_{\bar G}(v)} \lVert \hat{\mathbf{X}}_{v,p} - \mathbf{x}_u \rVert^2 / F,
+
+with :math:`k_v = \min(n_v, P)` (the paper's greedy matching loss, :func:`matching_loss`;
+nodes that lost no neighbour add no feature term). Differences from the paper, on purpose:
+
+- the slots matched are the first :math:`\min(n_v, P)` by the *true* count rather
+  than the predicted one, so fGen learns from the first epoch on, before dGen does;
+- the encoder also sees :math:`\log(1 + \bar d_v)`: a mean aggregator alone cannot
+  see a node's degree, and the number of lost neighbours grows with it;
+- fGen's output has no ``tanh`` (Stamen's features are not scaled into [-1, 1]);
+- the classifier's loss :math:`\mathcal{L}_c` on the mended impaired graph (the
+  paper trains NeighGen jointly with it) is left out; the classifier is trained
+  afterwards on the mended graph (below).
+
+:func:`train_neighgen` is full-batch Adam, one :func:`local_gradients` per epoch; with
+a ``seed`` every epoch's draws (dropout, the noise :math:`\boldsymbol{\epsilon}`) come
+from :func:`epoch_seed`, so FedSage+ (one epoch per message exchange) repeats them.
+With ``fedsage-local`` each client's NeighGen learns from its own subgraph only.
+
+**FedSage+'s cross-client feature matching.** A client's missing neighbours mostly live
+in *other* clients' subgraphs, so FedSage+ trains client :math:`i`'s generator also to
+produce features that look like the nodes of every other client :math:`j`, without
+client :math:`j`'s features ever leaving it. The paper's feature loss for client :math:`i` is
+
+.. math::
+    \mathcal{L}^f_i = \frac{1}{|\bar V_i|} \sum_{v \in \bar V_i} \sum_{p} \Big(
+      \min_{u \in N_{G_i}(v) \cap V^h_i} \lVert H^f_i(\mathbf{z}_v)_p - \mathbf{x}_u \rVert^2
+      + \alpha \sum_{j \neq i} \min_{u \in V_j} \lVert H^f_i(\mathbf{z}_v)_p - \mathbf{x}^j_u \rVert^2 \Big).
+
+What is implemented: client :math:`i`'s step :math:`t` minimises
+:math:`\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f + \alpha \sum_{j \neq i} \mathcal{L}^{i,j}_f` with
+
+.. math::
+    \mathcal{L}^{i,j}_f(\boldsymbol{\theta}^f_i) = \frac{1}{|A_i|} \sum_{v \in A_i} \frac{1}{k_v}
+      \sum_{p < k_v} \min_{u \in V_j} \lVert H^f(\mathbf{h}_v; \boldsymbol{\theta}^f_i)_p - \mathbf{x}^j_u \rVert^2 / F,
+
+where :math:`\mathbf{h}_v = \mathbf{z}_v + \boldsymbol{\epsilon}_v` is fGen's input
+(encoder output plus the step's noise), :math:`k_v = \min(n_v, P)` and
+:math:`A_i = \{v : k_v > 0\}`: the same nodes, slots and normalisation as the local
+:math:`\mathcal{L}_f`, with the nearest of *all* of client :math:`j`'s nodes
+:math:`V_j` as target (:func:`cross_matching_loss`). :math:`\alpha` is
+``fedsage-cross-weight``; :math:`\alpha = 0` is exactly local NeighGen. As in the paper's
+protocol, client :math:`j` differentiates with respect to fGen's weights
+:math:`\boldsymbol{\theta}^f_i` only (:func:`cross_gradients`): the encoder learns from
+the local terms, and :math:`\mathbf{h}_v` is a constant of the step.
+
+Messages of one step (two hops through the server; :mod:`client.fedsage`,
+:mod:`server.fedsage`, the ``FEDSAGE_*`` names of :mod:`contract.protocol`):
+
+1. :math:`i \to` server: :math:`\{\mathbf{h}_v, k_v\}_{v \in A_i}` and
+   :math:`\boldsymbol{\theta}^f_i` (no feature of any node);
+2. server :math:`\to j`: every other client's triple;
+3. :math:`j \to` server: :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i} \mathcal{L}^{i,j}_f`
+   for each :math:`i \neq j`, computed on :math:`j`'s own features;
+4. server :math:`\to i`: :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}` (summed in
+   partition order); :math:`i` takes one Adam step on
+   :math:`\nabla(\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f) + \alpha \mathbf{G}_i`.
+
+Client :math:`j`'s features leave it only inside :math:`\mathbf{g}_{i,j}`, a gradient
+summed over :math:`A_i`'s slots, as in the paper. That is no formal privacy guarantee:
+the last layer's bias gradient is a weighted sum of the matched features, which gives
+a feature away when :math:`|A_i|` is one node with one slot. An Adam step spans
+messages, so its moments wait in the client's state between them
+(:func:`models.training.adam_state_record`).
+
+**Graph mending.** With a trained NeighGen a client predicts for each node :math:`v` of
+its subgraph a number of missing neighbours :math:`k_v = \min(\mathrm{round}(\hat n_v), P)`
+and their features :math:`\hat{\mathbf{X}}_{v,0..k_v-1}`, and adds them as new nodes
+joined to :math:`v` by an edge each way (:func:`mend`). The node classifier (GraphSAGE
+in the paper) is trained and evaluated on the mended graph; only the original nodes
+carry labels and predictions. :class:`MendedClassifier` does the mending inside
+``forward``: a frozen generator mends whatever graph it is given (the client's training
+graph, its whole subgraph for unseen nodes, a new client's graph), so every evaluation
+sees a mended graph. The generator mends without its training noise and dropout, so a
+graph is always mended the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn import SAGEConv
+from torch_geometric.utils import degree, subgraph
+
+
+class NeighGen(nn.Module):
+    """Encoder (2 GraphSAGE layers), degree head (dGen) and feature head (fGen, ``max_pred`` slots)."""
+
+    def __init__(self, in_dim: int, hidden: int = 64, max_pred: int = 5, dropout: float = 0.5) -> None:
+        super().__init__()
+        self.max_pred = max_pred
+        self.in_dim = in_dim
+        self.conv1 = SAGEConv(in_dim + 1, hidden)
+        self.conv2 = SAGEConv(hidden, hidden)
+        self.degree_head = nn.Linear(hidden, 1)
+        self.feature_head = nn.Sequential(
+            nn.Linear(hidden, 2 * hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(2 * hidden, max_pred * in_dim)
+        )
+        self.dropout = dropout
+
+    def encode(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        observed = degree(edge_index[1], x.size(0), dtype=x.dtype).unsqueeze(1)
+        h = torch.relu(self.conv1(torch.cat([x, torch.log1p(observed)], dim=1), edge_index))
+        h = nn.functional.dropout(h, self.dropout, self.training)
+        return self.conv2(h, edge_index)
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+        """Predicted missing-neighbour counts ``(n,)`` and features ``(n, max_pred, F)``."""
+        counts, features, _ = self.forward_with_input(x, edge_index)
+        return counts, features
+
+    def forward_with_input(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`forward`, and fGen's input :math:`\\mathbf{z}_v + \\boldsymbol{\\epsilon}` ``(n, hidden)``."""
+        z = self.encode(x, edge_index)
+        counts = torch.relu(self.degree_head(z)).squeeze(1)
+        if self.training:
+            z = z + torch.randn_like(z)
+        return counts, self.generate(self.feature_head, z), z
+
+    def generate(self, head: nn.Module, head_input: Tensor) -> Tensor:
+        """fGen ``head`` (this generator's or a copy with other weights) on its input: ``(n, max_pred, F)``."""
+        return head(head_input).view(-1, self.max_pred, self.in_dim)
+
+
+class Impaired:
+    """A subgraph with a share of its nodes hidden, and what each remaining node lost.
+
+    Attributes:
+        kept: indices (in the whole subgraph) of the remaining nodes.
+        edge_index: the impaired subgraph's edges, on the remaining nodes renumbered ``0..len(kept)-1``.
+        missing: each remaining node's number of hidden neighbours ``n_v``.
+        targets: ``(len(kept), max_pred, F)``: features of up to ``max_pred`` hidden neighbours (zeros beyond).
+        valid: ``(len(kept), max_pred)``: which target slots hold a hidden neighbour.
+    """
+
+    def __init__(self, x: Tensor, edge_index: Tensor, hidden_share: float, max_pred: int, generator: torch.Generator):
+        n = x.size(0)
+        hidden = torch.zeros(n, dtype=torch.bool)
+        order = torch.randperm(n, generator=generator)
+        hidden[order[: int(round(hidden_share * n))]] = True
+        hidden = hidden.to(x.device)
+        self.kept = (~hidden).nonzero().squeeze(1)
+        self.edge_index, _ = subgraph(self.kept, edge_index, relabel_nodes=True, num_nodes=n)
+        source, target = edge_index
+        lost = hidden[source] & ~hidden[target]  # an edge from a hidden node into a kept one
+        new_id = torch.full((n,), -1, dtype=torch.long, device=x.device)
+        new_id[self.kept] = torch.arange(self.kept.numel(), device=x.device)
+        rows, neighbours = new_id[target[lost]], source[lost]
+        self.missing = torch.bincount(rows, minlength=self.kept.numel()).to(x.dtype)
+        # slot of each lost neighbour among its node's: rank within equal rows (rows sorted first)
+        order = torch.argsort(rows, stable=True)
+        rows, neighbours = rows[order], neighbours[order]
+        starts = torch.cumsum(self.missing.long(), 0) - self.missing.long()
+        slots = torch.arange(rows.numel(), device=x.device) - starts[rows]
+        keep = slots < max_pred
+        self.targets = torch.zeros(self.kept.numel(), max_pred, x.size(1), dtype=x.dtype, device=x.device)
+        self.targets[rows[keep], slots[keep]] = x[neighbours[keep]]
+        self.valid = torch.zeros(self.kept.numel(), max_pred, dtype=torch.bool, device=x.device)
+        self.valid[rows[keep], slots[keep]] = True
+
+
+def matching_loss(generated: Tensor, targets: Tensor, valid: Tensor) -> Tensor:
+    r"""FedSage's greedy feature-matching loss :math:`\mathcal{L}_f` (module docstring), over nodes with a target."""
+    k = valid.sum(dim=1)  # k_v = min(n_v, P): slots trained, and targets to match
+    distances = torch.cdist(generated, targets).pow(2) / generated.size(-1)  # (n, P, P): slot p vs target q
+    distances = distances.masked_fill(~valid.unsqueeze(1), float("inf"))
+    nearest = distances.min(dim=2).values  # each slot's closest hidden neighbour
+    slots = torch.arange(generated.size(1), device=generated.device).unsqueeze(0) < k.unsqueeze(1)
+    per_node = torch.where(slots, nearest, torch.zeros_like(nearest)).sum(dim=1) / k.clamp(min=1)
+    has = k > 0
+    return per_node[has].mean() if bool(has.any()) else generated.sum() * 0.0
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The torch seed of training epoch ``epoch`` (from 0) of a generator seeded by ``seed``."""
+    return seed * 7_919 + 104_729 * (epoch + 1)
+
+
+def local_gradients(
+    generator: NeighGen, features: Tensor, impaired: Impaired, weights: tuple[float, float] = (1.0, 1.0)
+) -> tuple[float, float, Tensor]:
+    r"""One forward and backward pass of :math:`\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f` (gradients left in
+    ``.grad``, zeroed first); returns :math:`\mathcal{L}_d`, :math:`\mathcal{L}_f` and fGen's input (detached)."""
+    generator.train()
+    generator.zero_grad()
+    counts, generated, head_input = generator.forward_with_input(features, impaired.edge_index)
+    loss_d = nn.functional.smooth_l1_loss(counts, impaired.missing)
+    loss_f = matching_loss(generated, impaired.targets, impaired.valid)
+    (weights[0] * loss_d + weights[1] * loss_f).backward()
+    return float(loss_d.detach()), float(loss_f.detach()), head_input.detach()
+
+
+def new_optimizer(generator: NeighGen, lr: float) -> torch.optim.Adam:
+    """NeighGen's optimizer (both FedSage variants)."""
+    return torch.optim.Adam(generator.parameters(), lr=lr, weight_decay=5e-4)
+
+
+def train_neighgen(
+    generator: NeighGen,
+    x: Tensor,
+    edge_index: Tensor,
+    impaired: Impaired,
+    epochs: int,
+    lr: float = 0.01,
+    weights: tuple[float, float] = (1.0, 1.0),
+    seed: int | None = None,
+) -> tuple[float, float]:
+    r"""Fit ``generator`` full-batch on the impaired subgraph; return the last :math:`\mathcal{L}_d, \mathcal{L}_f`.
+
+    With ``seed``, epoch ``e`` draws from ``torch.manual_seed(epoch_seed(seed, e))``; without, from the
+    running random state.
+    """
+    optimizer = new_optimizer(generator, lr)
+    features = x[impaired.kept]
+    last = (float("nan"), float("nan"))
+    for epoch in range(epochs):
+        if seed is not None:
+            torch.manual_seed(epoch_seed(seed, epoch))
+        loss_d, loss_f, _ = local_gradients(generator, features, impaired, weights)
+        optimizer.step()
+        last = (loss_d, loss_f)
+    generator.eval()
+    return last
+
+
+def cross_matching_loss(generated: Tensor, slots: Tensor, x_other: Tensor) -> Tensor:
+    r""":math:`\mathcal{L}^{i,j}_f` (module docstring): ``generated`` ``(m, P, F)``, ``slots`` ``(m,)`` = :math:`k_v`.
+
+    Each slot :math:`p < k_v` is matched to its nearest row of ``x_other`` ``(n_j, F)``.
+    """
+    if generated.size(0) == 0 or x_other.size(0) == 0:
+        return generated.sum() * 0.0
+    m, num_slots, features = generated.shape
+    distances = torch.cdist(generated.reshape(m * num_slots, features), x_other).pow(2) / features
+    nearest = distances.min(dim=1).values.view(m, num_slots)
+    used = torch.arange(num_slots, device=generated.device).unsqueeze(0) < slots.unsqueeze(1)
+    per_node = torch.where(used, nearest, torch.zeros_like(nearest)).sum(dim=1) / slots.clamp(min=1)
+    return per_node.mean()
+
+
+def cross_gradients(
+    head: nn.Module, generate: Callable[[nn.Module, Tensor], Tensor], head_input: Tensor, slots: Tensor, x_other: Tensor
+) -> tuple[float, dict[str, Tensor]]:
+    r"""Client :math:`j`'s answer: :math:`\mathcal{L}^{i,j}_f` and its gradient w.r.t. ``head``'s weights.
+
+    Args:
+        head: client :math:`i`'s fGen (its weights loaded), in training mode (dropout as in training).
+        generate: ``(head, head_input) -> (m, P, F)`` features (:meth:`NeighGen.generate`).
+        head_input: :math:`\mathbf{h}_v` ``(m, hidden)``; slots: :math:`k_v` ``(m,)``.
+        x_other: client :math:`j`'s node features ``(n_j, F)``.
+
+    Returns:
+        The loss and ``{parameter name: gradient}`` (zeros where no node has a slot).
+    """
+    head.train()
+    head.zero_grad()
+    loss = cross_matching_loss(generate(head, head_input), slots, x_other)
+    loss.backward()
+    gradients = {
+        name: (param.grad.detach().clone() if param.grad is not None else torch.zeros_like(param))
+        for name, param in head.named_parameters()
+    }
+    return float(loss.detach()), gradients
+
+
+def mend(x: Tensor, edge_index: Tensor, counts: Tensor, features: Tensor) -> tuple[Tensor, Tensor]:
+    """``x`` and ``edge_index`` with ``counts[v]`` generated neighbours joined to each node ``v``.
+
+    Args:
+        x: ``(n, F)`` node features.
+        edge_index: ``(2, E)`` edges.
+        counts: ``(n,)`` predicted missing-neighbour counts (rounded and clipped to ``[0, P]``).
+        features: ``(n, P, F)`` generated neighbour features; node ``v`` gets slots ``0..k_v-1``.
+
+    Returns:
+        The mended graph: nodes ``0..n-1`` unchanged, then the generated nodes grouped by
+        the node they join (in node order, slots in order), with an edge each way.
+    """
+    n, slots = features.shape[:2]
+    k = counts.round().clamp(0, slots).long()
+    chosen = torch.arange(slots, device=x.device).unsqueeze(0) < k.unsqueeze(1)  # (n, P)
+    anchors = chosen.nonzero()[:, 0]  # row-major: grouped by node, slots in order
+    new = torch.arange(n, n + anchors.numel(), device=x.device)
+    added = torch.cat([torch.stack([anchors, new]), torch.stack([new, anchors])], dim=1)
+    return torch.cat([x, features[chosen].to(x.dtype)]), torch.cat([edge_index, added], dim=1)
+
+
+class MendedClassifier(nn.Module):
+    """``classifier`` applied to the graph mended by a frozen ``generator``; logits of the original nodes.
+
+    ``state_dict`` holds both parts (``classifier.*``, ``generator.*``); a client shares
+    the classifier only.
+    """
+
+    def __init__(self, classifier: nn.Module, generator: NeighGen) -> None:
+        super().__init__()
+        self.classifier = classifier
+        self.generator = generator.eval().requires_grad_(False)
+
+    def train(self, mode: bool = True) -> MendedClassifier:
+        super().train(mode)
+        self.generator.eval()  # the generator mends, it is not trained here
+        return self
+
+    def mended(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+        with torch.no_grad():
+            counts, features = self.generator(x, edge_index)
+        return mend(x, edge_index, counts, features)
+
+    @property
+    def head(self) -> nn.Module:
+        return self.classifier.head
+
+    def embed(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        """The classifier's embeddings of the original nodes on the mended graph."""
+        return self.classifier.embed(*self.mended(x, edge_index))[: x.size(0)]
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        mended_x, mended_edges = self.mended(x, edge_index)
+        return self.classifier(mended_x, mended_edges)[: x.size(0)]
