@@ -88,10 +88,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from certify.names import NORMALIZATIONS, VARIANTS
 from models.names import NTK_ARCHITECTURES as ARCHITECTURES
 
-NORMALIZATIONS = ("row", "sym")
-VARIANTS = ("textbook", "reference")
 MAX_DENSE_NODES = 12000
 
 

@@ -7,19 +7,21 @@ the labelled kernel block and certifies the targets in each *mode*:
 * ``collective``: one flip set against all targets at once (how many can change).
 
 Adding a model is one module with ``fit``, ``samplewise`` and ``collective`` and one line
-in :data:`MODELS`. Both certify what they are asked (targets not skipped, budgets) and report each
-target or budget as it is decided, so that a long job keeps its finished work. The
-``stamen certify`` choices and their ``--help`` derive from these dicts. This module
-imports nothing heavy: the plug-in loads on first use.
+in :data:`certify.names.MODELS`. Both certify what they are asked (targets not skipped, budgets) and report each
+target or budget as it is decided, so that a long job keeps its finished work. The names
+(models, modes, search methods) are declared in :mod:`certify.names`, which imports nothing,
+and re-exported here; the ``stamen certify`` choices and their ``--help`` derive from them
+(:mod:`contract.certify_config`). This module imports nothing heavy: the plug-in loads on first use.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol
+
+from certify.names import ENUMERATE_LIMIT, METHODS, MODELS, MODES, ModelEntry
 
 if TYPE_CHECKING:
     from certify.outcome import CollectiveOutcome, TargetOutcome
@@ -54,40 +56,7 @@ class CertificateModel(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class ModelEntry:
-    """A model's name in the registry: its module and what it supports."""
-
-    module: str
-    help: str
-    multiclass: bool  # sample-wise certificates of more than two classes
-    client_attacker: bool  # sample-wise certificates against one attacking client
-
-
-MODELS: dict[str, ModelEntry] = {
-    "svm": ModelEntry(
-        "certify.svm_certificate", "bias-free kernel SVM (hinge loss), exact MILP certificates", True, True
-    ),
-    "krr": ModelEntry(
-        "certify.krr_certificate", "kernel ridge regression, exact closed-form certificates", True, False
-    ),
-}
-
-MODES: dict[str, str] = {
-    "samplewise": "a certificate per target",
-    "collective": "one flip set against all targets (binary tasks)",
-}
-
-#: how sample-wise and collective SVM certificates decide a budget (certify.cascade)
-METHODS: dict[str, str] = {
-    "auto": "exhaustive retraining sweep for budgets with at most --enumerate-limit flip sets, MILP beyond",
-    "milp": "always the MILP",
-    "enumerate": "always the sweep",
-}
-
-#: ``method="auto"`` sweeps all flip sets when there are at most this many (about 1.3 ms
-#: per retraining for m = 20, so 20000 sets take roughly half a minute for all targets)
-ENUMERATE_LIMIT = 20000
+__all__ = ["ENUMERATE_LIMIT", "METHODS", "MODELS", "MODES", "CertificateModel", "ModelEntry", "model_plugin"]
 
 
 def model_plugin(name: str) -> ModuleType:

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 
 import pulp
 
+from certify.names import SOLVERS
 from certify.outcome import SolveStatus
-
-SOLVERS = ("highs", "cbc")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 - :mod:`contract.run_config`: the run config, declared once per feature section (types,
   ranges, choices, help; :mod:`contract.keys`) with its one validation; the rules
   between keys in :mod:`contract.rules`;
+- :mod:`contract.certify_config`: the options of ``stamen certify``, declared the same way;
 - :mod:`contract.algorithms`: the registry of FL algorithms (one spec per algorithm);
 - :mod:`contract.unlearn_methods`: the registry of a federated run's unlearning methods;
 - :mod:`contract.protocol`: the names of every record and key that client and server send each other.

@@ -12,6 +12,10 @@ key table of docs/reference.md. A key's constraint is at most one of
 
 Every float key must also be finite (:meth:`Key.check`): NaN and infinity meet no range and
 are refused before anything is created (``lr must be a finite number, got nan``).
+
+A key whose default is ``None`` is optional: ``of`` names its type, and ``None`` (not given)
+meets every constraint. :mod:`contract.certify_config` declares the options of
+``stamen certify`` the same way, named as flags (``--depth must be >= 1, got 0``).
 """
 
 from __future__ import annotations
@@ -89,18 +93,26 @@ class Key:
     bound: Bound | None = None
     choices: Mapping[str, str] | None = None
     form: Form | None = None
+    of: type | None = None  # the type of an optional key (default None: not given)
 
     @property
     def kind(self) -> str:
-        return KINDS[type(self.default)]
+        return KINDS[type(self.default) if self.default is not None else self.of]  # type: ignore[index]
 
     @property
     def attribute(self) -> str:
-        return self.name.replace("-", "_")
+        return self.name.lstrip("-").replace("-", "_")
 
-    def typed(self, value: Any) -> Value:
+    @property
+    def optional(self) -> bool:
+        """Whether ``None`` (not given) is a value of this key."""
+        return self.default is None
+
+    def typed(self, value: Any) -> Value | None:
         """``value`` if it has this key's type (an int is a float), else ValueError in one line."""
         kind = self.kind
+        if value is None and self.optional:
+            return None
         if isinstance(value, bool):
             ok = kind == "bool"
         elif kind == "float":
@@ -109,10 +121,13 @@ class Key:
             ok = isinstance(value, {"int": int, "str": str}.get(kind, bool))
         if ok:
             return float(value) if kind == "float" else value
-        raise ValueError(f"run-config key {self.name!r} must be {_ARTICLE[kind]}, got {value!r}")
+        what = self.name if self.name.startswith("-") else f"run-config key {self.name!r}"
+        raise ValueError(f"{what} must be {_ARTICLE[kind]}, got {value!r}")
 
-    def check(self, value: Value) -> None:
+    def check(self, value: Value | None) -> None:
         """ValueError in one line unless ``value`` meets the constraint (a float key's: finite, first)."""
+        if value is None and self.optional:
+            return
         if self.kind == "float" and not math.isfinite(value):  # type: ignore[arg-type]
             raise ValueError(f"{self.name} must be a finite number, got {value!r}")
         if self.bound is not None and not self.bound.holds(value):  # type: ignore[arg-type]
@@ -151,19 +166,27 @@ class Section:
         bound: Bound | None = None,
         choices: Mapping[str, str] | tuple[str, ...] | None = None,
         form: Form | None = None,
+        of: type | None = None,
     ) -> Any:
+        """A key; ``default=None`` with ``of=int`` (``str``, ``float``) declares an optional one."""
         if isinstance(choices, tuple):
             choices = dict.fromkeys(choices, "")
-        spec = Key("", self.name, default, help, bound, choices, form)
+        if (default is None) != (of is not None):
+            raise TypeError("an optional key (default None) names its type with of=..., and only it")
+        spec = Key("", self.name, default, help, bound, choices, form, of)
         return field(default=default, metadata={"key": spec})
 
 
-def declared_keys(cls: type) -> dict[str, Key]:
-    """Every key of a dataclass declared with :meth:`Section.key`, by kebab-case name, in order."""
+def declared_keys(cls: type, prefix: str = "") -> dict[str, Key]:
+    """Every key of a dataclass declared with :meth:`Section.key`, by kebab-case name, in order.
+
+    ``prefix="--"`` names each key as a command-line flag (``--labeled-per-class``) in its
+    messages; the mapping's keys stay the plain kebab-case names.
+    """
     keys = {}
     for item in dataclasses.fields(cls):
         name = item.name.replace("_", "-")
-        keys[name] = dataclasses.replace(item.metadata["key"], name=name)
+        keys[name] = dataclasses.replace(item.metadata["key"], name=prefix + name)
     return keys
 
 

@@ -45,21 +45,26 @@ def pyg_datasets() -> list[str]:
     return [f"pyg:{cls}/{name}" if name else f"pyg:{cls}" for cls, names in PYG.items() for name in names or ("",)]
 
 
-def accepted_datasets() -> str:
-    """Every accepted dataset name and form, in words (one line, for help texts)."""
+def accepted_datasets(also: tuple[str, ...] = ()) -> str:
+    """Every accepted dataset name and form, in words (one line, for help texts); ``also``: a
+    caller's own names first (``stamen certify``'s ``csbm-paper``)."""
     classes = ", ".join(f"{cls}/{'|'.join(names)}" if names else cls for cls, names in PYG.items())
-    return f"{', '.join(DATASETS)}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes})"
+    return f"{', '.join((*also, *DATASETS))}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes})"
 
 
-def dataset_problem(name: str) -> str | None:
-    """What is wrong with the dataset name ``name`` (one line naming what to write), or ``None``."""
+def dataset_problem(name: str, also: tuple[str, ...] = ()) -> str | None:
+    """What is wrong with the dataset name ``name`` (one line naming what to write), or ``None``.
+
+    ``also``: names a caller accepts besides the datasets (``stamen certify``'s ``csbm-paper``).
+    """
     prefix, colon, rest = name.partition(":")
     if not colon:
-        if name in DATASETS:
+        names = (*also, *DATASETS)
+        if name in names:
             return None
         return (
-            f"unknown dataset {name!r}; dataset must be one of: {', '.join((*DATASETS, *DATASET_FORMS))}"
-            f"{_did_you_mean(name, DATASETS)}"
+            f"unknown dataset {name!r}; dataset must be one of: {', '.join((*names, *DATASET_FORMS))}"
+            f"{_did_you_mean(name, names)}"
         )
     if prefix == "npz":
         if NPZ_STEM.fullmatch(rest) and not rest.endswith(".npz"):

@@ -9,8 +9,6 @@ journal kept, appending each new one as it is decided.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
 from certify.data import Instance
@@ -20,22 +18,30 @@ from certify.outcome import CollectiveOutcome, TargetOutcome
 from certify.pipeline import Finished, run
 from certify.report import CertificateReport
 from certify.task import CertificationTask
+from contract.certify_config import CertifyConfig
 from simulations.certify_progress import CertifyProgress
 
 #: options that change no answer (where things are and how they are shown), left out of the job's digest;
 #: --graph and --kernel are in it by their content, not their path
-_NOT_ANSWERS = frozenset({"out", "overwrite", "json", "data_root", "graph", "kernel", "func", "command", "invocation"})
+_NOT_ANSWERS = frozenset({"out", "overwrite", "json", "data_root", "graph", "kernel"})
 
 
-def job_options(args: argparse.Namespace, cfg: dict) -> dict:
+#: the journal keeps the option names of its first version, so a job interrupted before the options
+#: were declared in the contract resumes (its digest is unchanged): --search was recorded as
+#: ``method``, --partitioner as ``partition``
+_JOURNAL_NAMES = {"search": "method", "partitioner": "partition"}
+
+
+def job_options(config: CertifyConfig) -> dict:
     """Every option that changes an answer (new options are in by default), as the journal records them."""
-    options = {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_ANSWERS and not callable(v)}
+    options = {_JOURNAL_NAMES.get(k, k): v for k, v in sorted(vars(config).items()) if k not in _NOT_ANSWERS}
+    options.update(renamed_method=None, renamed_partition=None)  # the renamed flags' slots, always empty
     options.update(
-        budgets=cfg["budgets"],
-        arch=cfg["archs"],
-        C=cfg["C"],
-        classes="all" if not cfg["binary"] else cfg["classes"],
-        attacker=cfg["attacker"],
+        budgets=config.budget_list(),
+        arch=config.architectures(),
+        C=config.c_value(),
+        classes="all" if not config.binary else config.class_ids(),
+        attacker=config.attacker_spec(),
     )
     return options
 

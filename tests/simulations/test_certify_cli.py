@@ -126,16 +126,23 @@ def test_collective_clients_and_multiclass(tmp_path):
 @pytest.mark.parametrize(
     "extra, needle",
     [
-        (["--budgets", "one"], "--budgets must be a comma list of integers"),
-        (["--budgets", "-1"], "--budgets must be >= 0"),
-        (["--arch", "gcn,transformer"], "--arch 'transformer' is not accepted"),
-        (["--solver", "gurobi"], "--solver 'gurobi' is not accepted; choose one of: highs, cbc"),
-        (["--mode", "both"], "--mode 'both'"),
-        (["--C", "-1"], "--C must be a positive number or 'cv'"),
-        (["--ntk-variant", "paper"], "--ntk-variant 'paper'"),
-        (["--classes", "1,1"], "--classes takes two distinct class ids"),
-        (["--attacker", "any"], "need --clients K"),
-        (["--dataset", "mnist"], "--dataset 'mnist' is not accepted"),
+        (["--budgets", "one"], "--budgets must be a comma list of integers >= 0, like '1,2,3', got 'one'"),
+        (["--budgets", "-1"], "--budgets must be a comma list of integers >= 0"),
+        (["--arch", "gcn,transformer"], "unknown --arch 'transformer'; --arch must be a comma list of: gcn, sgc"),
+        (["--solver", "gurobi"], "unknown --solver 'gurobi'; --solver must be one of: highs, cbc"),
+        (["--mode", "both"], "unknown --mode 'both'; --mode must be one of: samplewise, collective"),
+        (["--C", "-1"], "--C must be a positive number or 'cv', got '-1'"),
+        (["--ntk-variant", "paper"], "unknown --ntk-variant 'paper'"),
+        (["--classes", "1,1"], "--classes must be two distinct class ids 'a,b' or 'all', got '1,1'"),
+        (["--attacker", "any"], "--attacker/--attacker-client need --clients K"),
+        (["--attacker", "all"], "unknown --attacker 'all'; --attacker must be one of: any"),
+        (["--clients", "2", "--attacker-client", "2"], "--attacker-client must be < --clients (2), got 2"),
+        (["--depth", "0"], "--depth must be >= 1, got 0"),
+        (["--csbm-nodes", "3"], "--csbm-nodes must be >= 8, got 3"),
+        (["--partitioner", "metiss"], "unknown --partitioner 'metiss'; --partitioner must be one of: random"),
+        (["--dataset", "mnist"], "unknown dataset 'mnist'; dataset must be one of: csbm-paper, csbm, cora"),
+        (["--dataset", "npz:../g.npz"], "dataset 'npz:../g.npz': npz:STEM takes a file stem"),
+        (["--dataset", "pyg:Amazon/Books"], "unknown dataset 'pyg:Amazon/Books'; Stamen reads the raw files"),
     ],
 )
 def test_bad_input_gives_one_line_error(tmp_path, extra, needle):
@@ -177,18 +184,151 @@ def test_method_flag_milp_and_auto_agree(tmp_path):
     assert code == 2 and "--search" in msg
 
 
-def test_help_choices_come_from_the_registries(capsys):
-    from certify.registry import METHODS, MODELS, MODES
-    from graphs.names import DATASETS
-
+def _help_text(capsys) -> str:
     parser = argparse.ArgumentParser(prog="stamen")
     command.add_parser(parser.add_subparsers())
     with pytest.raises(SystemExit):
         parser.parse_args(["certify", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    for name in (*MODELS, *MODES, *METHODS, *DATASETS, "csbm-paper"):
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_help_lists_every_declared_option_its_choices_and_default(capsys):
+    """``stamen certify --help`` is derived from the contract: each option, its registry's choices, its default."""
+    from certify.names import METHODS, MODELS, MODES, SOLVERS, VARIANTS
+    from contract.certify_config import OPTIONS
+    from graphs.names import DATASET_FORMS, DATASETS
+    from models.names import NTK_ARCHITECTURES
+
+    text = _help_text(capsys)
+    for key in OPTIONS.values():
+        assert f" {key.name} " in text, key.name
+        assert " ".join(key.help.split()) in text, key.name
+        if key.default is not None and key.kind != "bool":
+            assert f"(default {key.default})" in text, key.name
+    for name in (*MODELS, *MODES, *METHODS, *SOLVERS, *VARIANTS, *NTK_ARCHITECTURES, *DATASETS, "csbm-paper"):
         assert name in text, name
-    assert command.DATASET_NAMES == ("csbm-paper", *DATASETS)
+    for form in DATASET_FORMS:
+        assert form.split(":")[0] + ":" in text, form
+    for name, entry in MODELS.items():
+        assert f"{name}: {entry.help}" in text
+
+
+def test_the_parsed_defaults_are_the_declared_ones(tmp_path):
+    """Every option's argparse default is its Key's; parsed, they build the contract's defaults."""
+    from contract.certify_config import OPTIONS, CertifyConfig
+
+    parser = argparse.ArgumentParser(prog="stamen")
+    command.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["certify", "--out", str(tmp_path)])
+    assert {name: getattr(args, key.attribute) for name, key in OPTIONS.items()} == {
+        name: str(tmp_path) if name == "out" else key.default for name, key in OPTIONS.items()
+    }
+    assert command._validate(args) == CertifyConfig(out=str(tmp_path))
+
+
+def test_the_contract_refuses_in_one_line_naming_the_flag():
+    from contract.certify_config import CertifyConfig
+
+    with pytest.raises(ValueError, match=r"^--out is required"):
+        CertifyConfig.from_values({})
+    with pytest.raises(ValueError, match=r"^--time-limit must be a finite number, got nan$"):
+        CertifyConfig.from_values({"out": "x", "time-limit": float("nan")})
+    with pytest.raises(ValueError, match=r"^--targets must be an integer, got 'ten'$"):
+        CertifyConfig.from_values({"out": "x", "targets": "ten"})
+    with pytest.raises(ValueError, match=r"^unknown certify option 'label-per-class'; did you mean"):
+        CertifyConfig.from_values({"out": "x", "label-per-class": 3})
+    with pytest.raises(ValueError, match=r"^--mode collective needs a binary task"):
+        CertifyConfig.from_values({"out": "x", "classes": "all", "mode": "collective"})
+    with pytest.raises(ValueError, match=r"^--kernel replaces the NTK"):
+        CertifyConfig.from_values({"out": "x", "kernel": "k.npy", "arch": "gcn,sgc"})
+    config = CertifyConfig.from_values({"out": "x", "budgets": "3, 1,1", "C": "CV", "classes": "2,0"})
+    assert (config.budget_list(), config.c_value(), config.class_ids(), config.binary) == ([1, 3], "cv", [2, 0], True)
+
+
+# ------------------------------------------ every dataset form of stamen run, read from --data-root
+def _write_graph_npz(path, n=16):
+    """A small two-class graph in the sparse-matrix .npz layout (graphs.npz_graph): a ring with chords,
+    integer features (exact in float32), no isolated node. Returns x, edge_index and y."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(5)
+    y = (np.arange(n) * 7 % n < n // 2).astype(np.int64)
+    x = rng.integers(0, 3, size=(n, 4)).astype(np.float64) + 2.0 * np.eye(4)[y]
+    src = np.r_[np.arange(n), np.arange(0, n, 3)]
+    dst = np.r_[(np.arange(n) + 1) % n, (np.arange(0, n, 3) + 5) % n]
+    adjacency = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+    adjacency = ((adjacency + adjacency.T) > 0).astype(np.float64).tocsr()
+    features = sp.csr_matrix(x)
+    arrays = {"labels": y}
+    for prefix, matrix in (("adj_matrix.", adjacency), ("attr_matrix.", features)):
+        arrays.update(
+            {prefix + "data": matrix.data, prefix + "indices": matrix.indices, prefix + "indptr": matrix.indptr}
+        )
+        arrays[prefix + "shape"] = np.asarray(matrix.shape)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **arrays)
+    coo = adjacency.tocoo()
+    return x, np.stack([coo.row, coo.col]).astype(np.int64), y
+
+
+def _answers(folder):
+    """certificate.json without what names the source or varies between runs (timings, provenance)."""
+
+    def strip(obj):
+        if isinstance(obj, dict):
+            skip = ("provenance", "command", "dataset")
+            return {k: strip(v) for k, v in obj.items() if "seconds" not in k and k not in skip}
+        return [strip(v) for v in obj] if isinstance(obj, list) else obj
+
+    return strip(json.loads((folder / "certificate.json").read_text()))
+
+
+def test_an_npz_dataset_certifies_as_the_named_dataset_and_the_graph_file(tmp_path):
+    """``--dataset npz:STEM --data-root ROOT`` reads ROOT/npz/STEM.npz through graphs' loader: the same
+    certificate as ``cora_ml`` (the same layout) on the same file, and as ``--graph`` with its split."""
+    root = tmp_path / "data"
+    x, edge_index, y = _write_graph_npz(root / "npz" / "tiny.npz")
+    _write_graph_npz(root / "npz" / "cora_ml.npz")
+    common = ["--data-root", str(root), "--labeled-per-class", "3", "--targets", "4", "--budgets", "0,1"]
+    common += ["--C", "0.5", "--classes", "0,1", "--seed", "2"]
+    code, msg = run(["--dataset", "npz:tiny", *common, "--out", str(tmp_path / "npz")])
+    assert code == 0, msg
+    payload = json.loads((tmp_path / "npz" / "certificate.json").read_text())
+    assert payload["dataset"] == "npz:tiny" and payload["instance"]["num_nodes"] == len(y)
+    targets = [t["node"] for t in payload["architectures"]["gcn"]["targets"]]
+    assert len(targets) == 4
+    code, msg = run(["--dataset", "cora_ml", *common, "--out", str(tmp_path / "named")])
+    assert code == 0, msg
+    assert _answers(tmp_path / "named") == _answers(tmp_path / "npz")
+    graph = tmp_path / "g.npz"
+    np.savez(graph, x=x, edge_index=edge_index, y=y, labeled=payload["instance"]["labeled"], targets=targets)
+    code, msg = run(["--graph", str(graph), *common, "--out", str(tmp_path / "file")])
+    assert code == 0, msg
+    assert _answers(tmp_path / "file") == _answers(tmp_path / "npz")
+
+
+def test_a_bad_npz_dataset_is_one_line_exit_2(tmp_path, capsys):
+    from simulations.cli import main as stamen
+
+    out = tmp_path / "out"
+    (tmp_path / "data" / "npz").mkdir(parents=True)
+    argv = ["certify", "--dataset", "npz:missing", "--data-root", str(tmp_path / "data"), "--out", str(out)]
+    assert stamen(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("stamen certify: error: dataset 'npz:missing': raw files missing: place missing.npz")
+    assert str(tmp_path / "data" / "npz") in err[-1] and not out.exists()
+    # a path where a stem belongs: the run config's line, before anything is loaded
+    assert stamen(["certify", "--dataset", "npz:sub/g.npz", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "stamen certify: error: dataset 'npz:sub/g.npz': npz:STEM takes a file stem (letters, digits, _ . -; "
+        "no folder, no .npz) and reads <root>/npz/STEM.npz"
+    ]
+    from contract.run_config import RunConfig
+
+    with pytest.raises(ValueError) as refused:
+        RunConfig.from_flower({"dataset": "npz:sub/g.npz"})
+    assert err[0].endswith(str(refused.value))
 
 
 # ------------------------------------------ federated certificates equal stamen certify's, node by node

@@ -216,3 +216,24 @@ def test_sigint_to_a_running_certification_keeps_its_units(tmp_path, uninterrupt
     assert resumed.returncode == 0, resumed.stderr
     assert "kept from the journal" in resumed.stderr
     assert _certificate(out) == _certificate(uninterrupted)
+
+
+def test_a_journal_of_the_previous_version_keeps_its_digest():
+    # What the journal recorded before the options were declared in the contract (argparse's
+    # namespace, taken from that version for this command line): the same job must resume.
+    from contract.certify_config import CertifyConfig
+    from simulations.certify_job import job_options
+
+    previous = {
+        "C": 0.1, "arch": ["gcn"], "attacker": "all labels", "attacker_client": None, "binary_features": False,
+        "budgets": [1, 2], "classes": "all", "clients": 3, "csbm_nodes": 200, "dataset": "cora_ml", "decide": False,
+        "depth": 1, "enumerate_limit": 20000, "labeled_per_class": 10, "method": "enumerate", "mode": "samplewise",
+        "model": "svm", "no_screen": False, "normalization": None, "ntk_variant": "textbook", "partition": "random",
+        "renamed_method": None, "renamed_partition": None, "ridge": 1.0, "seed": 0, "solver": "highs",
+        "targets": 50, "time_limit": 60.0,
+    }  # fmt: skip
+    config = CertifyConfig.from_values(
+        {"out": "/tmp/unused", "dataset": "cora_ml", "classes": "all", "budgets": "2,1", "targets": 50,
+         "search": "enumerate", "partitioner": "random", "clients": 3}
+    )  # fmt: skip
+    assert job_options(config) == previous
