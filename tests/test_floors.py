@@ -20,6 +20,7 @@ FLOORS = {
     "client": 4,
     "server": 4,
     "simulations": 5,
+    "stamen": 6,
 }
 CONTRACT_MAY_READ = {"graphs.names", "models.names"}  # the contract reads names only, never code
 CONTRACT_MAY_NOT = ("torch", "torch_geometric", "opacus")
