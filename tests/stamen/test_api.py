@@ -26,6 +26,7 @@ def test_run_gives_the_rows_the_command_gives_and_load_reads_them_back(tmp_path,
     assert [row["round"] for row in run.rows] == [0, 1, 2, 3] and run.rows == _rows(run.dir)
     assert run.summary["rounds"] == 3 and run.summary["total_wall_seconds"] > 0
     assert stamen.load(run.dir) == run  # the same records, read again; nothing written
+    assert run.summary["provenance"]["command"].startswith("stamen.run({'csbm-nodes': 300")  # who started it
     code = cli(["run", "--engine", "inprocess", "--quiet", "--clients", "3", "-c", TINY_ITEM])
     assert code == 0
     cli_dir = _only_run(tmp_path / "runs")
