@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from contract.provenance import handed_down
-from simulations.errors import RunFailed, RunInterrupted, os_error_line
+from simulations.errors import RunFailed, RunInterrupted, one_line, os_error_line
 
 # The commands (modules of simulations.commands) and their one-line help. A command's module
 # is imported only when that command runs, so `stamen --help` and `stamen config` load no
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stamen {args.command}: {error}", file=sys.stderr)
         return 130
     except (ValueError, RuntimeError) as error:
-        print(f"stamen {args.command}: error: {_one_line(error)}", file=sys.stderr)
+        print(f"stamen {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2
     except OSError as error:  # a folder not writable, a full disk, a busy port...: one line, never a traceback
         print(f"stamen {args.command}: error: {os_error_line(error)}", file=sys.stderr)
@@ -100,10 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"stamen {args.command}: interrupted", file=sys.stderr)
         return 130
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 if __name__ == "__main__":

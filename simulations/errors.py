@@ -28,6 +28,11 @@ class RunInterrupted(RuntimeError):
     """Ctrl-C or SIGTERM stopped a run (after every process of it was stopped): exit 130."""
 
 
+def one_line(error: BaseException) -> str:
+    """An error's message on one line, as a command prints it after ``error:``."""
+    return " ".join(str(error).split())
+
+
 def os_error_line(error: OSError) -> str:
     """An OS error as one line: which path, which cause, what to do.
 

@@ -60,7 +60,7 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> Prepar
     values.update(parse_overrides(run_overrides))
     config = check_run_config(values)
     federation = dict(FEDERATION_DEFAULTS)
-    federation.update(parse_overrides(federation_overrides, "federation config"))
+    federation.update(parse_overrides(federation_overrides, "federation config", files=False))
     num_clients = check_federation(federation)
     if config.min_clients > num_clients:
         raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}; lower min-clients")

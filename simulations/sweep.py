@@ -1,12 +1,13 @@
 """Sweeps: run-config values x seeds, one run directory per run, mean +- std per config.
 
-A sweep is a grid over run-config keys (``--set lr=0.01,0.005 --set model='gcn','sage'``)
-times ``--seeds``. Each run is an ordinary ``stamen run`` with its own run directory
-``<sweep>/<key=value,...,seed=k>/``; a run whose directory says ``finished`` is skipped, so
-running the same sweep again resumes it. Results are grouped by config (the seeds of one
-config together): the mean and standard deviation of each figure over the seeds. The keys
-that name and place a run (:data:`OWN_KEYS`) are the sweep's own: neither ``--set`` nor
-``-c`` may give them (two seeds would share one folder, or a run land outside the sweep's).
+A sweep is a grid over run-config keys (``--set lr=0.01,0.005 --set model='gcn','sage'``, or
+the ``[grid]`` table of a TOML file, ``--grid grid.toml``) times ``--seeds``. Each run is an
+ordinary ``stamen run`` with its own run directory ``<sweep>/<key=value,...,seed=k>/``; a run
+whose directory says ``finished`` is skipped, so running the same sweep again resumes it.
+Results are grouped by config (the seeds of one config together): the mean and standard
+deviation of each figure over the seeds. The keys that name and place a run
+(:data:`OWN_KEYS`) are the sweep's own: neither ``--set`` nor ``-c`` may give them (two
+seeds would share one folder, or a run land outside the sweep's).
 """
 
 from __future__ import annotations
@@ -51,12 +52,42 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
     if not sep or not key or not values.strip():
         raise ValueError(f"--set {text!r}: write key=value1,value2, e.g. --set lr=0.01,0.005")
     parsed = [parse_overrides([f"{key}={raw.strip()}"], f"--set {key}")[key] for raw in _VALUE.findall(values)]
-    if key == "seed":
-        raise ValueError("--set seed=...: give seeds with --seeds 0,1,2")
-    check_own_keys([key], "--set")
-    if len(set(map(repr, parsed))) != len(parsed):
-        raise ValueError(f"--set {text!r} repeats a value")
+    check_set(key, parsed, "--set", f"--set {text!r}")
     return key, parsed
+
+
+def check_set(key: str, values: list[Any], where: str, what: str) -> None:
+    """A swept key and its values, from ``where`` (``--set``, a grid file): ValueError in one line if the key is
+    ``seed`` or one of :data:`OWN_KEYS`, or ``what`` (the values as given) repeats a value."""
+    if key == "seed":
+        raise ValueError(f"{where} seed=...: give seeds with --seeds 0,1,2")
+    check_own_keys([key], where)
+    if len(set(map(repr, values))) != len(values):
+        raise ValueError(f"{what} repeats a value")
+
+
+def grid_file(path: str) -> list[tuple[str, list[Any]]]:
+    """The ``[grid]`` table of the TOML file ``path`` (``lr = [0.01, 0.005]``: a key and the values it takes),
+    as :func:`parse_set` gives ``--set``; ValueError in one line naming the file and the problem."""
+    from simulations.experiment_file import is_scalar, read_toml
+
+    document = read_toml(path)
+    table = document.get("grid")
+    if not isinstance(table, dict) or not table:
+        raise ValueError(f"{path}: no [grid] table; write e.g. [grid] then lr = [0.01, 0.005]")
+    outside = [key for key in document if key != "grid"]
+    if outside:
+        raise ValueError(
+            f"{path}: {outside[0]!r} is outside the [grid] table; the fixed run-config values go in -c "
+            "(which takes a TOML file too)"
+        )
+    sets = []
+    for key, values in table.items():
+        if not isinstance(values, list) or not values or not all(is_scalar(value) for value in values):
+            raise ValueError(f"{path}: [grid] {key} must be a list of values, e.g. {key} = [1, 2]; got {values!r}")
+        check_set(key, values, f"{path}: [grid]", f"{path}: [grid] {key}")
+        sets.append((key, values))
+    return sets
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -60,6 +60,33 @@ def guard_subprocesses(nodeid: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
 
 
+# Figures that measure time or place, not what was computed: they differ between engines and runs.
+_NOT_COMPARED = ("seconds", "devices", "wall", "ratio_to_training")
+
+
+def _same(a: object, b: object, where: str) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = {k for k in a.keys() | b.keys() if not any(part in k for part in _NOT_COMPARED)}
+        for key in sorted(keys):
+            assert key in a and key in b, f"{where}.{key} is missing on one side"
+            _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{where}: {len(a)} vs {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, abs=1e-6), f"{where}: {a} vs {b}"
+    else:
+        assert a == b, f"{where}: {a!r} vs {b!r}"
+
+
+@pytest.fixture
+def same_figures():  # noqa: ANN201
+    """``same_figures(a, b, where)``: assert two records (rows, summaries) hold the same figures to 1e-6,
+    leaving out those of time and place (:data:`_NOT_COMPARED`); ``where`` names the first difference."""
+    return _same
+
+
 @pytest.fixture
 def subprocess_guard():  # noqa: ANN201
     """:func:`guard_subprocesses`, for the test of the guard itself."""

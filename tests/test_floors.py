@@ -20,6 +20,7 @@ FLOORS = {
     "client": 4,
     "server": 4,
     "simulations": 5,
+    "stamen": 6,
 }
 # The contract reads names and plain specs only, never code: the datasets and partitioners, the
 # federation's spec (a frozen value), the models and NTK architectures, and certify's models, modes,

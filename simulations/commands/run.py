@@ -19,6 +19,9 @@ import argparse
 import contextlib
 import shlex
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from server.rundir import RunDirectory, RunStatus, run_token
 from server.runlock import FolderLock
@@ -245,34 +248,80 @@ def federation_args(args: argparse.Namespace) -> list[str]:
     return [*args.federation_config, *([f"num-supernodes={args.clients}"] if args.clients is not None else [])]
 
 
-def main(args: argparse.Namespace) -> int:
-    if args.in_turn and args.engine != "inprocess":
+@dataclass(frozen=True)
+class Launched:
+    """What :func:`launch` did: the run directory, and the summary (``None`` when nothing was left to run)."""
+
+    run_dir: Path
+    rounds: int
+    summary: dict | None
+
+    @property
+    def nothing_left(self) -> bool:
+        """A resumed run that had already finished all its rounds: nothing ran."""
+        return self.summary is None
+
+
+def launch(
+    run_config: Sequence[str],
+    federation_config: Sequence[str],
+    *,
+    engine: str = "flower",
+    in_turn: bool = False,
+    mode: str = "progress",
+    announce: Callable[[PreparedRun, str], None] | None = None,
+) -> Launched:
+    """``stamen run``'s one path, for the command and for :func:`stamen.run` alike: check, then run.
+
+    ``run_config``/``federation_config``: ``-c`` and ``--federation-config`` items (``key=value``
+    strings; run-config items may name experiment files). Every check runs first
+    (:func:`simulations.preflight.prepare`; ValueError in one line); ``announce(run, engine)`` is
+    called after the checks, before the run starts; ``mode`` and ``in_turn`` as for :func:`simulate`.
+
+    Raises:
+        ValueError: bad input (the command's exit 2), before anything is written.
+        RunFailed, RunInterrupted: as :func:`simulate`.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if in_turn and engine != "inprocess":
         raise ValueError("--in-turn applies to the in-process engine only; add --engine inprocess or drop it")
-    args.federation_config = federation_args(args)
-    run = prepare(args.run_config, args.federation_config)
-    config = run.config
+    run = prepare(list(run_config), list(federation_config))
+    rounds = run.config.num_server_rounds
     if run.nothing_left:
-        print(
-            f"stamen run: {run.run_dir.path} already finished all {config.num_server_rounds} rounds; "
-            "nothing left to run"
-        )
-        return 0
-    if not args.quiet:
-        print(
-            f"stamen run: {config.algorithm} on {config.dataset}, {run.federation['num-supernodes']} clients, "
-            f"{config.num_server_rounds} rounds, {args.engine} engine -> {run.run_dir.path}",
-            flush=True,
-        )
+        return Launched(run.run_dir.path, rounds, None)
+    if announce is not None:
+        announce(run, engine)
     hint = "stamen run " + " ".join(
-        [f"--engine {args.engine}"] * (args.engine != "flower")
-        + ["--in-turn"] * args.in_turn
-        + [f"-c {shlex.quote(c)}" for c in args.run_config]
-        + [f"--federation-config {shlex.quote(f)}" for f in args.federation_config]
+        [f"--engine {engine}"] * (engine != "flower")
+        + ["--in-turn"] * in_turn
+        + [f"-c {shlex.quote(c)}" for c in run_config]
+        + [f"--federation-config {shlex.quote(f)}" for f in federation_config]
     )
+    summary = simulate(run, mode=mode, resume_hint=hint.strip(), engine=engine, together=not in_turn)
+    return Launched(run.run_dir.path, rounds, summary)
+
+
+def main(args: argparse.Namespace) -> int:
     mode = "quiet" if args.quiet else "verbose" if args.verbose else "progress"
-    summary = simulate(run, mode=mode, resume_hint=hint.strip(), engine=args.engine, together=not args.in_turn)
-    print_summary(summary)
-    return EXIT_DEGRADED if summary.get("degraded") else 0
+    announce = None if args.quiet else _announce
+    launched = launch(
+        args.run_config, federation_args(args), engine=args.engine, in_turn=args.in_turn, mode=mode, announce=announce
+    )
+    if launched.summary is None:
+        print(f"stamen run: {launched.run_dir} already finished all {launched.rounds} rounds; nothing left to run")
+        return 0
+    print_summary(launched.summary)
+    return EXIT_DEGRADED if launched.summary.get("degraded") else 0
+
+
+def _announce(run: PreparedRun, engine: str) -> None:
+    config = run.config
+    print(
+        f"stamen run: {config.algorithm} on {config.dataset}, {run.federation['num-supernodes']} clients, "
+        f"{config.num_server_rounds} rounds, {engine} engine -> {run.run_dir.path}",
+        flush=True,
+    )
 
 
 def print_summary(summary: dict) -> None:

@@ -2,6 +2,7 @@
 
     stamen sweep --name lr-model --set lr=0.01,0.005 --set model='gcn','sage' --seeds 0,1,2 \\
                  -c "dataset='cora' data-root='/data' num-server-rounds=50" --engine inprocess --jobs 2
+    stamen sweep --name lr-model --grid grid.toml -c exp.toml    (grid.toml: [grid] lr = [0.01, 0.005])
 
 Every run is a ``stamen run`` with its own run directory under ``<out>/<name>/``; runs
 whose directory says ``finished`` are skipped, so the same command resumes a sweep.
@@ -20,7 +21,9 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from contract import strict_json
 from contract.figures import GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
@@ -31,6 +34,7 @@ from simulations.sweep import (
     SweepRun,
     check_own_keys,
     grid,
+    grid_file,
     groups,
     parse_seeds,
     parse_set,
@@ -48,6 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=V1,V2", help="values to sweep")
+    parser.add_argument(
+        "--grid", default="", metavar="FILE", help="values to sweep from a TOML file's [grid] table: lr = [0.1, 0.2]"
+    )
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default: 0)")
     parser.add_argument("--run-config", "-c", action="append", default=[], help="fixed run-config overrides")
     parser.add_argument("--federation-config", action="append", default=[], help="as for stamen run")
@@ -61,25 +68,96 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=main)
 
 
+@dataclass(frozen=True)
+class SweepSpec:
+    """One sweep, as ``stamen sweep`` and :func:`stamen.sweep` give it.
+
+    Attributes:
+        grid: the swept keys and their values (``--set`` and ``--grid`` parsed).
+        seeds: the seeds of every config.
+        run_config: fixed ``-c`` overrides (``key=value`` strings and experiment files).
+        federation_config: Flower's federation overrides (``--clients`` folded in).
+        sets: the ``--set`` texts as given (recorded in ``sweep.json``).
+    """
+
+    grid: list[tuple[str, list[Any]]]
+    seeds: list[int]
+    run_config: list[str] = field(default_factory=list)
+    federation_config: list[str] = field(default_factory=list)
+    engine: str = "inprocess"
+    jobs: int = 1
+    name: str = ""
+    out: str = DEFAULT_OUT
+    sets: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A sweep that ran: its folder, its configs (with mean and std over seeds), the runs that failed."""
+
+    folder: Path
+    groups: list[Group]
+    failed: list[str]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The sweep's table, a dict per config: its name, swept values, runs, and each figure's mean and std
+        (the columns of ``sweep.csv``, with the swept values besides)."""
+        rows = []
+        for group in self.groups:
+            stats = group.stats()
+            figures = {f"{key}_{s}": stats[key][s] for key, _ in FIGURES for s in ("mean", "std")}
+            rows.append({"config": group.name, **group.values, "runs": len(group.runs), **figures})
+        return rows
+
+
 def main(args: argparse.Namespace) -> int:
+    sets = [*(grid_file(args.grid) if args.grid else []), *(parse_set(text) for text in args.sets)]
+    spec = SweepSpec(
+        grid=sets,
+        seeds=parse_seeds(args.seeds),
+        run_config=args.run_config,
+        federation_config=federation_args(args),
+        engine=args.engine,
+        jobs=args.jobs,
+        name=args.name,
+        out=args.out,
+        sets=args.sets,
+    )
+    result = run_sweep(spec)
+    if result.failed:
+        print(
+            f"stamen sweep: {len(result.failed)} run(s) failed: {', '.join(result.failed)}; "
+            f"logs in {result.folder / 'logs'}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
+    """Check, run (or resume) and summarise the sweep ``spec``; ``show``: print the progress and the table.
+
+    Nothing is written before every check of the grid passed; the sweep folder's lock is held throughout.
+    """
     from server.rundir import check_output_dir, check_run_name
     from simulations.overrides import parse_overrides
 
-    check_own_keys(parse_overrides(args.run_config), "-c/--run-config")
-    runs = grid([parse_set(text) for text in args.sets], parse_seeds(args.seeds))  # before the lock: nothing written
-    args.federation_config = federation_args(args)
-    if args.jobs < 1:
-        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    name = args.name or time.strftime("sweep-%Y%m%d-%H%M%S")
+    check_own_keys(parse_overrides(spec.run_config), "-c/--run-config")
+    runs = grid(spec.grid, spec.seeds)  # before the lock: nothing written
+    if spec.engine not in ("flower", "inprocess"):
+        raise ValueError(f"engine must be 'flower' or 'inprocess', got {spec.engine!r}")
+    if spec.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {spec.jobs}")
+    name = spec.name or time.strftime("sweep-%Y%m%d-%H%M%S")
     check_run_name(name)
-    folder = check_output_dir(args.out) / name
+    folder = check_output_dir(spec.out) / name
     from server.runlock import FolderLock
 
     with FolderLock(folder, "sweep folder"):  # two sweeps of one name: the second is refused, naming the first
-        return _sweep(args, folder, runs)
+        return _sweep(spec, folder, runs, show)
 
 
-def _sweep(args: argparse.Namespace, folder: Path, runs: list[SweepRun]) -> int:
+def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool) -> SweepResult:
     """The sweep in ``folder``, its lock held: every config checked, the unfinished runs run, the table."""
     from server.rundir import RunDirectory, RunStatus
     from simulations.preflight import prepare
@@ -90,35 +168,32 @@ def _sweep(args: argparse.Namespace, folder: Path, runs: list[SweepRun]) -> int:
         finished = (run_dir / "status.json").is_file() and RunDirectory(run_dir).status().get("status") == "finished"
         if finished:
             continue
-        prepare(_config_args(args, run, folder), args.federation_config)
+        prepare(_config_args(spec, run, folder), spec.federation_config)
         todo.append(run)
-    print(
-        f"stamen sweep: {len(runs)} runs in {folder} ({len(runs) - len(todo)} finished already), engine {args.engine}"
-    )
-    failed = _execute(todo, args, folder)
+    if show:
+        print(
+            f"stamen sweep: {len(runs)} runs in {folder} ({len(runs) - len(todo)} finished already), "
+            f"engine {spec.engine}"
+        )
+    failed = _execute(todo, spec, folder, show)
     figures = {}
     for run in runs:
         run_dir = RunDirectory(folder / run.name)
         if (run_dir.path / "status.json").is_file() and run_dir.status().get("status") == RunStatus.FINISHED.value:
             figures[run.name] = run_figures(run_dir.summary())
     found = groups(runs, figures)
-    _write(folder, args, runs, found, failed)
-    _print(found, folder)
-    if failed:
-        print(
-            f"stamen sweep: {len(failed)} run(s) failed: {', '.join(failed)}; logs in {folder / 'logs'}",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    _write(folder, spec, runs, found, failed)
+    if show:
+        _print(found, folder)
+    return SweepResult(folder, found, failed)
 
 
-def _config_args(args: argparse.Namespace, run: SweepRun, folder: Path) -> list[str]:
+def _config_args(spec: SweepSpec, run: SweepRun, folder: Path) -> list[str]:
     own = f"output-dir={json.dumps(str(folder))} run-name={json.dumps(run.name)} overwrite=true {run.overrides()}"
-    return [*args.run_config, own]
+    return [*spec.run_config, own]
 
 
-def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> list[str]:
+def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
     """Run ``todo`` (``--jobs`` at a time); return the names of the runs that failed."""
     from rich.progress import Progress
 
@@ -127,22 +202,22 @@ def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> li
     failed: list[str] = []
     if not todo:
         return failed
-    if args.engine == "inprocess" and args.jobs == 1:  # one process: imports and data loaded once
-        return _execute_here(todo, args, folder)
+    if spec.engine == "inprocess" and spec.jobs == 1:  # one process: imports and data loaded once
+        return _execute_here(todo, spec, folder, show)
     logs = folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     running: dict[str, subprocess.Popen] = {}
     queue = list(todo)
-    with Progress(transient=False) as progress:
+    with Progress(transient=False, disable=not show) as progress:
         task = progress.add_task("sweep", total=len(todo))
         try:
             while queue or running:
-                while queue and len(running) < args.jobs:
+                while queue and len(running) < spec.jobs:
                     run = queue.pop(0)
-                    command = [sys.executable, "-m", "simulations.cli", "run", "--quiet", "--engine", args.engine]
-                    for text in _config_args(args, run, folder):
+                    command = [sys.executable, "-m", "simulations.cli", "run", "--quiet", "--engine", spec.engine]
+                    for text in _config_args(spec, run, folder):
                         command += ["-c", text]
-                    for text in args.federation_config:
+                    for text in spec.federation_config:
                         command += ["--federation-config", text]
                     with open(logs / f"{run.name}.log", "w") as log:
                         log.write("$ " + shlex.join(command) + "\n")
@@ -164,7 +239,7 @@ def _execute(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> li
     return failed
 
 
-def _execute_here(todo: list[SweepRun], args: argparse.Namespace, folder: Path) -> list[str]:
+def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
     """Run ``todo`` one after another in this process on the in-process engine."""
     from rich.progress import Progress
 
@@ -173,12 +248,12 @@ def _execute_here(todo: list[SweepRun], args: argparse.Namespace, folder: Path) 
     from simulations.preflight import prepare
 
     failed = []
-    with Progress(transient=False) as progress:
+    with Progress(transient=False, disable=not show) as progress:
         task = progress.add_task("sweep", total=len(todo))
         for run in todo:
             try:
                 simulate(
-                    prepare(_config_args(args, run, folder), args.federation_config), mode="quiet", engine="inprocess"
+                    prepare(_config_args(spec, run, folder), spec.federation_config), mode="quiet", engine="inprocess"
                 )
             except RunFailed:
                 failed.append(run.name)
@@ -186,7 +261,7 @@ def _execute_here(todo: list[SweepRun], args: argparse.Namespace, folder: Path) 
     return failed
 
 
-def _write(folder: Path, args: argparse.Namespace, runs: list[SweepRun], found: list[Group], failed: list[str]) -> None:
+def _write(folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Group], failed: list[str]) -> None:
     from contract.provenance import provenance
     from server.rundir import atomic_write
 
@@ -194,11 +269,12 @@ def _write(folder: Path, args: argparse.Namespace, runs: list[SweepRun], found: 
     record = {
         "provenance": provenance(seeds=seeds),
         "setting": {
-            "sets": args.sets,
-            "run_config": args.run_config,
-            "federation_config": args.federation_config,
-            "engine": args.engine,
-            "jobs": args.jobs,
+            "sets": spec.sets,
+            "grid": dict(spec.grid),
+            "run_config": spec.run_config,
+            "federation_config": spec.federation_config,
+            "engine": spec.engine,
+            "jobs": spec.jobs,
         },
         "groups": [{"config": g.name, "values": g.values, "runs": g.runs, "stats": g.stats()} for g in found],
         "failed": failed,

@@ -20,6 +20,8 @@ Outputs go to ``RUN_DIR/unlearn/<request>/`` (``result.json``, ``report.md``,
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,43 +98,84 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Check the run and the requests, then unlearn; the run directory's lock held throughout."""
+    """Unlearn (:func:`unlearn_run`), then print each request's tables (``--json``: the results on stdout)."""
+    from simulations.screen import output_console
+    from unlearn.report import mia_gap_line, rich_table, targets_table
+
+    done = unlearn_run(
+        args.run_dir,
+        args.request,
+        methods=args.method,
+        seeds=args.seeds,
+        overwrite=args.overwrite,
+        command=args.invocation,
+    )
+    console = output_console(stderr=True) if args.json else output_console()
+    for out, result in done:
+        console.print(rich_table(result))
+        console.print(mia_gap_line(result), highlight=False)
+        console.print(targets_table(result))
+        console.print(f"wrote {out / 'report.md'}, {out / 'unlearning.png'}, {out / 'result.json'}")
+    if args.json:
+        results = [result for _, result in done]
+        print(strict_json.dumps(results if len(results) > 1 else results[0]))
+    return 0
+
+
+def unlearn_run(
+    run_dir: str | Path,
+    requests: Sequence[str],
+    *,
+    methods: str = "all",
+    seeds: str = "",
+    overwrite: bool = False,
+    command: str = "",
+    show: bool = True,
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Check the run and the requests, then unlearn each request; the run directory's lock held throughout.
+
+    ``requests``: ``client:i``, ``nodes:i:FRACTION``, ``class:c``; ``methods``: ``all`` or a comma list;
+    ``seeds``: comma-separated model seeds (empty: the run's). Each request's ``result.json``,
+    ``report.md`` and ``unlearning.png`` go to ``RUN_DIR/unlearn/<request>/`` (``overwrite``: replace
+    earlier ones); ``command`` is named in the report; ``show``: progress on stderr. Returns each
+    request's folder and result, in order.
+    """
     import os
 
     from server.runlock import FolderLock
 
-    run_dir = Path(args.run_dir).expanduser().resolve()
-    if not run_dir.is_dir():
-        raise FileNotFoundError(f"run directory {run_dir} not found")
-    with FolderLock(run_dir):  # one writer: not while the run itself, or another unlearn, writes there
-        if not os.access(run_dir, os.W_OK | os.X_OK):  # checked before the slow work, not after it
-            raise PermissionError(
-                13, "not writable: unlearning writes its results into the run directory", str(run_dir)
-            )
-        return _unlearn(args, run_dir)
+    folder = Path(run_dir).expanduser().resolve()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"run directory {folder} not found")
+    with FolderLock(folder):  # one writer: not while the run itself, or another unlearn, writes there
+        if not os.access(folder, os.W_OK | os.X_OK):  # checked before the slow work, not after it
+            raise PermissionError(13, "not writable: unlearning writes its results into the run directory", str(folder))
+        return _unlearn(folder, list(requests), methods, seeds, overwrite, command, show)
 
 
-def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
+def _unlearn(
+    run_dir: Path, texts: list[str], method: str, seed_text: str, overwrite: bool, command: str, show: bool
+) -> list[tuple[Path, dict[str, Any]]]:
     from simulations.screen import output_console
 
     config, num_clients, state = load_run(run_dir)
     check_algorithm(config.algorithm)
-    methods = parse_methods(args.method)
-    left_out = [m for m in methods if m in NEEDS_HISTORY] if args.method.strip() == "all" else []
+    methods = parse_methods(method)
+    left_out = [m for m in methods if m in NEEDS_HISTORY] if method.strip() == "all" else []
     methods = [m for m in methods if m not in left_out]
-    seeds = parse_seeds(args.seeds) if args.seeds else [config.seed]
+    seeds = parse_seeds(seed_text) if seed_text else [config.seed]
     from graphs import build_federation
 
     federation = build_federation(config.federation(num_clients))
     num_classes = int(federation.clients[0].num_classes)
-    requests = [parse_request(text, num_clients, num_classes) for text in args.request]
+    requests = [parse_request(text, num_clients, num_classes) for text in texts]
     out_dirs = []
     for request in requests:
         out = run_dir / "unlearn" / request.slug
         for folder in (out.parent, out):  # written into below: never through a link to elsewhere
             if folder.is_symlink():
                 raise ValueError(f"{folder} is a symbolic link; Stamen writes only into real folders: remove the link")
-        if out.exists() and any(out.iterdir()) and not args.overwrite:
+        if out.exists() and any(out.iterdir()) and not overwrite:
             raise FileExistsError(f"{out} already holds results; pass --overwrite to replace them")
         out_dirs.append(out)
     # check the saved weights fit the rebuilt model before any long work
@@ -144,18 +187,21 @@ def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
         first = str(error).strip().splitlines()[0]
         raise ValueError(f"model.pt does not fit the run's model: {first}") from None
     err = output_console(stderr=True)
-    if left_out:
+    if left_out and show:
         err.print(
             f"[unlearn] {', '.join(left_out)} left out: it replays the clients' recorded training updates, which a "
             "saved run does not keep (`stamen bench unlearn` runs it)",
             highlight=False,
         )
-    command = args.invocation
-    results = []
+    done = []
     originals = {config.seed: state}  # filled with the other seeds' originals as they are trained
     for request, out in zip(requests, out_dirs):
-        with err.status(f"{request}: starting") as status:
-            if err.is_terminal:
+        with err.status(f"{request}: starting") if show else contextlib.nullcontext() as status:
+            if not show:
+
+                def progress(message: str) -> None:
+                    pass
+            elif err.is_terminal:
 
                 def progress(message: str, request=request) -> None:
                     status.update(f"{request}: {message}")
@@ -174,15 +220,5 @@ def _unlearn(args: argparse.Namespace, run_dir: Path) -> int:
         atomic_write(out / "result.json", strict_json.dumps(result, indent=2) + "\n")
         atomic_write(out / "report.md", markdown(result, command))
         bar_plot(result, out / "unlearning.png")
-        results.append(result)
-    from unlearn.report import mia_gap_line, rich_table, targets_table
-
-    console = err if args.json else output_console()
-    for result, out in zip(results, out_dirs):
-        console.print(rich_table(result))
-        console.print(mia_gap_line(result), highlight=False)
-        console.print(targets_table(result))
-        console.print(f"wrote {out / 'report.md'}, {out / 'unlearning.png'}, {out / 'result.json'}")
-    if args.json:
-        print(strict_json.dumps(results if len(results) > 1 else results[0]))
-    return 0
+        done.append((out, result))
+    return done

@@ -26,28 +26,8 @@ def stamen_run() -> Callable[[str], subprocess.CompletedProcess]:
     return run
 
 
-# Figures that measure time or place, not what was computed: they differ between engines.
-_NOT_COMPARED = ("seconds", "devices", "wall", "ratio_to_training")
-
-
-def _same(a, b, where: str) -> None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        keys = {k for k in a.keys() | b.keys() if not any(part in k for part in _NOT_COMPARED)}
-        for key in sorted(keys):
-            assert key in a and key in b, f"{where}.{key} is missing on one engine"
-            _same(a[key], b[key], f"{where}.{key}")
-    elif isinstance(a, list) and isinstance(b, list):
-        assert len(a) == len(b), f"{where}: {len(a)} vs {len(b)} items"
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{where}[{i}]")
-    elif isinstance(a, float) or isinstance(b, float):
-        assert a == pytest.approx(b, abs=1e-6), f"{where}: {a} vs {b}"
-    else:
-        assert a == b, f"{where}: {a!r} vs {b!r}"
-
-
 @pytest.fixture
-def same_in_process() -> Callable[[Path, str], Path]:
+def same_in_process(same_figures: Callable[[object, object, str], None]) -> Callable[[Path, str], Path]:
     """Run a finished Flower run's config again with ``--engine inprocess`` and assert the same figures.
 
     Every row of ``metrics.jsonl`` and the optional results (certificates, unlearning)
@@ -67,10 +47,10 @@ def same_in_process() -> Callable[[Path, str], Path]:
         rows = [
             [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()] for d in (run_dir, twin_dir)
         ]
-        _same(rows[0], rows[1], "metrics")
+        same_figures(rows[0], rows[1], "metrics")
         for name in ("certificates.json", "unlearn.json"):
             if (run_dir / name).is_file():
-                _same(json.loads((run_dir / name).read_text()), json.loads((twin_dir / name).read_text()), name)
+                same_figures(json.loads((run_dir / name).read_text()), json.loads((twin_dir / name).read_text()), name)
         return twin_dir
 
     return twin

@@ -1,0 +1,20 @@
+"""Stamen's Python API: the calls the ``stamen`` command makes, with results as objects.
+
+    import stamen
+
+    run = stamen.run({"num-server-rounds": 20, "csbm-nodes": 900}, clients=3)
+    run.rows[-1]["global_test_acc"], run.summary["final"], run.dir
+    stamen.load(run.dir).to_pandas()
+    stamen.sweep(grid={"lr": [0.01, 0.05]}, seeds=[0, 1], num_server_rounds=20).rows
+    stamen.unlearn(run, "class:1", methods=["wash"])[0].result["mean"]
+
+See docs/api.md. Bad input is a ``ValueError`` whose message is the line the command prints.
+"""
+
+from server.rundir import RunStatus
+from simulations.errors import RunFailed, RunInterrupted
+from stamen.runs import Run, load, run
+from stamen.sweeps import Sweep, sweep
+from stamen.unlearning import Unlearned, unlearn
+
+__all__ = ["Run", "RunFailed", "RunInterrupted", "RunStatus", "Sweep", "Unlearned", "load", "run", "sweep", "unlearn"]

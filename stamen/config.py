@@ -1,0 +1,106 @@
+"""A Python run config as the ``stamen`` command's ``-c`` items: one path for the API and the CLI.
+
+:func:`stamen.run` and :func:`stamen.sweep` take a run config as a dict (kebab-case keys as in
+``stamen run -c``, or snake_case), a path to an experiment file (``exp.toml``), and keyword
+overrides; here they become the ``key=value`` items that ``stamen run -c`` takes, so the checks,
+the messages and the command that resumes a run are the command's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import numbers
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from contract.provenance import COMMAND_ENV, COMMIT_ENV, code_version
+from simulations.experiment_file import is_experiment_file, run_config_file
+
+Config = Mapping[str, Any] | str | os.PathLike[str] | None
+
+
+def key_name(key: str) -> str:
+    """A run-config key as the command writes it: ``num_server_rounds`` -> ``num-server-rounds``."""
+    return key.replace("_", "-")
+
+
+def toml_value(key: str, value: object) -> str:
+    """``value`` as a TOML value of an override; ValueError in one line for what no run-config key holds."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))  # nan, inf and -inf are TOML too
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string: JSON's escapes are TOML's
+    raise ValueError(f"run config: {key}={value!r} is not a number, true/false or a string")
+
+
+def override_item(values: Mapping[str, Any]) -> str:
+    """A mapping of run-config keys as one ``-c`` item: ``lr=0.1 model="sage"``."""
+    parts = []
+    for raw, value in values.items():
+        key = key_name(str(raw))
+        if not key or any(char.isspace() or char == "=" for char in key):
+            raise ValueError(f"run config: {raw!r} is not a run-config key; `stamen config` lists every key")
+        parts.append(f"{key}={toml_value(key, value)}")
+    return " ".join(parts)
+
+
+def run_config_items(config: Config, overrides: Mapping[str, Any], **fixed: Any) -> list[str]:
+    """``config``, then ``overrides``, then ``fixed`` (given and not None) as ``-c`` items: later wins."""
+    items: list[str] = []
+    if isinstance(config, str | os.PathLike):
+        path = os.fspath(config)
+        if not is_experiment_file(Path(path).name):
+            raise ValueError(f"config={path!r}: give a dict of run-config keys or the path of a .toml file")
+        absolute = str(Path(path).expanduser().absolute())
+        # an item with blanks or '=' would be read as overrides: such a file is read here instead
+        items.append(override_item(run_config_file(path)) if " " in absolute or "=" in absolute else absolute)
+    elif isinstance(config, Mapping):
+        items.append(override_item(config))
+    elif config is not None:
+        raise TypeError(f"config must be a dict, a path to a .toml file or None, not {type(config).__name__}")
+    if overrides:
+        items.append(override_item(overrides))
+    given = {key: value for key, value in fixed.items() if value is not None}
+    if given:
+        items.append(override_item(given))
+    return [item for item in items if item]
+
+
+def federation_items(clients: int | None, federation: Mapping[str, Any] | None) -> list[str]:
+    """Flower's federation overrides: ``federation`` (e.g. resources), then ``clients`` (``num-supernodes``)."""
+    items = [override_item(federation)] if federation else []
+    if clients is not None:
+        if not isinstance(clients, numbers.Integral) or isinstance(clients, bool):
+            raise ValueError(f"clients must be a whole number >= 1, got {clients!r}")
+        items.append(f"num-supernodes={int(clients)}")
+    return items
+
+
+@contextlib.contextmanager
+def handed_down(command: str) -> Iterator[None]:
+    """Inside the block, the runs started record ``command`` and this checkout's commit as their provenance
+    (as the ``stamen`` command hands them down); the environment is restored after."""
+    saved = {name: os.environ.get(name) for name in (COMMIT_ENV, COMMAND_ENV)}
+    os.environ.update({COMMIT_ENV: code_version() or "", COMMAND_ENV: command})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def call_text(function: str, *args: Any, **kwargs: Any) -> str:
+    """``stamen.run({...}, clients=3)``: how a run was started from Python, for its provenance."""
+    shown = [repr(arg) for arg in args if arg is not None]
+    shown += [f"{key}={value!r}" for key, value in kwargs.items() if value is not None]
+    return f"{function}({', '.join(shown)})"

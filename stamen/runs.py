@@ -1,0 +1,109 @@
+"""One federated run from Python: :func:`run` trains, :func:`load` reads a run folder, both give a :class:`Run`.
+
+:func:`run` is ``stamen run``: the same function (:func:`simulations.commands.run.launch`)
+checks the config, takes the run directory's lock, trains on the engine asked for, and
+records the run's status and outputs; only the printing is the command's own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from server.rundir import RunDirectory, RunStatus
+from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
+from stamen.tables import data_frame
+
+if TYPE_CHECKING:
+    import pandas
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run folder's records, as read once.
+
+    Attributes:
+        dir: the run directory.
+        config: the run config it trained with (``config.json``, kebab-case keys).
+        status: running, finished, failed or interrupted (``None``: a folder of an early
+            version that recorded none).
+        rows: one dict per round, exactly as in ``metrics.jsonl``.
+        summary: ``summary.json`` (empty until the run wrote one: an interrupted run).
+    """
+
+    dir: Path
+    config: dict[str, Any]
+    status: RunStatus | None
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    @property
+    def degraded(self) -> bool:
+        """The run finished without some of its clients (``stamen run``'s exit 3)."""
+        return bool(self.summary.get("degraded"))
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The rows as a DataFrame, one row per round (needs pandas: ``pip install 'stamen[pandas]'``)."""
+        return data_frame(self.rows, "Run.to_pandas")
+
+
+def load(run_dir: str | os.PathLike[str]) -> Run:
+    """Read the run folder ``run_dir`` (finished, interrupted, failed or still running); writes nothing.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` is not a run directory (no ``config.json``).
+        ValueError: a file of it is damaged (the message names the file and line).
+    """
+    folder = RunDirectory.open(run_dir)
+    recorded = folder.status().get("status")
+    status = RunStatus(recorded) if recorded is not None else None
+    has_summary = (folder.path / "summary.json").is_file()
+    # a run that did not finish may have been stopped while writing its last row
+    rows = folder.rows(torn_last_ok=status not in (RunStatus.FINISHED, None))
+    return Run(folder.path, folder.config(), status, rows, folder.summary() if has_summary else {})
+
+
+def run(
+    config: Config = None,
+    *,
+    clients: int | None = None,
+    engine: str = "inprocess",
+    out: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+    in_turn: bool = False,
+    federation: Mapping[str, Any] | None = None,
+    **overrides: Any,
+) -> Run:
+    """Train one federated run, as ``stamen run`` does, and return it.
+
+    Args:
+        config: run-config keys (a dict, kebab- or snake_case) or the path of a TOML file of them.
+        clients: the number of clients (``--clients``; default 10).
+        engine: ``inprocess`` (this process) or ``flower`` (``flwr run`` on a SuperLink of its own).
+        out: the folder the run directory goes into (``output-dir``; default ``runs``).
+        progress: show a progress bar (otherwise nothing is printed; the log is kept in ``run.log``).
+        in_turn: in-process engine: each client's message answered alone (``--in-turn``).
+        federation: Flower's federation config (``--federation-config``), e.g. client resources.
+        overrides: more run-config keys, snake_case (``num_server_rounds=3``); they win over ``config``.
+
+    Raises:
+        ValueError: bad input, before anything is written; the message is the line ``stamen run`` prints.
+        FileExistsError: the run directory exists (set ``overwrite=True`` or another ``run_name``).
+        simulations.errors.RunFailed: the run started and failed (its status says ``failed``).
+        simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
+    """
+    from simulations.commands.run import launch
+    from simulations.errors import one_line
+
+    items = run_config_items(config, overrides, output_dir=None if out is None else str(out))
+    command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)
+    mode = "progress" if progress else "quiet"
+    try:
+        with handed_down(command):
+            launched = launch(items, federation_items(clients, federation), engine=engine, in_turn=in_turn, mode=mode)
+    except ValueError as error:
+        raise ValueError(one_line(error)) from None
+    return load(launched.run_dir)

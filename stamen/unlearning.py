@@ -1,0 +1,67 @@
+"""Unlearning from Python: forget a client, some nodes or a class from a finished run, as ``stamen unlearn`` does.
+
+:func:`unlearn` calls the command's own :func:`simulations.commands.unlearn.unlearn_run`: the
+same checks, the run directory's lock, the same results written to ``RUN_DIR/unlearn/<request>/``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stamen.config import call_text
+from stamen.runs import Run
+
+
+@dataclass(frozen=True)
+class Unlearned:
+    """One request's outcome: its folder (``result.json``, ``report.md``, ``unlearning.png``) and its result
+    (every method against the original and retraining from scratch; the dict ``result.json`` holds)."""
+
+    dir: Path
+    result: dict[str, Any]
+
+
+def unlearn(
+    run: str | os.PathLike[str] | Run,
+    request: str | Sequence[str],
+    *,
+    methods: str | Sequence[str] = "all",
+    seeds: Sequence[int] | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> list[Unlearned]:
+    """Forget ``request`` (``client:i``, ``nodes:i:FRACTION``, ``class:c``; or a list of them) from a finished run.
+
+    Args:
+        run: the run (a :class:`stamen.Run` or its folder), finished, with its ``model.pt``.
+        methods: ``"all"`` or method names (``["wash", "laf"]``); ``stamen unlearn --help`` lists them.
+        seeds: model seeds (default: the run's own; others train their original in-process first).
+        overwrite: replace earlier results of the same request.
+        progress: show each step on stderr.
+
+    Returns:
+        One :class:`Unlearned` per request, in order.
+
+    Raises:
+        ValueError: bad input, before any slow work; the message is the line ``stamen unlearn`` prints.
+        FileNotFoundError: not a finished run's folder; FileExistsError: results exist (``overwrite``).
+    """
+    from simulations.commands.unlearn import unlearn_run
+    from simulations.errors import one_line
+
+    folder = run.dir if isinstance(run, Run) else Path(os.fspath(run))
+    requests = [request] if isinstance(request, str) else list(request)
+    method = methods if isinstance(methods, str) else ",".join(methods)
+    seed_text = "" if seeds is None else ",".join(str(seed) for seed in seeds)
+    command = call_text("stamen.unlearn", str(folder), requests, methods=methods, seeds=seeds)
+    try:
+        done = unlearn_run(
+            folder, requests, methods=method, seeds=seed_text, overwrite=overwrite, command=command, show=progress
+        )
+    except ValueError as error:
+        raise ValueError(one_line(error)) from None
+    return [Unlearned(out, result) for out, result in done]
