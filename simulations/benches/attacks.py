@@ -37,9 +37,9 @@ import numpy as np
 
 from client.attacks import Attack, check_attack
 from contract.algorithms import ALGORITHMS
-from contract.figures import GLOBAL_TEST_ACC
+from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
 from contract.run_config import RunConfig
-from simulations.benches.records import markdown_table, print_tables
+from simulations.benches.records import final_acc, markdown_table, print_tables
 from simulations.inprocess import run_in_process
 from simulations.long_job import LongJob
 from simulations.options import finite_float
@@ -180,7 +180,7 @@ def _seeded_run(args: argparse.Namespace, algorithm: str, attack: str, seed: int
     """One unit: the final accuracy of one (attack, algorithm, seed) run, and its seconds."""
     started = time.perf_counter()
     accuracy = final_accuracy(_config(args, algorithm, attack, seed, malicious), args.clients)
-    return {"test_acc": accuracy, "seconds": time.perf_counter() - started}
+    return {FINAL_TEST_ACC: accuracy, "seconds": time.perf_counter() - started}
 
 
 def _certificate(args: argparse.Namespace, seed: int, malicious: int) -> dict[str, Any]:
@@ -220,15 +220,18 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                         f"{attack}/{algorithm}/{seed}",
                         _seeded_run,
                         *(args, algorithm, attack, seed, malicious),
-                        line=lambda run, label=label: f"{label}: test acc {run['test_acc']:.3f}",
+                        line=lambda run, label=label: f"{label}: test acc {final_acc(run):.3f}",
                     )
                 )
-            accuracies = [run["test_acc"] for run in runs]
-            entry.update(test_acc_mean=mean(accuracies), test_acc_std=pstdev(accuracies), test_acc=accuracies)
+            accuracies = [final_acc(run) for run in runs]
+            entry.update(
+                {FINAL_TEST_ACC + "_mean": mean(accuracies), FINAL_TEST_ACC + "_std": pstdev(accuracies)},
+                **{FINAL_TEST_ACC: accuracies},
+            )
             entry["seconds"] = sum(run["seconds"] for run in runs)
             results.append(entry)
     if certified:
-        beside = {(e["attack"], e["algorithm"]): e["test_acc"] for e in results if "test_acc" in e}
+        beside = {(e["attack"], e["algorithm"]): e[FINAL_TEST_ACC] for e in results if FINAL_TEST_ACC in e}
         for index, seed in enumerate(seeds):
             certificate = dict(
                 units.run(
@@ -261,9 +264,9 @@ def accuracy_rows(record: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 def _cell(entry: dict[str, Any]) -> str:
     if "skipped" in entry:
         return f"skipped ({entry['skipped']})"
-    if len(entry["test_acc"]) == 1:
-        return f"{entry['test_acc_mean']:.3f}"
-    return f"{entry['test_acc_mean']:.3f} ± {entry['test_acc_std']:.3f}"
+    if len(final_acc(entry)) == 1:
+        return f"{final_acc(entry, '_mean'):.3f}"
+    return f"{final_acc(entry, '_mean'):.3f} ± {final_acc(entry, '_std'):.3f}"
 
 
 CERTIFICATE_COLUMNS = [

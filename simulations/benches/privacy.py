@@ -27,12 +27,12 @@ from flwr.app import RecordDict
 
 from client.job import client_data
 from client.privacy import RowClassifier, load_accountant, noise_multiplier, propagated_rows, train_private
-from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
+from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from contract.run_config import RunConfig
 from models import build_model
 from models.training import fit
 from server.driver import build_driver
-from simulations.benches.records import markdown_table, print_tables
+from simulations.benches.records import final_acc, markdown_table, print_tables
 from simulations.inprocess import InProcessGrid, task_identity
 from simulations.long_job import LongJob
 from simulations.options import finite_float
@@ -94,7 +94,7 @@ def federated_run(config: RunConfig, num_clients: int) -> dict[str, Any]:
         epsilon = setup.epsilon_after(final["round"])
     best = max((r for r in rows if GLOBAL_VAL_ACC in r), key=lambda r: r[GLOBAL_VAL_ACC])
     return {
-        "test_acc": final[GLOBAL_TEST_ACC],
+        FINAL_TEST_ACC: final[GLOBAL_TEST_ACC],
         TEST_ACC_AT_BEST_VAL: best[GLOBAL_TEST_ACC],
         "epsilon": epsilon,
         "noise_multipliers": _noise_multipliers(config, num_clients, setup),
@@ -155,17 +155,17 @@ def _trade_off(args: argparse.Namespace, privacy: str, with_baseline: bool, unit
                     args,
                     seed,
                     setting,
-                    line=lambda r, label=label: f"{label}: test acc {r['test_acc']:.3f}, epsilon {r['epsilon']}",
+                    line=lambda r, label=label: f"{label}: test acc {final_acc(r):.3f}, epsilon {r['epsilon']}",
                 )
             )
-        accuracies = [r["test_acc"] for r in runs]
+        accuracies = [final_acc(r) for r in runs]
         results.append(
             {
                 "privacy": privacy if target > 0 else "none",
                 "target_epsilon": target or None,
                 "final_epsilon_max": max((r["epsilon"] for r in runs), default=None) if target > 0 else None,
-                "test_acc_mean": mean(accuracies),
-                "test_acc_std": pstdev(accuracies),
+                FINAL_TEST_ACC + "_mean": mean(accuracies),
+                FINAL_TEST_ACC + "_std": pstdev(accuracies),
                 "runs": runs,
             }
         )
@@ -254,7 +254,7 @@ def trade_off_rows(record: dict[str, Any]) -> list[list[str]]:
             "-" if entry["target_epsilon"] is None else f"{entry['target_epsilon']:g}",
             _mean_noise(entry),
             "-" if entry["final_epsilon_max"] is None else f"{entry['final_epsilon_max']:.3f}",
-            f"{entry['test_acc_mean']:.3f} ± {entry['test_acc_std']:.3f} ({len(entry['runs'])} seeds)",
+            f"{final_acc(entry, '_mean'):.3f} ± {final_acc(entry, '_std'):.3f} ({len(entry['runs'])} seeds)",
         ]
         for entry in record["results"]
         if entry["kind"] == "trade_off"

@@ -15,7 +15,18 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from contract.figures import EARLIER_FINAL_TEST_ACC, FINAL_TEST_ACC
 from contract.provenance import code_version, provenance
+
+
+def final_acc(entry: dict[str, Any], part: str = "") -> Any:
+    """A bench unit's or entry's final headline test accuracy (``part``: ``"_mean"``, ``"_std"``).
+
+    Units kept by an earlier version (a resumed journal) and the records it wrote (rendered
+    again in a README) named it ``test_acc``.
+    """
+    name = FINAL_TEST_ACC + part
+    return entry[name] if name in entry else entry[EARLIER_FINAL_TEST_ACC + part]
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -68,7 +68,7 @@ def test_the_in_process_engine_gets_the_rows_of_stamen_run(stamen_run):
 def test_the_privacy_bench_gets_the_figures_of_stamen_run(stamen_run):
     last = stamen_run[0][-1]
     run = federated_run(config(), CLIENTS)
-    assert run["test_acc"] == last["global_test_acc"]
+    assert run["final_test_acc"] == last["global_test_acc"]
     assert run["epsilon"] == last["client_dp_epsilon"]
 
 

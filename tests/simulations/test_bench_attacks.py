@@ -18,7 +18,7 @@ def test_bench_attacks_tables(tmp_path, capsys):
     for attack in ("none", "label-flip"):
         assert accuracy[(attack, "bulyan")]["skipped"] == "needs 4f+3 = 7 clients"  # 5 clients, f = 1
         for algorithm in ("fedavg", "krum"):
-            assert 0 <= accuracy[(attack, algorithm)]["test_acc_mean"] <= 1
+            assert 0 <= accuracy[(attack, algorithm)]["final_test_acc_mean"] <= 1
     (certificate,) = [e for e in record["results"] if e["kind"] == "certificate"]
     assert len(certificate["malicious_clients"]) == 1
     assert certificate["budget"] == math.floor(0.5 * certificate["labelled_owned"])
@@ -26,7 +26,7 @@ def test_bench_attacks_tables(tmp_path, capsys):
     if certificate["labelled_owned"]:
         assert 0 <= certificate["certified_ratio"] <= 1
     assert certificate["label_flip_acc"] == {
-        name: accuracy[("label-flip", name)]["test_acc"][0] for name in ("fedavg", "krum")
+        name: accuracy[("label-flip", name)]["final_test_acc"][0] for name in ("fedavg", "krum")
     }
     readme = (out / "README.md").read_text()
     assert "| algorithm | none | label-flip |" in readme and "| bulyan | skipped (needs 4f+3 = 7 clients)" in readme
