@@ -208,11 +208,7 @@ def train_and_report(
         outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)
     if config.tensorboard:
         outputs.write_tensorboard(run_dir.path, rows)
-    outputs.plot_curves(
-        run_dir.path,
-        rows,
-        f"{run_dir.path.name}: {config.algorithm} on {config.dataset}, {summary['clients']} clients",
-    )
+    outputs.plot_curves(run_dir.path, rows, outputs.run_title(run_dir.path.name, config, summary["clients"]))
     if config.budgets():
         summary["certificates"] = certify_federation(grid, config, run_dir.path)["budgets"]
         run_dir.write_json(SUMMARY_FILE, summary)

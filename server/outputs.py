@@ -23,7 +23,9 @@ from contract.figures import (
     TEST_ACC,
     VAL_ACC,
     headline,
+    setting_acc,
 )
+from contract.protocol import SETTINGS
 from contract.run_config import RunConfig
 from server.curves import curves_svg
 from server.loop import FailureCategory, Row
@@ -66,10 +68,21 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "failed_clients": failures,
         "degraded": sum(failures.values()) > 0,
         "fairness": fairness(final),
+        "settings": settings_on(config),
     }
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
     return summary
+
+
+def settings_on(config: RunConfig) -> list[str]:
+    """The evaluation settings besides the seen graph that this run's config turns on (:mod:`graphs.settings`)."""
+    on = {
+        "unseen-node": config.unseen_node_frac > 0,
+        "missing-class": config.missing_classes > 0,
+        "new-client": config.new_client,
+    }
+    return [setting for setting in SETTINGS if on[setting]]
 
 
 def fairness(row: Row) -> dict[str, Any]:
@@ -157,6 +170,30 @@ def privacy_table(privacy: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+POOLED_OVER = {"test": "test nodes", "val": "validation nodes"} | {
+    setting.replace("-", "_"): f"{setting} nodes" for setting in SETTINGS
+}
+
+
+def figure_label(key: str, label: str) -> str:
+    """A summary figure's label saying how it pools: an accuracy is pooled over all clients' nodes (each node
+    counts once), never a mean over clients (that is the per-client line's)."""
+    if not key.endswith("_acc"):
+        return label
+    kind = key.removeprefix("global_").removesuffix("_acc")
+    pooled = f"pooled over all clients' {POOLED_OVER.get(kind, 'nodes')}"
+    return f"{label[:-1]}, {pooled})" if label.endswith(")") else f"{label} ({pooled})"
+
+
+def _shown_setting(key: str, summary: dict[str, Any]) -> bool:
+    """False for the figure of an evaluation setting the run did not turn on (a summary of an earlier version,
+    without ``settings``, shows every figure it holds)."""
+    on = summary.get("settings")
+    if on is None:
+        return True
+    return not any(key in (setting_acc(s, True), setting_acc(s, False)) for s in SETTINGS if s not in on)
+
+
 def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(figure, final, best-validation) rows, formatted, for a table on screen."""
 
@@ -164,9 +201,10 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
         return _shown(value, ".4f")
 
     rows = [
-        (label, fmt(summary["final"].get(key)), fmt(summary["best"].get(key)))
+        (figure_label(key, label), fmt(summary["final"].get(key)), fmt(summary["best"].get(key)))
         for key, label in SUMMARY_FIGURES
-        if summary["final"].get(key) is not None or summary["best"].get(key) is not None
+        if (summary["final"].get(key) is not None or summary["best"].get(key) is not None)
+        and _shown_setting(key, summary)
     ]
     rows.append(("round", str(summary["rounds"]), str(summary["best_round"])))
     return rows
@@ -200,9 +238,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         )
     fair = summary.get("fairness")
     if fair:
+        label = dict(SUMMARY_FIGURES).get(fair["figure"], fair["figure"])
         lines.append(
-            f"clients ({fair['figure']}): min {_shown(fair['min'])} (client {fair['worst_client']}), "
-            f"mean {_shown(fair['mean'])}, max {_shown(fair['max'])}, std {_shown(fair['std'])}"
+            f"{label} per client ({fair['clients']} clients, each on its own test nodes): "
+            f"min {_shown(fair['min'])} (client {fair['worst_client']}), "
+            f"mean over clients {_shown(fair['mean'])}, max {_shown(fair['max'])}, std {_shown(fair['std'])}"
         )
     if summary.get("degraded"):
         failed = ", ".join(f"{n} {category}" for category, n in summary["failed_clients"].items() if n)
@@ -231,6 +271,24 @@ def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
     buffer = io.BytesIO()
     torch.save({"state_dict": state_dict, "spec": spec}, buffer)
     atomic_write(run_dir / "model.pt", buffer.getvalue())
+
+
+def privacy_text(config: RunConfig) -> str:
+    """The run's differential privacy in a few words: ``no privacy``, ``dp-sgd, noise 1.1``,
+    ``client-dp, target epsilon 8``."""
+    if config.privacy == "none":
+        return "no privacy"
+    if config.target_epsilon > 0:
+        return f"{config.privacy}, target epsilon {config.target_epsilon:g}"
+    return f"{config.privacy}, noise {config.noise_multiplier:g}"
+
+
+def run_title(name: str, config: RunConfig, clients: int) -> str:
+    """A run's figure title: what was trained, on what, with which privacy and seed."""
+    return (
+        f"{name}: {config.algorithm} / {config.model} on {config.dataset}, {clients} clients, "
+        f"{privacy_text(config)}, seed {config.seed}"
+    )
 
 
 def plot_curves(run_dir: Path, rows: list[Row], title: str = "") -> None:

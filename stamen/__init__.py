@@ -7,14 +7,29 @@
     stamen.load(run.dir).to_pandas()
     stamen.sweep(grid={"lr": [0.01, 0.05]}, seeds=[0, 1], num_server_rounds=20).rows
     stamen.unlearn(run, "class:1", methods=["wash"])[0].result["mean"]
+    stamen.certify(dataset="csbm-paper", arch="gcn", budgets=[1, 2], out="cert").certified_accuracy("gcn")
 
 See docs/api.md. Bad input is a ``ValueError`` whose message is the line the command prints.
 """
 
 from server.rundir import RunStatus
 from simulations.errors import RunFailed, RunInterrupted
+from stamen.certifying import Certificates, certify
 from stamen.runs import Run, load, run
 from stamen.sweeps import Sweep, sweep
 from stamen.unlearning import Unlearned, unlearn
 
-__all__ = ["Run", "RunFailed", "RunInterrupted", "RunStatus", "Sweep", "Unlearned", "load", "run", "sweep", "unlearn"]
+__all__ = [
+    "Certificates",
+    "Run",
+    "RunFailed",
+    "RunInterrupted",
+    "RunStatus",
+    "Sweep",
+    "Unlearned",
+    "certify",
+    "load",
+    "run",
+    "sweep",
+    "unlearn",
+]

@@ -143,16 +143,18 @@ def bar_plot(result: dict[str, Any], path: Path) -> None:
     for i, name in enumerate(names):
         values = [result["mean"][name].get(k) for k in keys]
         errors = [result["std"][name].get(k) or 0.0 for k in keys]
-        axis.bar(
+        drawn = axis.bar(
             np.arange(len(keys)) + i * width,
             [np.nan if v is None else v for v in values],
             width,
             yerr=errors,
             label=name,
         )
+        # each bar's value above it: a bar at zero (a class fully forgotten) is otherwise invisible
+        axis.bar_label(drawn, labels=["" if v is None else f"{v:.2f}" for v in values], fontsize=5, padding=1)
     axis.set_xticks(np.arange(len(keys)) + 0.4 - width / 2)
     axis.set_xticklabels([labels[k] for k in keys], fontsize=8)
-    axis.set_ylim(0, 1.05)
+    axis.set_ylim(0, 1.1)
     axis.set_ylabel("accuracy, or AUC for MIA (mean ± std over seeds)")
     axis.set_title(result["request"] + f" ({result['dataset']}, {result['num_clients']} clients)")
     axis.legend(fontsize=7, ncol=4)

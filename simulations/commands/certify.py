@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +35,11 @@ from contract import strict_json
 from contract.certify_config import OPTIONS, PAPER_CSBM, SECTIONS, CertifyConfig
 from contract.keys import Key
 from simulations.options import finite_float, renamed
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from rich.console import Console
 
 _TYPES = {"int": int, "float": finite_float, "str": str}
 
@@ -72,8 +79,13 @@ def _help(key: Key) -> str:
 
 # ----------------------------------------------------------------------------- checks
 def _validate(args: argparse.Namespace) -> CertifyConfig:
+    """The parsed options, checked by :func:`checked_config`."""
+    return checked_config({name: getattr(args, key.attribute) for name, key in OPTIONS.items()})
+
+
+def checked_config(values: Mapping[str, Any]) -> CertifyConfig:
     """Every option (:meth:`CertifyConfig.from_values`) and ``--out``, before any slow work."""
-    config = CertifyConfig.from_values({name: getattr(args, key.attribute) for name, key in OPTIONS.items()})
+    config = CertifyConfig.from_values(values)
     _check_out(config)
     return config
 
@@ -194,29 +206,54 @@ class _StdoutToStderr:
         return False
 
 
-def main(args: argparse.Namespace) -> int:
-    """Run the certificate; returns the exit code (raises ValueError on bad input).
+@dataclass(frozen=True)
+class Certified:
+    """A finished certification: its folder (``certificate.json``, ``certified_accuracy.png``,
+    ``report.md``) and its report (the dict ``certificate.json`` holds)."""
 
-    Each finished unit (a target, or a budget of a collective certificate) is appended to
-    the journal in ``--out`` (:mod:`certify.journal`) as it is decided; the same command
-    again resumes from it. Ctrl-C (or SIGTERM) keeps what is finished and says how to resume.
-    The journal is removed once the final outputs are written: they hold all of it.
-    """
+    out: Path
+    report: dict[str, Any]
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the certificate (:func:`certify_job`), print its tables; returns the exit code (ValueError on bad input)."""
+    from certify.report import print_tables
+    from simulations.screen import output_console
+
     config = _validate(args)
+    done = certify_job(config, command=args.invocation, screen=output_console(stderr=True))
+    if config.json:
+        print(strict_json.dumps(done.report))
+        print_tables(done.report, output_console(stderr=True))
+    else:
+        console = output_console()
+        print_tables(done.report, console)
+        out = done.out
+        console.print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
+    return 0
+
+
+def certify_job(config: CertifyConfig, *, command: str, screen: Console) -> Certified:
+    """``stamen certify``'s one path, for the command and :func:`stamen.certify` alike: certify, write, return.
+
+    ``config`` is checked (:func:`_validate`); ``command`` is recorded and named as the way to
+    resume; progress goes to ``screen``. Each finished unit (a target, or a budget of a
+    collective certificate) is appended to the journal in ``--out`` (:mod:`certify.journal`) as
+    it is decided; the same job again resumes from it. Ctrl-C (or SIGTERM) keeps what is
+    finished and says how to resume. The journal is removed once the final outputs are
+    written: they hold all of it.
+    """
     from certify.journal import Journal
-    from certify.report import clean_floats, print_tables, write_outputs
+    from certify.report import clean_floats, write_outputs
     from simulations.certify_job import certify_arch, job_digest, job_options
     from simulations.certify_progress import CertifyProgress
     from simulations.errors import RunInterrupted
-    from simulations.screen import output_console
 
-    err = output_console(stderr=True)
-    command = args.invocation
     out = Path(str(config.out))
     journal = None
     try:
-        with _StdoutToStderr(), CertifyProgress(err) as screen:
-            screen.loading(Path(config.graph).name if config.graph is not None else config.dataset)
+        with _StdoutToStderr(), CertifyProgress(screen) as progress:
+            progress.loading(Path(config.graph).name if config.graph is not None else config.dataset)
             inst, dataset_name = _load_instance(config)
             owner = _owners(config, inst)
             tasks = _tasks(config, inst, owner)  # validates everything, the kernel included
@@ -224,10 +261,10 @@ def main(args: argparse.Namespace) -> int:
             options = job_options(config)
             journal = Journal.open(out, job_digest(options, inst, tasks, owner), options)
             for note in journal.notes:
-                screen.note(note)
+                progress.note(note)
             for task in tasks:
                 name = task.arch if config.kernel is None else f"{task.arch} (user kernel)"
-                payload["architectures"][name] = certify_arch(task, name, journal, screen).as_dict()
+                payload["architectures"][name] = certify_arch(task, name, journal, progress).as_dict()
     except KeyboardInterrupt:
         if journal is None:  # nothing was certified yet
             raise
@@ -249,14 +286,7 @@ def main(args: argparse.Namespace) -> int:
     payload = clean_floats(payload)
     write_outputs(out, payload)
     journal.remove()
-    if config.json:
-        print(strict_json.dumps(payload))
-        print_tables(payload, err)
-    else:
-        console = output_console()
-        print_tables(payload, console)
-        console.print(f"wrote {out / 'certificate.json'}, {out / 'certified_accuracy.png'}, {out / 'report.md'}")
-    return 0
+    return Certified(out, payload)
 
 
 def _payload(config: CertifyConfig, inst, dataset_name: str, command: str) -> dict:

@@ -4,7 +4,9 @@ Each argument is a run directory (``stamen run``'s output) or a sweep folder
 (``stamen sweep``'s; each of its configs becomes one line, mean +- std over seeds).
 The table shows, per line: algorithm, dataset, clients, rounds, the final and
 best-validation test accuracy, the spread over clients and the wall time; ``--plot FILE``
-writes their test-accuracy curves overlaid.
+writes their test-accuracy curves overlaid, each labelled by the config values that set it
+apart from the others (``algorithm=fedprox, lr=0.05``), not by its folder's name, and titled
+with what they share.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ class Line:
     name: str
     runs: list[Path]
     summaries: list[dict[str, Any]] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # the first run's config.json
+    over_seeds: bool = False  # a sweep config's runs: its seeds are averaged, not a difference
+
+    def values(self) -> dict[str, Any]:
+        """The config values that could set this line apart (not where it is written, nor an averaged seed)."""
+        skipped = PLACE_KEYS | ({"seed"} if self.over_seeds else set())
+        return {key: value for key, value in self.config.items() if key not in skipped}
 
     def figure(self, part: str) -> list[float]:
         values = []
@@ -70,6 +79,29 @@ class Line:
         return out
 
 
+PLACE_KEYS = {"run-name", "output-dir", "overwrite", "resume-from", "tensorboard", "data-root"}
+
+
+def plot_labels(lines: list[Line]) -> tuple[list[str], str]:
+    """Each line's label: the config values in which the lines differ (a sweep config's marked as a mean over
+    its seeds; its name where none differ, or where two lines would still share a label), and the title's
+    note of what every line shares."""
+    keys = sorted({key for line in lines for key in line.values()})
+    differing = [key for key in keys if len({repr(line.values()[key]) for line in lines if key in line.values()}) > 1]
+    labels = []
+    for line in lines:
+        label = ", ".join(f"{key}={line.values()[key]}" for key in differing if key in line.values()) or line.name
+        labels.append(f"{label} (mean over seeds)" if line.over_seeds and len(line.runs) > 1 else label)
+    twice = {label for label in labels if labels.count(label) > 1}
+    labels = [
+        f"{line.name}: {label}" if label in twice and label != line.name else label
+        for line, label in zip(lines, labels, strict=True)
+    ]
+    first = lines[0].values() if lines else {}
+    shared = [key for key in ("algorithm", "model", "dataset", "privacy") if key in first and key not in differing]
+    return labels, ", ".join(f"{key} {first[key]}" for key in shared)
+
+
 def lines_of(path: Path) -> list[Line]:
     """The lines one argument stands for (one for a run, one per config for a sweep)."""
     from server.rundir import RunDirectory
@@ -77,7 +109,7 @@ def lines_of(path: Path) -> list[Line]:
     if (path / "sweep.json").is_file():
         record = json.loads((path / "sweep.json").read_text())
         return [
-            Line(f"{path.name}: {group['config']}", [path / run["run"] for run in group["runs"]])
+            Line(f"{path.name}: {group['config']}", [path / run["run"] for run in group["runs"]], over_seeds=True)
             for group in record["groups"]
             if group["runs"]
         ]
@@ -94,6 +126,7 @@ def main(args: argparse.Namespace) -> int:
     lines = [line for text in args.paths for line in lines_of(Path(text).expanduser())]
     for line in lines:
         line.summaries = [RunDirectory(run).summary() for run in line.runs]
+        line.config = RunDirectory(line.runs[0]).config()
     rows = [line.row() for line in lines]
     if args.plot is not None:
         _plot(lines, args.plot)
@@ -143,8 +176,9 @@ def _plot(lines: list[Line], path: Path) -> None:
 
     if path.suffix.lower() != ".png":
         raise ValueError(f"--plot {path}: give a .png file name")
+    labels, shared = plot_labels(lines)
     figure, axis = plt.subplots(figsize=(8, 4.5))
-    for line in lines:
+    for line, label in zip(lines, labels, strict=True):
         curves = []
         for run in line.runs:
             rows = [r for r in RunDirectory(run).rows() if r.get("round", 0) >= 1]
@@ -152,12 +186,15 @@ def _plot(lines: list[Line], path: Path) -> None:
         length = min(len(c) for c in curves)
         values = np.array([c[:length] for c in curves], dtype=float)
         rounds = np.arange(1, length + 1)
-        (drawn,) = axis.plot(rounds, np.nanmean(values, axis=0), label=line.name)
+        (drawn,) = axis.plot(rounds, np.nanmean(values, axis=0), label=label)
         if len(curves) > 1:
             spread = np.nanstd(values, axis=0)
             mean = np.nanmean(values, axis=0)
             axis.fill_between(rounds, mean - spread, mean + spread, alpha=0.2, color=drawn.get_color())
-    axis.set(xlabel="round", ylabel="test accuracy (global model where there is one)", title="test accuracy per round")
+    title = "test accuracy per round" + (f" ({shared})" if shared else "")
+    if any(line.over_seeds for line in lines):
+        title += "; a sweep config: mean ± std over its seeds"
+    axis.set(xlabel="round", ylabel="test accuracy (global model where there is one)", title=title)
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7)

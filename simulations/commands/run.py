@@ -343,7 +343,8 @@ def print_summary(summary: dict) -> None:
     for line in summary_lines(summary):
         console.print(line, highlight=False)
     console.print(
-        f"wall time {summary['total_wall_seconds']:.1f} s, peak memory {summary['peak_memory_gb']:.2f} GB "
+        f"wall time {summary['total_wall_seconds']:.1f} s from the engine's start (its start-up included, the "
+        f"command's own not), peak memory {summary['peak_memory_gb']:.2f} GB "
         f"(server loop {summary['wall_seconds']:.1f} s, "
         f"{summary['seconds_per_round']:.3f} s per round: clients' training {_seconds(summary, 'clients')} in all, "
         f"the slowest client's {_seconds(summary, 'client')}); devices: {', '.join(summary['devices'])}",

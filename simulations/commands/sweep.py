@@ -290,6 +290,11 @@ def _write(folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Grou
     _plot(folder, found)
 
 
+def bar_text(value: float | None) -> str:
+    """A bar's label: its value (``0.000`` too: a bar of height zero is otherwise invisible), or that it has none."""
+    return "no figure" if value is None else f"{value:.3f}"
+
+
 def _plot(folder: Path, found: list[Group]) -> None:
     import matplotlib
 
@@ -319,9 +324,16 @@ def _plot(folder: Path, found: list[Group]) -> None:
         curves.legend(fontsize=7)
     stats = [group.stats()[TEST_ACC_AT_BEST_VAL] for group in found]
     positions = range(len(found))
-    bars.bar(
-        positions, [s["mean"] or 0.0 for s in stats], yerr=[s["std"] or 0.0 for s in stats], capsize=4, color="tab:blue"
+    means = [s["mean"] for s in stats]
+    drawn = bars.bar(
+        positions,
+        [float("nan") if mean is None else mean for mean in means],  # no figure: no bar, never a bar at zero
+        yerr=[s["std"] or 0.0 for s in stats],
+        capsize=4,
+        color="tab:blue",
     )
+    # every bar says its value, so a bar of height zero is seen (and one without a figure says so)
+    bars.bar_label(drawn, labels=[bar_text(mean) for mean in means], fontsize=7, padding=2)
     bars.set_xticks(list(positions), [group.name for group in found], rotation=30, ha="right", fontsize=7)
     bars.set(ylabel="test accuracy at best validation round", title="per config (mean ± std over seeds)")
     figure.suptitle(f"sweep {folder.name}")

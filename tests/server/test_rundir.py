@@ -164,7 +164,7 @@ def test_a_non_finite_figure_is_written_as_null_and_read_as_no_figure(tmp_path):
     assert rows[1]["train_loss"] is None and rows[1]["per_client"] == {"0": {"global_test_acc": None}}
     summary = summarize(rows, 1.0, config)  # readers take null for "no figure"
     assert summary["best_round"] == 0 and summary["max_test_acc"] == 0.1 and summary["fairness"] == {}
-    assert ("global test accuracy", "-", "0.1000") in summary_table(summary)
+    assert ("global test accuracy (pooled over all clients' test nodes)", "-", "0.1000") in summary_table(summary)
     run_dir.write_json("summary.json", {**summary, "loss": -inf})
     assert _strict((run_dir.path / "summary.json").read_text())["loss"] is None
     run_dir.set_status(RunStatus.FAILED, error="x", figure=nan)

@@ -30,3 +30,22 @@ def test_compare_reads_runs_and_sweep_groups_from_their_records(tmp_path, capsys
     assert rows[2]["final_test_acc"] == pytest.approx(statistics.fmean(f["global_test_acc"] for f in finals))
     assert plot.stat().st_size > 0
     assert stamen(["compare", str(tmp_path / "nowhere")]) == 2
+
+
+def test_plot_labels_name_the_config_values_that_differ_not_the_folders():
+    from pathlib import Path
+
+    from simulations.commands.compare import Line, plot_labels
+
+    base = {"algorithm": "fedavg", "model": "gcn", "dataset": "csbm", "lr": 0.01, "seed": 0, "run-name": "x"}
+    lines = [
+        Line("csbm-fedavg-20261201", [Path("a")], config={**base, "run-name": "csbm-fedavg-20261201"}),
+        Line("csbm-fedprox-20261201", [Path("b")], config={**base, "algorithm": "fedprox", "lr": 0.05}),
+        Line("s: lr=0.01", [Path("c")], config={**base, "seed": 3}, over_seeds=True),
+    ]
+    labels, shared = plot_labels(lines)
+    twice = "algorithm=fedavg, lr=0.01"  # the folder's name only tells apart two lines that no value does
+    assert labels == [f"csbm-fedavg-20261201: {twice}", "algorithm=fedprox, lr=0.05", f"s: lr=0.01: {twice}"]
+    assert shared == "model gcn, dataset csbm"
+    same = [Line("r1", [Path("a")], config=base), Line("r2", [Path("b")], config={**base, "run-name": "y"})]
+    assert plot_labels(same) == (["r1", "r2"], "algorithm fedavg, model gcn, dataset csbm")

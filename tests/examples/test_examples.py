@@ -1,0 +1,98 @@
+"""examples/: each script runs at its small settings (``STAMEN_EXAMPLES_SMALL=1``) into a temporary folder,
+and what it shows is what its outputs on disk hold. a-d run in this process (runpy); the deployment starts
+processes (a SuperLink, SuperNodes) and is marked slow."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import stamen
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+README = EXAMPLES.parent / "README.md"
+
+
+def _run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("STAMEN_EXAMPLES_SMALL", "1")
+    monkeypatch.setenv("STAMEN_EXAMPLES_OUT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # nothing may be written beside the caller
+    return runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+
+
+def test_every_example_is_a_percent_script_listed_in_the_readme_and_tested_here():
+    scripts = sorted(path.name for path in EXAMPLES.glob("*.py"))
+    assert len(scripts) >= 5
+    tested = Path(__file__).read_text()
+    readme = README.read_text()
+    for name in scripts:
+        text = (EXAMPLES / name).read_text()
+        assert text.startswith("# %% [markdown]\n# # "), f"{name}: open with a markdown cell and a title"
+        assert "\n# %%\n" in text and "SMALL" in text and "STAMEN_EXAMPLES_OUT" in text, name
+        assert f'"{name}"' in tested, f"{name} has no test here"
+        assert f"examples/{name}" in readme, f"{name} is not listed in README.md"
+
+
+def test_a_quickstart_and_three_algorithms(tmp_path, monkeypatch, capsys):
+    scope = _run("01_quickstart_compare.py", tmp_path, monkeypatch)
+    table = scope["last"]
+    assert list(table.index) == ["fedavg", "fedprox", "ditto"]
+    for name in table.index:
+        run = stamen.load(tmp_path / "quickstart" / name)
+        assert run.config["algorithm"] == name and run.status == stamen.RunStatus.FINISHED
+        assert table.loc[name, "global_test_acc"] == run.rows[-1]["global_test_acc"]
+        assert table.loc[name, "best_round"] == run.summary["best_round"]
+    assert "ditto" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quickstart"]
+
+
+def test_b_certificates(tmp_path, monkeypatch):
+    scope = _run("02_certify.py", tmp_path, monkeypatch)
+    saved = json.loads((tmp_path / "certify" / "certificate.json").read_text())
+    table = scope["table"]
+    assert list(table.index) == ["gcn", "sgc", "mlp"]
+    for arch in table.index:
+        aggregates = saved["architectures"][arch]["aggregates"]
+        for budget in (1, 2, 3):
+            assert table.loc[arch, budget] == aggregates[str(budget)]["certified_accuracy"]
+    assert not (tmp_path / "certify" / "never").exists()  # the refused call wrote nothing
+
+
+def test_c_unlearning(tmp_path, monkeypatch):
+    scope = _run("03_unlearn.py", tmp_path, monkeypatch)
+    folder = tmp_path / "unlearn" / "trained" / "unlearn" / "class-1"
+    result = json.loads((folder / "result.json").read_text())
+    assert scope["forgot"].dir == folder and result["request"] == "class:1"
+    assert list(scope["table"].index) == result["methods"] == ["original", "retrain", "wash"]
+    assert scope["table"].loc["wash", "acc_forget"] == result["mean"]["wash"]["acc_forget"]
+
+
+def test_d_privacy_audit(tmp_path, monkeypatch):
+    scope = _run("04_privacy_audit.py", tmp_path, monkeypatch)
+    results = json.loads((tmp_path / "audit" / "audit.json").read_text())["results"]
+    assert [r["privacy"] for r in results] == list(scope["table"]["privacy"]) == ["none", "dp-sgd"]
+    private = results[1]
+    assert private["target_epsilon"] == 4 and private["lower_bound"] <= private["accountant_epsilon"]
+
+
+@pytest.mark.slow
+def test_e_deployment_on_loopback(tmp_path):
+    env = {"STAMEN_EXAMPLES_SMALL": "1", "STAMEN_EXAMPLES_OUT": str(tmp_path), "PYTHONPATH": str(EXAMPLES.parent)}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "05_deploy_loopback.py")],
+        env={**os.environ, **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = stamen.load(tmp_path / "deploy" / "runs" / "deployed")
+    assert run.status == stamen.RunStatus.FINISHED and run.rows[-1]["round"] == 2
+    assert "2 rounds" in done.stdout
