@@ -17,9 +17,8 @@ Sample-wise, per target and budget (ascending):
    target re-solved for every budget) decides; a solver limit leaves ``UNKNOWN``, except
    that a feasible flip set whose exact retraining changes the sign is a proof.
 
-``screen=False`` skips 4 and 5. :func:`certify_multiclass` (one-vs-all SVMs) skips the
-rivals whose clean margin exceeds twice the stability radius and solves
-:class:`certify.milp_sample.PairwiseMILP` for the rest. :func:`certify_collective`
+``screen=False`` skips 4 and 5. Several classes (one-vs-all SVMs) have their own cascade,
+:mod:`certify.cascade_multiclass`. :func:`certify_collective`
 sweeps what it can, leaves targets certified by the bound out of the MILP and solves
 :class:`certify.milp_collective.CollectiveMILP`. The statuses are those of
 :mod:`certify.outcome`: only proofs count.
@@ -35,12 +34,12 @@ import numpy as np
 from certify import exhaustive
 from certify.milp import check_inputs
 from certify.milp_collective import CollectiveMILP
-from certify.milp_sample import PairwiseMILP, SampleWiseMILP
+from certify.milp_sample import SampleWiseMILP
 from certify.outcome import BudgetOutcome, CollectiveOutcome, Method, MILPResult, SolveStatus, Status, TargetOutcome
 from certify.registry import ENUMERATE_LIMIT, METHODS
 from certify.screening import RetrainCache, greedy_attack, stability_radius
 from certify.solvers import SolverSpec
-from certify.svm import KernelSVM, OneVsAllSVM
+from certify.svm import KernelSVM
 
 CERTIFIED, NOT_CERTIFIED, UNKNOWN = Status.CERTIFIED, Status.NOT_CERTIFIED, Status.UNKNOWN
 
@@ -233,99 +232,6 @@ def _classify_samplewise(res: MILPResult, sign: float, cache: RetrainCache, t: i
         if res.status == SolveStatus.OPTIMAL and decide:
             return BudgetOutcome(NOT_CERTIFIED, Method.MILP, None, None, res.flips, res.seconds, True, res.raw_status)
     return BudgetOutcome(UNKNOWN, Method.MILP, None, None, res.flips, res.seconds, True, res.raw_status)
-
-
-def certify_multiclass(
-    k_ll: np.ndarray,
-    k_tl: np.ndarray,
-    labels: np.ndarray,
-    c: float,
-    budgets: list[int],
-    num_classes: int,
-    flippable: np.ndarray | None = None,
-    spec: SolverSpec = SolverSpec(),
-    k_tt: np.ndarray | None = None,
-    progress: Callable[[int], None] | None = None,
-    on_target: Callable[[TargetOutcome], None] | None = None,
-    skip: Collection[int] = (),
-) -> list[TargetOutcome]:
-    """Exact multi-class (one-vs-all SVM) sample-wise certificates.
-
-    The target's clean prediction ``a`` is certified for budget ``k`` iff for every rival
-    ``b`` the worst-case ``p_a - p_b`` over relabellings of at most ``k`` nodes stays
-    positive. Rivals whose clean margin exceeds twice the stability radius (each class
-    score moves at most one radius) are skipped; the rest are solved by
-    :class:`PairwiseMILP`. ``clean_score`` is the smallest clean margin and
-    ``worst_case_score`` the smallest worst-case margin over the rivals. ``on_target`` and
-    ``skip`` as in :func:`certify_samplewise`.
-    """
-    labels = np.asarray(labels, dtype=np.int64)
-    k_ll, _, flippable = check_inputs(k_ll, labels, c, flippable)
-    k_tl = np.asarray(k_tl, dtype=np.float64)
-    model = OneVsAllSVM(c).fit(k_ll, labels, num_classes)
-    scores = model.decision_function(k_tl)
-    budgets = sorted({int(b) for b in budgets})
-    results = []
-    for t in range(k_tl.shape[0]):
-        if t in skip:
-            continue
-        a = int(np.argmax(scores[t]))
-        margins = scores[t, a] - scores[t]
-        margins[a] = np.inf
-        out = TargetOutcome(t, float(np.min(margins)))
-        counter = None
-        models: dict[int, PairwiseMILP] = {}
-        for k in budgets:
-            t0 = time.perf_counter()
-            if k == 0:
-                st = CERTIFIED if np.min(margins) > 0 else NOT_CERTIFIED
-                out.budgets[k] = BudgetOutcome(st, Method.CLEAN, float(np.min(margins)), None, [], 0.0, False)
-                continue
-            if counter is not None:
-                out.budgets[k] = BudgetOutcome(
-                    NOT_CERTIFIED, Method.MONOTONE, counter.worst_case_score, None, counter.flips, 0.0, False
-                )
-                continue
-            radius = np.inf
-            if k_tt is not None:
-                radius = float(stability_radius(np.diag(k_ll), np.array([k_tt[t]]), c, k, flippable)[0])
-            worst, status, used_milp, flips, raw = np.inf, CERTIFIED, False, None, ""
-            for b in range(num_classes):
-                if b == a or margins[b] > 2 * radius:
-                    continue
-                if b not in models:
-                    models[b] = PairwiseMILP(
-                        k_ll,
-                        labels,
-                        c,
-                        k_tl[t],
-                        a,
-                        b,
-                        flippable,
-                        alpha_starts=(model.models_[a].alpha_, model.models_[b].alpha_),
-                    )
-                res = models[b].solve(k, spec)
-                used_milp = True
-                raw = res.raw_status
-                if res.status != SolveStatus.OPTIMAL:
-                    status = UNKNOWN if status == CERTIFIED else status
-                    continue
-                if res.objective < worst:
-                    worst, flips = res.objective, res.flips
-                if res.objective <= 0:
-                    status = NOT_CERTIFIED
-                    break
-            method = Method.MILP if used_milp else Method.BOUND
-            w = worst if (used_milp and np.isfinite(worst)) else None
-            out.budgets[k] = BudgetOutcome(status, method, w, None, flips, time.perf_counter() - t0, used_milp, raw)
-            if status == NOT_CERTIFIED:
-                counter = out.budgets[k]
-        results.append(out)
-        if on_target is not None:
-            on_target(out)
-        if progress is not None:
-            progress(1)
-    return results
 
 
 def certify_collective(
