@@ -24,7 +24,9 @@ from simulations.certify_progress import CertifyProgress
 
 #: options that change no answer (where things are and how they are shown), left out of the job's digest;
 #: --graph and --kernel are in it by their content, not their path
-_NOT_ANSWERS = frozenset({"out", "overwrite", "json", "data_root", "graph", "kernel", "func", "command", "invocation"})
+_NOT_ANSWERS = frozenset(
+    {"out", "overwrite", "json", "data_root", "graph", "kernel", "func", "command", "invocation", "workers"}
+)
 
 
 def job_options(args: argparse.Namespace, cfg: dict) -> dict:

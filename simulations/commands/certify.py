@@ -101,6 +101,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--solver", default="highs", help="highs (default) or cbc")
     c.add_argument("--time-limit", type=finite_float, default=60.0, help="seconds per MILP (default 60)")
+    c.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes deciding targets in parallel (default: the available cores; the answers do not depend on it)",
+    )
     f = p.add_argument_group("federated attacker")
     f.add_argument("--clients", type=int, default=None, help="split the labelled nodes among K clients")
     renamed(f, "--partition", "--partitioner")
@@ -166,6 +172,8 @@ def _validate(args: argparse.Namespace) -> dict:
         raise ValueError(f"--depth must be >= 1, got {args.depth}")
     if not (args.time_limit > 0):
         raise ValueError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
     if args.targets < 0:
         raise ValueError(f"--targets must be >= 0, got {args.targets}")
     if args.labeled_per_class < 1:
@@ -424,6 +432,7 @@ def _payload(args: argparse.Namespace, cfg: dict, inst, dataset_name: str, comma
 
 def _tasks(args: argparse.Namespace, cfg: dict, inst, owner: np.ndarray | None) -> list:
     """One :class:`certify.task.CertificationTask` per architecture."""
+    from certify.parallel import available_cores
     from certify.solvers import SolverSpec
     from certify.task import CertificationTask
 
@@ -461,6 +470,7 @@ def _tasks(args: argparse.Namespace, cfg: dict, inst, owner: np.ndarray | None) 
                 owner=owner,
                 attacker=attacker,
                 seed=args.seed,
+                workers=args.workers if args.workers is not None else available_cores(),
             )
         )
         kernel = tasks[-1].kernel  # validated once
