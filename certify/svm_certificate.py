@@ -98,6 +98,7 @@ def samplewise(
         k_tt=blocks.k_tt,
         on_target=done,
         skip=skip,
+        workers=task.workers,
         **sweep,
     )
 
