@@ -13,7 +13,9 @@ process** as each outcome arrives, so the journal (:mod:`certify.journal`) keeps
 Each worker runs single-threaded BLAS (the thread variables are set in its environment
 before it starts, so NumPy reads them on import) and ignores ``SIGINT``: Ctrl-C reaches
 this process, which terminates the workers and re-raises. ``workers = 1`` decides in
-this process, in order.
+this process, in order. As with every ``spawn`` pool, a script that calls this with
+``workers > 1`` guards its top level with ``if __name__ == "__main__":`` (each worker
+imports the main module).
 """
 
 from __future__ import annotations
