@@ -10,7 +10,9 @@ nodes, targets, budgets, model x mode from :mod:`certify.registry`) goes through
 :func:`certify.pipeline.run` into one :class:`certify.report.CertificateReport`
 (statuses of :mod:`certify.outcome`). Underneath: :mod:`certify.ntk` (closed-form NTKs),
 :mod:`certify.svm` (high-precision bias-free SVM), :mod:`certify.cascade` (screening
-cascade: sweep, bound, attack, MILP), :mod:`certify.milp` (shared KKT formulation),
+cascade: sweep, bound, attack, MILP), :mod:`certify.cascade_multiclass` (its one-vs-all
+counterpart), :mod:`certify.relabel` (multi-class sweeps and attacks without a MILP),
+:mod:`certify.parallel` (targets on worker processes), :mod:`certify.milp` (shared KKT formulation),
 :mod:`certify.milp_sample` and :mod:`certify.milp_collective` (the MILPs),
 :mod:`certify.screening`, :mod:`certify.exhaustive`, :mod:`certify.solvers`,
 :mod:`certify.krr`, :mod:`certify.federated` (client-restricted attackers),

@@ -12,14 +12,14 @@ Sample-wise, per target and budget (ascending):
 4. the **stability bound** (:func:`certify.screening.stability_radius`) proves
    "certified" when the clean score exceeds the largest possible change;
 5. a **greedy attack** (:func:`certify.screening.greedy_attack`) with a flip set of size
-   :math:`\le k` that changes the sign proves "not certified";
+   :math:`\le k` that changes the sign, confirmed by a fresh retraining on the flipped
+   labels, proves "not certified";
 6. otherwise the exact MILP (:class:`certify.milp_sample.SampleWiseMILP`, one model per
    target re-solved for every budget) decides; a solver limit leaves ``UNKNOWN``, except
    that a feasible flip set whose exact retraining changes the sign is a proof.
 
-``screen=False`` skips 4 and 5. :func:`certify_multiclass` (one-vs-all SVMs) skips the
-rivals whose clean margin exceeds twice the stability radius and solves
-:class:`certify.milp_sample.PairwiseMILP` for the rest. :func:`certify_collective`
+``screen=False`` skips 4 and 5. Several classes (one-vs-all SVMs) have their own cascade,
+:mod:`certify.cascade_multiclass`. :func:`certify_collective`
 sweeps what it can, leaves targets certified by the bound out of the MILP and solves
 :class:`certify.milp_collective.CollectiveMILP`. The statuses are those of
 :mod:`certify.outcome`: only proofs count.
@@ -29,18 +29,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from certify import exhaustive
 from certify.milp import check_inputs
 from certify.milp_collective import CollectiveMILP
-from certify.milp_sample import PairwiseMILP, SampleWiseMILP
+from certify.milp_sample import SampleWiseMILP
 from certify.outcome import BudgetOutcome, CollectiveOutcome, Method, MILPResult, SolveStatus, Status, TargetOutcome
+from certify.parallel import run_targets
 from certify.registry import ENUMERATE_LIMIT, METHODS
 from certify.screening import RetrainCache, greedy_attack, stability_radius
 from certify.solvers import SolverSpec
-from certify.svm import KernelSVM, OneVsAllSVM
+from certify.svm import KernelSVM
 
 CERTIFIED, NOT_CERTIFIED, UNKNOWN = Status.CERTIFIED, Status.NOT_CERTIFIED, Status.UNKNOWN
 
@@ -61,6 +63,7 @@ def certify_samplewise(
     enumerate_limit: int = ENUMERATE_LIMIT,
     on_target: Callable[[TargetOutcome], None] | None = None,
     skip: Collection[int] = (),
+    workers: int = 1,
 ) -> list[TargetOutcome]:
     r"""Sample-wise certificates of every target row of ``k_tl`` for each budget.
 
@@ -82,7 +85,10 @@ def certify_samplewise(
     the next one starts: a long job keeps its finished targets (:mod:`certify.journal`).
     The rows in ``skip`` (decided earlier) are left out of the result. A target's outcome
     depends on no other target, so it is the same whichever others are skipped (apart
-    from timings); the arrays stay whole, so even the rounding is the same.
+    from timings); the arrays stay whole, so even the rounding is the same. ``workers``
+    processes decide the targets (:mod:`certify.parallel`; ``on_target`` hears them in this
+    process, in completion order); the result, in target order, is the same for every
+    ``workers``.
     """
     k_ll, y, flippable = check_inputs(k_ll, y, c, flippable)
     y = y.astype(np.float64)
@@ -93,96 +99,135 @@ def certify_samplewise(
     if any(b < 0 for b in budgets):
         raise ValueError("budgets must be >= 0")
     cache = RetrainCache(k_ll, k_tl, y, c)
-    clean = cache.scores(frozenset())
-    results = []
-    max_b = max(budgets) if budgets else 0
-    k_enum = _enumerable_budget(budgets, int(flippable.sum()), method, enumerate_limit)
-    sw = None
-    if k_enum > 0:
-        sw = exhaustive.sweep(k_ll, k_tl, y, c, k_enum, flippable, clean_alpha=cache.clean.alpha_)
-        n_enum = sum(1 for b in budgets if 0 < b <= k_enum)
-        enum_share = sw.seconds / max(k_tl.shape[0], 1) / max(n_enum, 1)
-        enum_worst = {b: sw.upto(b) for b in budgets if 0 < b <= k_enum}
-    for t in range(k_tl.shape[0]):
-        if t in skip:
-            continue
-        sign = 1.0 if clean[t] >= 0 else -1.0
-        out = TargetOutcome(t, float(clean[t]))
-        attack_size, attack_flips, attack_margin = None, None, None
-        model = None
-        counter: BudgetOutcome | None = None
-        screen_time = 0.0
-        if sw is not None:
-            for k in budgets:
-                if not 0 < k <= k_enum:
-                    continue
-                w_signed, w_sets = enum_worst[k]
-                st = CERTIFIED if w_signed[t] > 0 else NOT_CERTIFIED
-                res = BudgetOutcome(
-                    st, Method.ENUMERATE, float(sign * w_signed[t]), None, sorted(w_sets[t]), enum_share, False
-                )
-                out.budgets[k] = res
-                if st == NOT_CERTIFIED and counter is None:
-                    counter = res
-        if screen and max_b > k_enum and counter is None:
-            ts = time.perf_counter()
-            attack_size, attack_flips, attack_margin = greedy_attack(cache, t, sign, max_b, flippable)
-            screen_time = time.perf_counter() - ts
-        for k in budgets:
-            t0 = time.perf_counter()
-            if k == 0:
-                st = CERTIFIED if sign * clean[t] > 0 else NOT_CERTIFIED
-                out.budgets[k] = BudgetOutcome(st, Method.CLEAN, float(clean[t]), None, [], 0.0, False)
-                continue
-            if k <= k_enum:
-                continue  # decided by the sweep above
-            if counter is not None:
-                out.budgets[k] = BudgetOutcome(
-                    NOT_CERTIFIED, Method.MONOTONE, counter.worst_case_score, counter.bounds, counter.flips, 0.0, False
-                )
-                continue
-            if screen:
-                radius = _radius_for(k_ll, k_tl, t, c, k, flippable, k_tt)
-                if abs(clean[t]) > radius:
-                    lo, hi = clean[t] - radius, clean[t] + radius
-                    out.budgets[k] = BudgetOutcome(
-                        CERTIFIED,
-                        Method.BOUND,
-                        None,
-                        (lo, hi),
-                        None,
-                        time.perf_counter() - t0 + screen_time / len(budgets),
-                        False,
-                    )
-                    continue
-                if attack_size is not None and attack_size <= k:
-                    score = float(cache.scores(attack_flips)[t])
-                    counter = BudgetOutcome(
-                        NOT_CERTIFIED,
-                        Method.ATTACK,
-                        None,
-                        (-np.inf, score) if sign > 0 else (score, np.inf),
-                        sorted(attack_flips),
-                        time.perf_counter() - t0 + screen_time,
-                        False,
-                    )
-                    out.budgets[k] = counter
-                    continue
-            if model is None:
-                model = SampleWiseMILP(k_ll, y, c, k_tl[t], sign, flippable, alpha_start=cache.clean.alpha_)
-            res = model.solve(k, spec, decide=decide)
-            outcome = _classify_samplewise(res, sign, cache, t, decide)
-            outcome.seconds = time.perf_counter() - t0 + (screen_time if screen else 0.0)
-            screen_time = 0.0
-            out.budgets[k] = outcome
-            if outcome.status == NOT_CERTIFIED:
-                counter = outcome
-        results.append(out)
+    ctx = BinaryContext(k_ll, k_tl, y, float(c), budgets, flippable, spec, screen, decide, k_tt, cache)
+    ctx.k_enum = _enumerable_budget(budgets, int(flippable.sum()), method, enumerate_limit)
+    if ctx.k_enum > 0:
+        sw = exhaustive.sweep(k_ll, k_tl, y, c, ctx.k_enum, flippable, clean_alpha=cache.clean.alpha_)
+        n_enum = sum(1 for b in budgets if 0 < b <= ctx.k_enum)
+        ctx.enum_share = sw.seconds / max(k_tl.shape[0], 1) / max(n_enum, 1)
+        ctx.enum_worst = {b: sw.upto(b) for b in budgets if 0 < b <= ctx.k_enum}
+    pending = [t for t in range(k_tl.shape[0]) if t not in skip]
+    results: dict[int, TargetOutcome] = {}
+
+    def done(out: TargetOutcome) -> None:
+        results[out.position] = out
         if on_target is not None:
             on_target(out)
         if progress is not None:
             progress(1)
-    return results
+
+    run_targets(decide_target, ctx, pending, workers, done)
+    return [results[t] for t in pending]
+
+
+@dataclass
+class BinaryContext:
+    """Everything :func:`decide_target` reads: the same for every target, read-only (the cache memoises)."""
+
+    k_ll: np.ndarray
+    k_tl: np.ndarray
+    y: np.ndarray
+    c: float
+    budgets: list[int]
+    flippable: np.ndarray
+    spec: SolverSpec
+    screen: bool
+    decide: bool
+    k_tt: np.ndarray | None
+    cache: RetrainCache
+    k_enum: int = 0  # largest budget decided by the exhaustive sweep
+    enum_worst: dict[int, tuple[np.ndarray, list]] = field(default_factory=dict)  # budget -> (worst, sets)
+    enum_share: float = 0.0  # the sweep's seconds per target and swept budget
+
+
+def decide_target(ctx: BinaryContext, t: int) -> TargetOutcome:
+    """All budgets of target row ``t`` (a function of ``ctx`` and ``t`` alone)."""
+    cache, budgets, k_enum = ctx.cache, ctx.budgets, ctx.k_enum
+    clean = cache.scores(frozenset())
+    max_b = max(budgets) if budgets else 0
+    sign = 1.0 if clean[t] >= 0 else -1.0
+    out = TargetOutcome(t, float(clean[t]))
+    attack_size, attack_flips = None, None
+    model = None
+    counter: BudgetOutcome | None = None
+    screen_time = 0.0
+    for k in budgets:
+        if not 0 < k <= k_enum:
+            continue
+        w_signed, w_sets = ctx.enum_worst[k]
+        st = CERTIFIED if w_signed[t] > 0 else NOT_CERTIFIED
+        res = BudgetOutcome(
+            st, Method.ENUMERATE, float(sign * w_signed[t]), None, sorted(w_sets[t]), ctx.enum_share, False
+        )
+        out.budgets[k] = res
+        if st == NOT_CERTIFIED and counter is None:
+            counter = res
+    if ctx.screen and max_b > k_enum and counter is None:
+        ts = time.perf_counter()
+        attack_size, attack_flips, attack_score = _verified_attack(ctx, t, sign, max_b)
+        screen_time = time.perf_counter() - ts
+    for k in budgets:
+        t0 = time.perf_counter()
+        if k == 0:
+            st = CERTIFIED if sign * clean[t] > 0 else NOT_CERTIFIED
+            out.budgets[k] = BudgetOutcome(st, Method.CLEAN, float(clean[t]), None, [], 0.0, False)
+            continue
+        if k <= k_enum:
+            continue  # decided by the sweep above
+        if counter is not None:
+            out.budgets[k] = BudgetOutcome(
+                NOT_CERTIFIED, Method.MONOTONE, counter.worst_case_score, counter.bounds, counter.flips, 0.0, False
+            )
+            continue
+        if ctx.screen:
+            radius = _radius_for(ctx.k_ll, ctx.k_tl, t, ctx.c, k, ctx.flippable, ctx.k_tt)
+            if abs(clean[t]) > radius:
+                lo, hi = clean[t] - radius, clean[t] + radius
+                out.budgets[k] = BudgetOutcome(
+                    CERTIFIED,
+                    Method.BOUND,
+                    None,
+                    (lo, hi),
+                    None,
+                    time.perf_counter() - t0 + screen_time / len(budgets),
+                    False,
+                )
+                continue
+            if attack_size is not None and attack_size <= k:
+                counter = BudgetOutcome(
+                    NOT_CERTIFIED,
+                    Method.ATTACK,
+                    None,
+                    (-np.inf, attack_score) if sign > 0 else (attack_score, np.inf),
+                    sorted(attack_flips),
+                    time.perf_counter() - t0 + screen_time,
+                    False,
+                )
+                out.budgets[k] = counter
+                continue
+        if model is None:
+            model = SampleWiseMILP(
+                ctx.k_ll, ctx.y, ctx.c, ctx.k_tl[t], sign, ctx.flippable, alpha_start=cache.clean.alpha_
+            )
+        res = model.solve(k, ctx.spec, decide=ctx.decide)
+        outcome = _classify_samplewise(res, sign, cache, t, ctx.decide)
+        outcome.seconds = time.perf_counter() - t0 + (screen_time if ctx.screen else 0.0)
+        screen_time = 0.0
+        out.budgets[k] = outcome
+        if outcome.status == NOT_CERTIFIED:
+            counter = outcome
+    return out
+
+
+def _verified_attack(ctx: BinaryContext, t: int, sign: float, max_b: int) -> tuple[int | None, frozenset, float]:
+    """The greedy attack; its flip set counts only when a fresh (cold-started) retraining flips the sign too."""
+    size, flips, _ = greedy_attack(ctx.cache, t, sign, max_b, ctx.flippable)
+    if size is None:
+        return None, flips, np.nan
+    y = ctx.y.copy()
+    y[list(flips)] *= -1.0
+    score = float(ctx.k_tl[t] @ KernelSVM(ctx.c).fit(ctx.k_ll, y).dual_coef_)
+    return (size, flips, score) if sign * score <= 0 else (None, flips, np.nan)
 
 
 def _enumerable_budget(budgets: list[int], num_flippable: int, method: str, limit: int) -> int:
@@ -233,99 +278,6 @@ def _classify_samplewise(res: MILPResult, sign: float, cache: RetrainCache, t: i
         if res.status == SolveStatus.OPTIMAL and decide:
             return BudgetOutcome(NOT_CERTIFIED, Method.MILP, None, None, res.flips, res.seconds, True, res.raw_status)
     return BudgetOutcome(UNKNOWN, Method.MILP, None, None, res.flips, res.seconds, True, res.raw_status)
-
-
-def certify_multiclass(
-    k_ll: np.ndarray,
-    k_tl: np.ndarray,
-    labels: np.ndarray,
-    c: float,
-    budgets: list[int],
-    num_classes: int,
-    flippable: np.ndarray | None = None,
-    spec: SolverSpec = SolverSpec(),
-    k_tt: np.ndarray | None = None,
-    progress: Callable[[int], None] | None = None,
-    on_target: Callable[[TargetOutcome], None] | None = None,
-    skip: Collection[int] = (),
-) -> list[TargetOutcome]:
-    """Exact multi-class (one-vs-all SVM) sample-wise certificates.
-
-    The target's clean prediction ``a`` is certified for budget ``k`` iff for every rival
-    ``b`` the worst-case ``p_a - p_b`` over relabellings of at most ``k`` nodes stays
-    positive. Rivals whose clean margin exceeds twice the stability radius (each class
-    score moves at most one radius) are skipped; the rest are solved by
-    :class:`PairwiseMILP`. ``clean_score`` is the smallest clean margin and
-    ``worst_case_score`` the smallest worst-case margin over the rivals. ``on_target`` and
-    ``skip`` as in :func:`certify_samplewise`.
-    """
-    labels = np.asarray(labels, dtype=np.int64)
-    k_ll, _, flippable = check_inputs(k_ll, labels, c, flippable)
-    k_tl = np.asarray(k_tl, dtype=np.float64)
-    model = OneVsAllSVM(c).fit(k_ll, labels, num_classes)
-    scores = model.decision_function(k_tl)
-    budgets = sorted({int(b) for b in budgets})
-    results = []
-    for t in range(k_tl.shape[0]):
-        if t in skip:
-            continue
-        a = int(np.argmax(scores[t]))
-        margins = scores[t, a] - scores[t]
-        margins[a] = np.inf
-        out = TargetOutcome(t, float(np.min(margins)))
-        counter = None
-        models: dict[int, PairwiseMILP] = {}
-        for k in budgets:
-            t0 = time.perf_counter()
-            if k == 0:
-                st = CERTIFIED if np.min(margins) > 0 else NOT_CERTIFIED
-                out.budgets[k] = BudgetOutcome(st, Method.CLEAN, float(np.min(margins)), None, [], 0.0, False)
-                continue
-            if counter is not None:
-                out.budgets[k] = BudgetOutcome(
-                    NOT_CERTIFIED, Method.MONOTONE, counter.worst_case_score, None, counter.flips, 0.0, False
-                )
-                continue
-            radius = np.inf
-            if k_tt is not None:
-                radius = float(stability_radius(np.diag(k_ll), np.array([k_tt[t]]), c, k, flippable)[0])
-            worst, status, used_milp, flips, raw = np.inf, CERTIFIED, False, None, ""
-            for b in range(num_classes):
-                if b == a or margins[b] > 2 * radius:
-                    continue
-                if b not in models:
-                    models[b] = PairwiseMILP(
-                        k_ll,
-                        labels,
-                        c,
-                        k_tl[t],
-                        a,
-                        b,
-                        flippable,
-                        alpha_starts=(model.models_[a].alpha_, model.models_[b].alpha_),
-                    )
-                res = models[b].solve(k, spec)
-                used_milp = True
-                raw = res.raw_status
-                if res.status != SolveStatus.OPTIMAL:
-                    status = UNKNOWN if status == CERTIFIED else status
-                    continue
-                if res.objective < worst:
-                    worst, flips = res.objective, res.flips
-                if res.objective <= 0:
-                    status = NOT_CERTIFIED
-                    break
-            method = Method.MILP if used_milp else Method.BOUND
-            w = worst if (used_milp and np.isfinite(worst)) else None
-            out.budgets[k] = BudgetOutcome(status, method, w, None, flips, time.perf_counter() - t0, used_milp, raw)
-            if status == NOT_CERTIFIED:
-                counter = out.budgets[k]
-        results.append(out)
-        if on_target is not None:
-            on_target(out)
-        if progress is not None:
-            progress(1)
-    return results
 
 
 def certify_collective(

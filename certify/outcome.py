@@ -74,6 +74,7 @@ class BudgetOutcome:
     milp: bool
     raw_status: str = ""
     per_client: dict[int, Status] | None = None  # client-restricted attackers only
+    relabel: dict[int, int] | None = None  # multi-class: the counterexample's new class per flipped position
 
     def as_dict(self) -> dict:
         out = {
@@ -88,12 +89,15 @@ class BudgetOutcome:
         }
         if self.per_client is not None:
             out["per_client"] = {str(cl): st.value for cl, st in self.per_client.items()}
+        if self.relabel is not None:
+            out["relabel"] = {str(i): int(cl) for i, cl in self.relabel.items()}
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> BudgetOutcome:
         """The outcome :meth:`as_dict` wrote (read back from a journal): ``as_dict`` of it is ``d`` again."""
         per_client = d.get("per_client")
+        relabel = d.get("relabel")
         return cls(
             status=Status(d["status"]),
             method=Method(d["method"]),
@@ -104,6 +108,7 @@ class BudgetOutcome:
             milp=bool(d["needed_milp"]),
             raw_status=d["solver_status"],
             per_client=None if per_client is None else {int(cl): Status(st) for cl, st in per_client.items()},
+            relabel=None if relabel is None else {int(i): int(cl) for i, cl in relabel.items()},
         )
 
 

@@ -13,7 +13,10 @@ the cascade's own granularity, since a smaller budget's counterexample decides t
 larger ones) or a budget (collective). :func:`run` reports each unit as it is decided
 (``on_target``, ``on_budget``) and takes the units decided by an earlier, interrupted
 run (:class:`Finished`): those are reused, not computed again. A unit depends on no
-other unit, so a resumed report equals an uninterrupted one (apart from timings).
+other unit, so a resumed report equals an uninterrupted one (apart from timings). For
+the same reason ``task.workers`` processes may decide the targets (:mod:`certify.parallel`):
+``on_target`` is still called in this process, in the order the targets finish, and the
+report is the same for every number of workers.
 """
 
 from __future__ import annotations

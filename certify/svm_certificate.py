@@ -3,7 +3,7 @@
 A wide GNN trained with hinge loss behaves like this SVM with the network's NTK
 (Sabanayagam, Gosch et al., ICLR 2025). Binary sample-wise certificates run the
 screening cascade (:func:`certify.cascade.certify_samplewise`); several classes use
-one-vs-all SVMs (:func:`certify.cascade.certify_multiclass`); a client-restricted
+one-vs-all SVMs (:func:`certify.cascade_multiclass.certify_multiclass`); a client-restricted
 attacker uses :func:`certify.federated.certify_against_clients`; the collective mode
 :func:`certify.cascade.certify_collective`. ``C = "cv"`` picks C by stratified 4-fold
 cross-validation on the labelled nodes (:func:`certify.svm.select_C`).
@@ -15,7 +15,8 @@ from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
-from certify.cascade import certify_collective, certify_multiclass, certify_samplewise
+from certify.cascade import certify_collective, certify_samplewise
+from certify.cascade_multiclass import certify_multiclass
 from certify.federated import certify_against_clients, merge_clients
 from certify.outcome import CollectiveOutcome, TargetOutcome
 from certify.svm import KernelSVM, OneVsAllSVM, select_C
@@ -63,6 +64,9 @@ def samplewise(
             k_tt=blocks.k_tt,
             on_target=done,
             skip=skip,
+            screen=task.screen,
+            workers=task.workers,
+            **sweep,
         )
     if task.attacker is not None:
         outcomes, _ = certify_against_clients(
@@ -94,6 +98,7 @@ def samplewise(
         k_tt=blocks.k_tt,
         on_target=done,
         skip=skip,
+        workers=task.workers,
         **sweep,
     )
 

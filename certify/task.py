@@ -48,6 +48,7 @@ class CertificationTask:
     owner: np.ndarray | None = field(default=None, repr=False)
     attacker: int | str | None = None
     seed: int = 0  # folds of C = "cv"
+    workers: int = 1  # processes deciding the targets (sample-wise; changes no answer, certify.parallel)
 
     def __post_init__(self) -> None:
         budgets = tuple(sorted({int(b) for b in self.budgets}))
@@ -66,6 +67,8 @@ class CertificationTask:
             raise ValueError(f"C must be a positive number or 'cv', got {self.C!r}")
         if not (self.ridge > 0):
             raise ValueError(f"ridge must be > 0, got {self.ridge}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.enumerate_limit < 0:
             raise ValueError(f"enumerate limit must be >= 0, got {self.enumerate_limit}")
         if self.kernel is not None:

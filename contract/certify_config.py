@@ -138,6 +138,10 @@ class CertifyConfig:
     enumerate_limit: int = CERTIFICATE.key(ENUMERATE_LIMIT, "flip sets up to which auto sweeps", bound=ge(0))
     solver: str = CERTIFICATE.key("highs", "the MILP solver", choices=SOLVERS)
     time_limit: float = CERTIFICATE.key(60.0, "seconds per MILP", bound=gt(0))
+    workers: int | None = CERTIFICATE.key(
+        None, "processes deciding targets in parallel (default: the available cores; no answer depends on it)",
+        bound=ge(1), of=int,
+    )  # fmt: skip
     clients: int | None = FEDERATED.key(None, "split the labelled nodes among K clients", bound=ge(1), of=int)
     partitioner: str = FEDERATED.key(
         "random", "how --clients K split the labelled nodes (the others cut the whole graph)", choices=PARTITIONS

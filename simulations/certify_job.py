@@ -23,7 +23,7 @@ from simulations.certify_progress import CertifyProgress
 
 #: options that change no answer (where things are and how they are shown), left out of the job's digest;
 #: --graph and --kernel are in it by their content, not their path
-_NOT_ANSWERS = frozenset({"out", "overwrite", "json", "data_root", "graph", "kernel"})
+_NOT_ANSWERS = frozenset({"out", "overwrite", "json", "data_root", "graph", "kernel", "workers"})
 
 
 #: the journal keeps the option names of its first version, so a job interrupted before the options

@@ -64,7 +64,10 @@ def certify(*, out: str | os.PathLike[str], progress: bool = False, **options: A
         progress: show each stage on stderr (otherwise nothing is printed).
         options: ``stamen certify``'s options, snake_case (``dataset="csbm-paper"``, ``csbm_nodes=40``,
             ``arch="gcn,sgc"`` or ``["gcn", "sgc"]``, ``budgets=[1, 2]``, ``C=0.5``, ``overwrite=True``);
-            ``stamen certify --help`` lists them and their defaults.
+            ``stamen certify --help`` lists them and their defaults. One exception: ``workers``
+            defaults to 1 here (the command's default is every core): worker processes start by
+            importing the calling script, so pass ``workers=N`` only from a script whose top level
+            is guarded by ``if __name__ == "__main__":``; the answers are the same for every N.
 
     Raises:
         ValueError: bad input, before any slow work; the message is the line ``stamen certify`` prints.
@@ -78,7 +81,7 @@ def certify(*, out: str | os.PathLike[str], progress: bool = False, **options: A
     from simulations.errors import one_line
 
     by_attribute = {key.attribute: name for name, key in OPTIONS.items()}
-    values: dict[str, Any] = {"out": _option_value("out", out)}
+    values: dict[str, Any] = {"out": _option_value("out", out), "workers": 1}
     for attribute, value in options.items():
         name = by_attribute.get(attribute, attribute.replace("_", "-"))
         if name == "json":

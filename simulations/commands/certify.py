@@ -320,6 +320,7 @@ def _payload(config: CertifyConfig, inst, dataset_name: str, command: str) -> di
 
 def _tasks(config: CertifyConfig, inst, owner: np.ndarray | None) -> list:
     """One :class:`certify.task.CertificationTask` per architecture."""
+    from certify.parallel import available_cores
     from certify.solvers import SolverSpec
     from certify.task import CertificationTask
 
@@ -357,6 +358,7 @@ def _tasks(config: CertifyConfig, inst, owner: np.ndarray | None) -> list:
                 owner=owner,
                 attacker=attacker,
                 seed=config.seed,
+                workers=config.workers if config.workers is not None else available_cores(),
             )
         )
         kernel = tasks[-1].kernel  # validated once

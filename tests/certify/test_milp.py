@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from certify import bruteforce as bf
-from certify.cascade import CERTIFIED, NOT_CERTIFIED, certify_collective, certify_multiclass, certify_samplewise
+from certify.cascade import CERTIFIED, NOT_CERTIFIED, certify_collective, certify_samplewise
+from certify.cascade_multiclass import certify_multiclass
 from certify.milp_collective import CollectiveMILP
 from certify.milp_sample import PairwiseMILP, SampleWiseMILP
 from certify.screening import RetrainCache, stability_radius

@@ -19,6 +19,7 @@ from simulations.cli import main
 
 SMALL = ["certify", "--dataset", "csbm-paper", "--csbm-nodes", "40", "--labeled-per-class", "4", "--targets", "6"]
 SMALL += ["--budgets", "0,1", "--C", "0.5", "--search", "milp", "--no-screen"]  # every target needs a MILP
+SMALL += ["--workers", "1"]  # in this process, where milp_models counts the MILPs built
 TWO_ARCHS = [*SMALL, "--arch", "gcn,sgc"]  # 12 units
 
 
@@ -74,6 +75,14 @@ def uninterrupted(tmp_path_factory):
         for sig, handler in saved.items():
             signal.signal(sig, handler)
     return out
+
+
+def test_two_workers_give_the_same_certificate(tmp_path, uninterrupted):
+    out = tmp_path / "out"
+    assert main([*TWO_ARCHS, "--workers", "2", "--out", str(out)]) == 0
+    assert _certificate(out) == _certificate(uninterrupted)
+    assert _report_without_timings(out) == _report_without_timings(uninterrupted)
+    assert not (out / JOURNAL_FILE).exists()
 
 
 def test_an_interrupted_certification_resumes_to_the_same_outputs(
