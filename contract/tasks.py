@@ -70,11 +70,8 @@ class TaskSpec:
     unavailable: str = ""
 
 
-# Algorithms whose clients train FedAvg's local step (client.fedavg, client.fedprox, client.local) on the
-# received weights, and whose server part only aggregates weights: they do not know what the model predicts.
-_WEIGHT_ALGORITHMS = tuple(
-    name for name, spec in ALGORITHMS.items() if spec.client in ("client.fedavg", "client.fedprox", "client.local")
-)
+# Algorithms whose clients run the task's local step and whose server only combines weights (see AlgorithmSpec).
+_WEIGHT_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.any_task)
 
 TASKS: dict[str, TaskSpec] = {
     spec.name: spec
