@@ -119,8 +119,8 @@ def check_task(config: RunConfig) -> None:
         raise ValueError(f"task={spec.name!r} cannot read dataset={config.dataset!r}; use {one_of(spec.datasets)}")
     if config.privacy not in spec.privacy:
         raise ValueError(
-            f"task={spec.name!r} does not yet admit privacy={config.privacy!r} (its DP accounting counts nodes, "
-            f"not edges); use privacy {one_of(spec.privacy)}"
+            f"task={spec.name!r} does not yet admit privacy={config.privacy!r} (DP-SGD's accounting samples "
+            f"nodes, not edges, and client-level DP is not yet tested with it); use privacy {one_of(spec.privacy)}"
         )
     defaults = _defaults()
     for key, why in spec.fixed:

@@ -25,6 +25,7 @@ from contract.figures import (
     headline_keys,
 )
 from contract.run_config import RunConfig
+from contract.tasks import LINK_PREDICTION
 from server.curves import curves_svg
 from server.loop import FailureCategory, Row
 from server.rundir import CURVES_FILE, atomic_write
@@ -229,7 +230,9 @@ def torch_state_dict(arrays: ArrayRecord) -> dict:
 def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
     import torch  # only at the end of a run: the ServerApp starts without PyTorch
 
-    spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers}
+    spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers, "task": config.task}
+    if config.task == LINK_PREDICTION:  # a LinkPredictor's weights (models/link_predictor.py)
+        spec["link_decoder"] = config.link_decoder
     buffer = io.BytesIO()
     torch.save({"state_dict": state_dict, "spec": spec}, buffer)
     atomic_write(run_dir / "model.pt", buffer.getvalue())
