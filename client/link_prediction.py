@@ -32,7 +32,7 @@ from models.link_metrics import LinkFigures
 from models.link_predictor import LinkPredictor, build_link_predictor
 from models.link_training import fit_links, score_links
 
-_SPLITS: dict[tuple, LinkSplit] = {}
+_SPLITS: dict[tuple, tuple[Data, LinkSplit]] = {}  # by seed, client, fractions and data object
 
 
 class LinkPredictionTask(ClientTask):
@@ -75,10 +75,11 @@ class LinkPredictionTask(ClientTask):
         """The client's split of its own edges (on its device), computed once per process."""
         c = job.config
         key = (c.seed, job.partition_id, c.link_val_frac, c.link_test_frac, id(job.data))
-        if key not in _SPLITS:
-            _SPLITS[key] = _split(job.data, c.link_val_frac, c.link_test_frac, _seed(c.seed, job.partition_id))
-            _SPLITS[key] = _SPLITS[key].to(job.device)
-        return _SPLITS[key]
+        cached = _SPLITS.get(key)
+        if cached is None or cached[0] is not job.data:  # the data object is held: its id stays its own
+            split = _split(job.data, c.link_val_frac, c.link_test_frac, _seed(c.seed, job.partition_id))
+            cached = _SPLITS[key] = (job.data, split.to(job.device))
+        return cached[1]
 
     def cut(self, job: LocalJob) -> tuple[torch.Tensor, CutLinks] | None:
         """The whole graph's features and the client's cut edges (None without the whole graph)."""
