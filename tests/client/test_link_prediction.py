@@ -46,8 +46,12 @@ def test_rows_hold_the_link_figures_pooled_by_edges(fedavg_rows):
     assert f.link_figure("cut", "auc", True) not in last["per_client"]["2"]
 
 
-@pytest.mark.parametrize("algorithm", ["local", "fedprox"])
-def test_other_algorithms_run_the_task(algorithm):
-    rows = _rows(algorithm=algorithm, **{"num-server-rounds": 2})
+@pytest.mark.parametrize(
+    ("algorithm", "decoder"), [("local", "dot"), ("fedprox", "dot"), ("fedadam", "dot"), ("fedavg", "mlp")]
+)
+def test_other_algorithms_and_the_mlp_decoder_run_the_task(algorithm, decoder):
+    rows = _rows(algorithm=algorithm, **{"num-server-rounds": 2, "link-decoder": decoder})
     key = f.TEST_AUC if algorithm == "local" else f.GLOBAL_TEST_AUC
+    assert [row["round"] for row in rows] == ([1, 2] if algorithm == "local" else [0, 1, 2])
+    assert all(not row.get("failed_clients") for row in rows)
     assert math.isfinite(rows[-1][key])
