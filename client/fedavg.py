@@ -1,4 +1,8 @@
-"""FedAvg client: start from the global model, train locally, send the weights back."""
+"""FedAvg client: start from the global model, train locally, send the weights back.
+
+The local step is the run's task's (:mod:`client.tasks`): node classification's
+:func:`models.training.fit`, or the task part's ``fit``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from flwr.app import ConfigRecord
 
 from client.algorithms import ClientAlgorithm
 from client.job import LocalJob
+from client.tasks import client_task
 from models import NodeClassifier
 from models.training import fit
 
@@ -15,7 +20,11 @@ class FedAvgClient(ClientAlgorithm):
 
     def train(self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
         optimizer = job.optimizer(model)
-        loss = fit(model, job.data, job.config.local_epochs, optimizer, self.proximal_mu(round_config))
+        task = client_task(job.config.task)
+        if task is not None:
+            loss = task.fit(model, job, optimizer, self.proximal_mu(round_config))
+        else:
+            loss = fit(model, job.data, job.config.local_epochs, optimizer, self.proximal_mu(round_config))
         job.keep_optimizer(optimizer)
         return loss
 

@@ -31,6 +31,7 @@ from client.data_source import partition_data
 from client.device import choose_device, pin_threads, seed_device
 from client.job import LocalJob, new_client_data
 from client.privacy import train_round
+from client.tasks import client_task
 from client.weights import weights_record
 from contract import protocol as p
 from contract.algorithms import AlgorithmSpec
@@ -49,7 +50,7 @@ def _job(context: Context) -> LocalJob:
     )
     partition_id = int(node["partition-id"])
     data = partition_data(spec, partition_id, device)
-    return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device))
+    return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device), spec)
 
 
 @functools.lru_cache(maxsize=16)
@@ -89,17 +90,30 @@ def _evaluate(model: torch.nn.Module, job: LocalJob) -> Evaluation:
     return evaluate(model, job.data, job.new_client)
 
 
+def _figures(model: torch.nn.Module, job: LocalJob, keys: tuple[str, str]) -> dict:
+    """``model``'s figures on the client's data as METRICS entries of the model ``keys`` name: the
+    run's task part's (client/tasks.py), else node classification's counts."""
+    task = client_task(job.config.task)
+    if task is not None:
+        return task.figures(model, job, keys[0].split("-", 1)[0])
+    return _counts(_evaluate(model, job), keys)
+
+
 def _reply(message: Message, job: LocalJob, records: dict[str, ArrayRecord], metrics: dict) -> Message:
     if job.config.privacy == "client-dp":
         metrics[p.UNIT_WEIGHT] = 1
-    metrics.update(
-        {
-            p.PARTITION_ID: job.partition_id,
-            p.NUM_EXAMPLES: int(job.data.train_mask.sum()),
-            p.NUM_VAL: int(job.data.val_mask.sum()),
-            p.NUM_TEST: int(job.data.test_mask.sum()),
-        }
-    )
+    task = client_task(job.config.task)
+    metrics[p.PARTITION_ID] = job.partition_id
+    if task is not None:
+        metrics.update(task.sizes(job))
+    else:
+        metrics.update(
+            {
+                p.NUM_EXAMPLES: int(job.data.train_mask.sum()),
+                p.NUM_VAL: int(job.data.val_mask.sum()),
+                p.NUM_TEST: int(job.data.test_mask.sum()),
+            }
+        )
     if hasattr(job.data, "unseen_mask"):
         metrics[p.setting_key("num", "unseen-node")] = int(job.data.unseen_mask.sum())
         metrics[p.setting_key("num", "missing-class")] = int(job.data.missing_mask.sum())
@@ -205,9 +219,9 @@ def evaluate_received_model(work: TrainingRound, evaluation: Evaluation | None =
     ``seconds``) or evaluated here."""
     if evaluation is None and work.spec.aggregates:
         started = time.perf_counter()
-        evaluation = _evaluate(work.model, work.job)
+        work.metrics.update(_figures(work.model, work.job, GLOBAL_KEYS))
         seconds = time.perf_counter() - started
-    if evaluation is not None:
+    elif evaluation is not None:
         work.metrics.update(_counts(evaluation, GLOBAL_KEYS))
     work.laps.add(p.EVAL_SECONDS, seconds)
 
@@ -227,7 +241,7 @@ def end_training(work: TrainingRound, evaluation: Evaluation | None = None, seco
     found elsewhere in ``seconds``, or evaluated here), its records, the figures."""
     job, model, metrics, laps = work.job, work.model, work.metrics, work.laps
     if evaluates_trained_model(work):
-        metrics.update(_counts(evaluation if evaluation is not None else _evaluate(model, job), LOCAL_KEYS))
+        metrics.update(_counts(evaluation, LOCAL_KEYS) if evaluation is not None else _figures(model, job, LOCAL_KEYS))
     if evaluation is None:
         laps.lap(p.EVAL_SECONDS)
     else:
@@ -270,7 +284,7 @@ def evaluate_received(message: Message, context: Context) -> Message:
     _, algorithm = client_algorithm(job.config.algorithm)
     model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
-    metrics = _counts(_evaluate(model, job), GLOBAL_KEYS)
+    metrics = _figures(model, job, GLOBAL_KEYS)
     laps.lap(p.EVAL_SECONDS)
     metrics.update(laps.seconds)
     return _reply(message, job, {p.ARRAYS: ArrayRecord()}, metrics)

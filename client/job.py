@@ -13,6 +13,7 @@ import torch
 from flwr.app import Array, ArrayRecord, RecordDict
 from torch_geometric.data import Data
 
+from client.tasks import client_task
 from contract.run_config import RunConfig
 from graphs import FederationSpec, build_federation
 from graphs.node_data import load_partition
@@ -35,6 +36,8 @@ class LocalJob:
         state: the client's persistent state across rounds (Flower's ``context.state``).
         new_client: the held-out subgraph of the new-client setting (``new-client=true``), which
             every client evaluates its models on; None without one.
+        spec: the federation the client belongs to (a task that evaluates beyond the client's subgraph,
+            link prediction's cut edges, reads it); None where a harness gives none.
     """
 
     config: RunConfig
@@ -43,6 +46,7 @@ class LocalJob:
     device: torch.device
     state: RecordDict
     new_client: Data | None = None
+    spec: FederationSpec | None = None
 
     def model(self) -> NodeClassifier:
         """This process's model for the run, reset to the initial weights of the run's seed.
@@ -62,6 +66,9 @@ class LocalJob:
         return _reset(copy.deepcopy(model), initial)
 
     def _built(self) -> tuple[NodeClassifier, dict[str, torch.Tensor]]:
+        task = client_task(self.config.task)
+        if task is not None:  # the task's own model (client/tasks.py)
+            return task.initial_model(self)  # type: ignore[return-value]
         return _initial_model(
             self.config.model,
             self.data.num_features,

@@ -27,6 +27,9 @@ docs know about an algorithm comes from its spec here, never from a second list:
   every round, and by the attack bench.
 - ``unlearnable``: its clients train the run's node classifier as FedAvg's do, so the
   unlearning methods can edit or retrain the global model (``unlearn-request``).
+- ``any_task``: its clients run FedAvg's local step, which is the run's task's own
+  (:mod:`client.tasks`), and its server only combines weights: it knows nothing of what the
+  model predicts, so every task of :mod:`contract.tasks` may use it.
 
 Adding an algorithm: its server module, its client module (or an existing one) and
 one line in :data:`ALGORITHMS`.
@@ -55,6 +58,7 @@ class AlgorithmSpec:
     shares_encoder: bool = False
     least_clients: tuple[int, int] | None = None
     unlearnable: bool = False
+    any_task: bool = False
 
     def least_replies(self, malicious: int) -> int:
         """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
@@ -89,6 +93,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             privacy=("none", "dp-sgd", "client-dp"),
             averages=True,
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedprox",
@@ -99,6 +104,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("proximal-mu",),
             averages=True,
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "local",
@@ -107,6 +113,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "client.local",
             aggregates=False,
             privacy=("none", "dp-sgd"),
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedlog",
@@ -125,6 +132,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             resumable=False,
             averages=True,
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
         AlgorithmSpec(
@@ -206,6 +214,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=_FEDOPT_OPTIONS,
             resumable=False,
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedyogi",
@@ -216,6 +225,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=_FEDOPT_OPTIONS,
             resumable=False,
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedadagrad",
@@ -226,6 +236,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("fedopt-eta", "fedopt-tau"),
             resumable=False,
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedmedian",
@@ -234,6 +245,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "client.fedavg",
             privacy=("none", "dp-sgd"),
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "fedtrimmedavg",
@@ -243,6 +255,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             privacy=("none", "dp-sgd"),
             options=("trimmed-beta",),
             unlearnable=True,
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "krum",
@@ -253,6 +266,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("num-malicious-nodes",),
             unlearnable=True,
             least_clients=(2, 3),
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "multikrum",
@@ -263,6 +277,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("num-malicious-nodes", "num-nodes-to-select"),
             unlearnable=True,
             least_clients=(2, 3),
+            any_task=True,
         ),  # noqa: E501
         AlgorithmSpec(
             "bulyan",
@@ -273,6 +288,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("num-malicious-nodes",),
             unlearnable=True,
             least_clients=(4, 3),
+            any_task=True,
         ),  # noqa: E501
     )
 }

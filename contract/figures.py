@@ -12,6 +12,15 @@ on each client's nodes; ``global_`` names) and the *clients' models'* (each clie
 after its local training, on its own nodes). Both are pooled over clients by node counts.
 A run's *headline* test accuracy (:func:`headline`) is the global model's where there is
 one, else the clients' models' (an algorithm that keeps no global model).
+
+A link-prediction run (``task='link-prediction'``, :mod:`contract.tasks`) has no accuracy: its
+figures are AUC, average precision and Hits@K (:data:`LINK_METRICS`) on the validation and
+test edges of each client and on the cut edges between clients (:data:`LINK_SETS`), of the
+global model and of the clients' models, named by :func:`link_figure` (``global_test_auc``).
+Each client scores its own edges; a pooled figure is the clients' figures weighted by their
+positive edges (AUC and AP do not add over clients as counts do: the exact pooled AUC would
+need every score at the server). Its headline is the test AUC, its best round the one of
+best validation AUC.
 """
 
 from __future__ import annotations
@@ -33,6 +42,31 @@ TEST_ACC_AT_BEST_VAL = "test_acc_at_best_val"  # at the round of best validation
 # only, from units an earlier version kept in a journal that a bench resumes.
 EARLIER_FINAL_TEST_ACC = TEST_ACC
 
+# Link prediction: what is scored (positive edges: the NUM_VAL, NUM_TEST and NUM_CUT metrics) and how.
+LINK_SETS = {
+    "val": "validation edges",
+    "test": "test edges",
+    "cut": "cut edges (between clients, on the union of the clients' training graphs)",
+}
+LINK_METRICS = {"auc": "AUC", "ap": "average precision", "hits": "Hits@K"}
+
+
+def link_figure(edges: str, metric: str, global_model: bool) -> str:
+    """The row key of a link figure: ``link_figure("test", "auc", True) == "global_test_auc"``."""
+    return f"{'global_' if global_model else ''}{edges}_{metric}"
+
+
+GLOBAL_TEST_AUC = link_figure("test", "auc", True)
+GLOBAL_VAL_AUC = link_figure("val", "auc", True)
+TEST_AUC = link_figure("test", "auc", False)
+VAL_AUC = link_figure("val", "auc", False)
+LINK_FIGURES: tuple[tuple[str, str], ...] = tuple(
+    (link_figure(edges, metric, model), f"{'global' if model else 'client'} {what} {label}"
+     + ("" if model else " (local models)"))
+    for model in (True, False) for edges, what in (("test", "test"), ("val", "validation"), ("cut", "cut-edge"))
+    for metric, label in LINK_METRICS.items()
+)  # fmt: skip
+
 SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     (GLOBAL_TEST_ACC, "global test accuracy"),
     (GLOBAL_VAL_ACC, "global validation accuracy"),
@@ -46,6 +80,7 @@ SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     ("missing_class_acc", "client missing-class accuracy"),
     ("global_new_client_acc", "global new-client accuracy"),
     ("new_client_acc", "client new-client accuracy"),
+    *LINK_FIGURES,
 )
 
 ROW_KEYS: dict[str, str] = {
@@ -59,6 +94,7 @@ ROW_KEYS: dict[str, str] = {
     TEST_ACC: "the clients' models' test accuracy, pooled over clients",
     VAL_ACC: "the clients' models' validation accuracy, pooled over clients",
     TRAIN_LOSS: "training loss, weighted by training nodes",
+    **{key: f"{label}, pooled over clients by positive edges" for key, label in LINK_FIGURES},
     "per_client": "each client's own figures, by partition id (CLIENT_KEYS)",
     "epsilon": "each DP-SGD client's epsilon so far, by partition id",
     "epsilon_max": "the largest DP-SGD client epsilon so far",
@@ -77,9 +113,12 @@ ROW_KEYS: dict[str, str] = {
     "client_handler_seconds_max": "the slowest client's whole handler",
 }
 
-CLIENT_KEYS: tuple[str, ...] = (GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, VAL_ACC, TRAIN_LOSS, "train_nodes")
+CLIENT_KEYS: tuple[str, ...] = (
+    GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, VAL_ACC, TRAIN_LOSS, "train_nodes", *(k for k, _ in LINK_FIGURES)
+)  # fmt: skip
 
 SUMMARY_KEYS: dict[str, str] = {
+    "task": "what the clients learnt (contract/tasks.py)",
     "algorithm": "the FL algorithm",
     "dataset": "the dataset",
     "model": "the GNN",
@@ -87,7 +126,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "clients": "clients in the last round",
     "devices": "the devices the clients trained on",
     "final": "SUMMARY_FIGURES at the last round",
-    "best_round": "the round of best validation accuracy (the global model's where there is one)",
+    "best_round": "the round of best validation accuracy (link prediction: AUC; the global model's where there is one)",
     "best": "SUMMARY_FIGURES at best_round",
     "max_test_acc": "the highest headline test accuracy of any round (for reference, never for selection)",
     "wall_seconds": "the server loop's wall time",
@@ -117,6 +156,14 @@ def setting_acc(setting: str, global_model: bool) -> str:
 
 def headline(part: dict[str, Any], kind: str = "test") -> Any:
     """A run's headline ``kind`` accuracy in ``part`` (a row, or a summary's final/best part): the global
-    model's where there is one, else the clients' models'; None when neither is there."""
-    value = part.get(f"global_{kind}_acc")
-    return value if value is not None else part.get(f"{kind}_acc")
+    model's where there is one, else the clients' models'; a link-prediction run's AUC likewise; None when
+    none is there."""
+    for key in headline_keys(kind):
+        if part.get(key) is not None:
+            return part[key]
+    return None
+
+
+def headline_keys(kind: str = "test") -> tuple[str, ...]:
+    """The figures a headline ``kind`` figure is read from, in order (see :func:`headline`)."""
+    return (f"global_{kind}_acc", f"{kind}_acc", link_figure(kind, "auc", True), link_figure(kind, "auc", False))

@@ -39,6 +39,19 @@ def setting_key(model: str, setting: str) -> str:
     return f"num-{setting}" if model == "num" else f"{model}-{setting}-correct"
 
 
+# Link prediction (task='link-prediction', client/link_prediction.py): NUM_EXAMPLES counts training edges,
+# NUM_VAL and NUM_TEST the client's validation and test edges, NUM_CUT the cut edges it scores; for each
+# model (global, local), edge set (val, test, cut) and figure (auc, ap, hits), METRICS holds the client's
+# figure under link_key(...), absent where it is not defined (no edges of the set).
+NUM_CUT = "num-cut"
+LINK_KEY_SETS = {"val": NUM_VAL, "test": NUM_TEST, "cut": NUM_CUT}  # each edge set's positive-edge count
+
+
+def link_key(model: str, edges: str, figure: str) -> str:
+    """``link_key("global", "test", "auc") == "global-test-auc"``."""
+    return f"{model}-{edges}-{figure}"
+
+
 # Keys inside CONFIG.
 SERVER_ROUND = "server-round"  # set by Flower's strategies
 EVALUATE_RECEIVED = "evaluate-received"  # evaluate the received model before training

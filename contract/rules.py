@@ -5,6 +5,8 @@
 - ``resume-from``: not with a privacy mode (the clients' accountants would start
   empty), not with an algorithm whose spec is not ``resumable``, not with an unlearning
   method whose spec ``replays_history`` (:mod:`contract.unlearn_methods`).
+- ``task``: the task's spec admits the algorithm, model, dataset, privacy and settings
+  (:mod:`contract.tasks`); ``link-val-frac + link-test-frac < 1`` (training edges get the rest).
 - ``train-frac + val-frac < 1``: the test split gets the rest.
 - ``attack`` and ``malicious-clients``: both or neither; an attack needs an algorithm
   that aggregates (:mod:`client.attacks`).
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from contract.algorithms import ALGORITHMS, admitting, averaging
 from contract.suggest import one_of
+from contract.tasks import LINK_PREDICTION, check_task
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from models.names import check_decoupled, encoder_has_weights
 
@@ -44,6 +47,12 @@ def check_rules(config: RunConfig) -> None:
         raise ValueError(
             f"train-frac + val-frac must be < 1 (the test split gets the rest), "
             f"got {config.train_frac} + {config.val_frac}"
+        )
+    check_task(config)
+    if config.task == LINK_PREDICTION and config.link_val_frac + config.link_test_frac >= 1:
+        raise ValueError(
+            f"link-val-frac + link-test-frac must be < 1 (the training edges get the rest), "
+            f"got {config.link_val_frac} + {config.link_test_frac}"
         )
     spec = ALGORITHMS[config.algorithm]
     if config.privacy != "none":

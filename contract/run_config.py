@@ -25,10 +25,11 @@ from contract.algorithms import ALGORITHMS
 from contract.keys import Form, Key, Section, declared_keys, ge, gt, within
 from contract.requests import is_request
 from contract.suggest import did_you_mean
+from contract.tasks import TASKS
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
 from graphs.spec import FederationSpec
-from models.names import MODELS, NTK_ARCHITECTURES
+from models.names import LINK_DECODERS, MODELS, NTK_ARCHITECTURES
 
 PRIVACY = {
     "none": "no differential privacy",
@@ -109,12 +110,18 @@ OUTPUTS = Section("outputs", "where the run's results go")
 PRIVACY_SECTION = Section("privacy", "differential privacy (docs/privacy.md)")
 RESUME = Section("resume", "deployment: continue a run from its checkpoint")
 PERSONAL = Section("personal", "personalised FL's options (algorithm='fedrep', 'ditto', 'fedproto')")
+LINK = Section("link", "link prediction's options (task='link-prediction', contract/tasks.py)")
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Every run-config key of the Stamen app (``stamen config`` lists them with their help)."""
 
+    task: str = TRAINING.key(
+        "node-classification",
+        "what the clients learn (contract/tasks.py)",
+        choices={n: s.help for n, s in TASKS.items()},
+    )
     algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices={n: s.help for n, s in ALGORITHMS.items()})
     num_server_rounds: int = TRAINING.key(100, "federated rounds", bound=ge(1))
     dataset: str = DATA.key(
@@ -298,6 +305,12 @@ class RunConfig:
     fedproto_lambda: float = PERSONAL.key(
         1.0, "fedproto: weight of the mean squared distance to the global prototypes", bound=ge(0)
     )
+    link_decoder: str = LINK.key("dot", "how two node embeddings give an edge's score", choices=LINK_DECODERS)
+    link_val_frac: float = LINK.key(
+        0.05, "share of each client's edges held out for validation", bound=within(0, 1, "()")
+    )
+    link_test_frac: float = LINK.key(0.1, "share of each client's edges held out for test", bound=within(0, 1, "()"))
+    hits_k: int = LINK.key(50, "K of Hits@K: share of positive edges scored above the K-th best non-edge", bound=ge(1))
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -374,7 +387,8 @@ KEYS: dict[str, Key] = declared_keys(RunConfig)
 SECTIONS: dict[str, Section] = {
     section.name: section
     for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
-                    PERSONAL, FEDOPT, ROBUST, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME)
+                    PERSONAL, FEDOPT, ROBUST, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME,
+                    LINK)
 }  # fmt: skip
 
 

@@ -2,6 +2,12 @@
 
 MODELS = ("gcn", "sgc", "sage", "gat", "appnp", "mlp")
 
+# How link prediction scores an edge from its ends' embeddings (models/link_predictor.py).
+LINK_DECODERS = {
+    "dot": "score(u, v) = <z_u, z_v>, the graph autoencoder's inner product",
+    "mlp": "score(u, v) = MLP(z_u * z_v), a hidden layer of the embeddings' width",
+}
+
 # Models whose encoder is a parameter-free propagation after per-node layers, so that a
 # node's logits depend on its own propagated feature row only: DP-SGD trains these.
 DECOUPLED_MODELS = ("sgc", "mlp")

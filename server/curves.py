@@ -16,6 +16,9 @@ lines and text, which SVG states directly: the file is written in about a millis
 stays sharp at any size and opens in any browser. ``stamen compare RUN --plot FILE``
 draws runs with matplotlib, to PNG, for a paper or slides.
 
+A link-prediction run (no accuracy) draws its AUCs in the left panel instead (test,
+validation and cut edges; the best round is then the one of best validation AUC).
+
 A value that is missing or not finite leaves a gap in its line, never a point at zero.
 """
 
@@ -26,7 +29,19 @@ from collections.abc import Sequence
 from typing import Any
 from xml.sax.saxutils import escape
 
-from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, TRAIN_LOSS, VAL_ACC
+from contract.figures import (
+    GLOBAL_TEST_ACC,
+    GLOBAL_TEST_AUC,
+    GLOBAL_VAL_ACC,
+    GLOBAL_VAL_AUC,
+    TEST_ACC,
+    TEST_AUC,
+    TRAIN_LOSS,
+    VAL_ACC,
+    VAL_AUC,
+    headline_keys,
+    link_figure,
+)
 
 Row = dict[str, Any]
 
@@ -35,6 +50,13 @@ ACCURACIES = (
     (GLOBAL_VAL_ACC, "global validation accuracy", "#17becf"),
     (TEST_ACC, "client test accuracy (local models)", "#2ca02c"),
     (VAL_ACC, "client validation accuracy (local models)", "#bcbd22"),
+)
+AUCS = (
+    (GLOBAL_TEST_AUC, "global test AUC", "#1f77b4"),
+    (GLOBAL_VAL_AUC, "global validation AUC", "#17becf"),
+    (link_figure("cut", "auc", True), "global cut-edge AUC", "#d62728"),
+    (TEST_AUC, "client test AUC (local models)", "#2ca02c"),
+    (VAL_AUC, "client validation AUC (local models)", "#bcbd22"),
 )
 LOSS = (TRAIN_LOSS, "train loss (weighted by training nodes)", "#9467bd")
 
@@ -56,10 +78,14 @@ def curves_svg(rows: Sequence[Row], title: str) -> str:
     ]
     accuracies = [(label, colour, _points(rows, key)) for key, label, colour in ACCURACIES]
     accuracies = [line for line in accuracies if line[2]]
+    figure = "accuracy"
+    if not accuracies:  # a link-prediction run: its AUCs
+        accuracies = [line for key, label, colour in AUCS if (line := (label, colour, _points(rows, key)))[2]]
+        figure = "AUC" if accuracies else figure
     key, label, colour = LOSS
     loss = [(label, colour, points) for points in [_points(rows, key)] if points]
     best = _best_round(rows)
-    parts += _panel(PANELS[0], "accuracy per round", "accuracy", accuracies, best)
+    parts += _panel(PANELS[0], f"{figure} per round", figure, accuracies, best)
     parts += _panel(PANELS[1], "training loss per round", "train loss", loss, None)
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
@@ -78,8 +104,8 @@ def _points(rows: Sequence[Row], key: str) -> list[tuple[float, float | None]]:
 
 
 def _best_round(rows: Sequence[Row]) -> float | None:
-    """The round with the highest validation accuracy (the global model's where there is one)."""
-    selector = GLOBAL_VAL_ACC if any(GLOBAL_VAL_ACC in r for r in rows) else VAL_ACC
+    """The round with the highest validation accuracy (link prediction: AUC; the global model's where there is one)."""
+    selector = next((key for key in headline_keys("val") if any(key in r for r in rows)), VAL_ACC)
     scored = [r for r in rows if isinstance(r.get(selector), int | float) and "round" in r]
     return float(max(scored, key=lambda r: r[selector])["round"]) if scored else None
 

@@ -18,15 +18,16 @@ from contract.figures import (
     CLIENT_DP_EPSILON,
     FINAL_TEST_ACC,
     GLOBAL_TEST_ACC,
-    GLOBAL_VAL_ACC,
     SUMMARY_FIGURES,
     TEST_ACC,
     VAL_ACC,
     headline,
+    headline_keys,
     setting_acc,
 )
 from contract.protocol import SETTINGS
 from contract.run_config import RunConfig
+from contract.tasks import LINK_PREDICTION
 from server.curves import curves_svg
 from server.loop import FailureCategory, Row
 from server.rundir import CURVES_FILE, atomic_write
@@ -36,9 +37,9 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     """Final-round and best-validation figures of a run.
 
     The best round is chosen on validation accuracy (the global model's when there is
-    one, else the local models'), never on test accuracy.
+    one, else the local models'; a link-prediction run's: validation AUC), never on test figures.
     """
-    selector = GLOBAL_VAL_ACC if any(GLOBAL_VAL_ACC in r for r in rows) else VAL_ACC
+    selector = next((key for key in headline_keys("val") if any(key in r for r in rows)), VAL_ACC)
     candidates = [r for r in rows if _is_figure(r.get(selector))]
     best = max(candidates, key=lambda r: r[selector]) if candidates else {}
     final = rows[-1] if rows else {}
@@ -49,6 +50,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     train_max = [r["client_train_seconds_max"] for r in trained]
     train_sum = [r.get("client_train_seconds_sum", 0.0) for r in trained]
     summary = {
+        "task": config.task,
         "algorithm": config.algorithm,
         "dataset": config.dataset,
         "model": config.model,
@@ -86,9 +88,10 @@ def settings_on(config: RunConfig) -> list[str]:
 
 
 def fairness(row: Row) -> dict[str, Any]:
-    """How the final model's test accuracy spreads over the clients: min, mean, max and std (population)."""
+    """How the final model's test accuracy (link prediction: AUC) spreads over the clients: min, mean, max and
+    std (population)."""
     clients = row.get("per_client", {})
-    key = GLOBAL_TEST_ACC if any(GLOBAL_TEST_ACC in c for c in clients.values()) else TEST_ACC
+    key = next((k for k in headline_keys("test") if any(k in c for c in clients.values())), TEST_ACC)
     values = [c[key] for c in clients.values() if _is_figure(c.get(key))]
     if not values:
         return {}
@@ -267,7 +270,9 @@ def torch_state_dict(arrays: ArrayRecord) -> dict:
 def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
     import torch  # only at the end of a run: the ServerApp starts without PyTorch
 
-    spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers}
+    spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers, "task": config.task}
+    if config.task == LINK_PREDICTION:  # a LinkPredictor's weights (models/link_predictor.py)
+        spec["link_decoder"] = config.link_decoder
     buffer = io.BytesIO()
     torch.save({"state_dict": state_dict, "spec": spec}, buffer)
     atomic_write(run_dir / "model.pt", buffer.getvalue())

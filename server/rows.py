@@ -4,16 +4,30 @@ Rows are pooled over clients from counts: an accuracy is the number of correct
 nodes over all clients divided by the number of nodes, i.e. the client average
 weighted by client size. Each row also keeps every client's own figures
 (``per_client``, by partition id), from which the summary's fairness view is drawn.
+
+A link-prediction run's figures (AUC, AP, Hits@K, :data:`contract.figures.LINK_FIGURES`) are
+ratios no count adds up to: each is pooled as the clients' own figures weighted by their
+positive edges of the set (validation, test, cut), over the clients that report it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from flwr.app import MetricRecord
 
 from contract import protocol as p
-from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, TRAIN_LOSS, VAL_ACC, setting_acc
+from contract.figures import (
+    GLOBAL_TEST_ACC,
+    GLOBAL_VAL_ACC,
+    LINK_METRICS,
+    TEST_ACC,
+    TRAIN_LOSS,
+    VAL_ACC,
+    link_figure,
+    setting_acc,
+)
 
 Row = dict[str, Any]
 # per-client figures: (row key, correct-count metric, total metric)
@@ -47,6 +61,32 @@ def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
     for name, key, total in figures:
         if metrics and all(key in m for m in metrics) and total > 0:
             row[name] = sum(int(m[key]) for m in metrics) / total
+    row.update(pooled_link_figures(metrics))
+    return row
+
+
+def _link_entries() -> list[tuple[str, str, str]]:
+    """(row key, METRICS key, positive-edge count key) of every link figure."""
+    return [
+        (link_figure(edges, metric, model == "global"), p.link_key(model, edges, metric), count)
+        for model in ("global", "local")
+        for edges, count in p.LINK_KEY_SETS.items()
+        for metric in LINK_METRICS
+    ]
+
+
+def pooled_link_figures(metrics: list[MetricRecord]) -> Row:
+    """Link figures pooled over the clients that report them (a NaN is no figure), weighted by their positive edges."""
+    row: Row = {}
+    for name, key, count in _link_entries():
+        weighted = [
+            (float(m[key]), int(m[count]))
+            for m in metrics
+            if key in m and math.isfinite(float(m[key])) and int(m.get(count, 0)) > 0
+        ]
+        total = sum(n for _, n in weighted)
+        if total > 0:
+            row[name] = sum(value * n for value, n in weighted) / total
     return row
 
 
@@ -81,6 +121,7 @@ def client_figures(metrics: list[MetricRecord]) -> dict[str, Row]:
         for name, correct, total in _CLIENT_ACCURACIES:
             if correct in m and int(m[total]) > 0:
                 figures[name] = int(m[correct]) / int(m[total])
+        figures.update({name: float(m[key]) for name, key, _ in _link_entries() if key in m and math.isfinite(m[key])})
         clients[str(int(m[p.PARTITION_ID]))] = figures
     return clients
 

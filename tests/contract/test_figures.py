@@ -17,6 +17,7 @@ RUNS = {
     "client-dp": "algorithm='fedavg' privacy='client-dp' noise-multiplier=0.5",
     "fedlog": "algorithm='fedlog' fedlog-warmup-epochs=2 fedlog-generator-epochs=2",
     "dp-sgd": "algorithm='local' privacy='dp-sgd' model='sgc'",
+    "link-prediction": "task='link-prediction'",
 }
 SETTING_ACCS = {f.setting_acc(s, g) for s in p.SETTINGS for g in (True, False)}
 

@@ -1,0 +1,147 @@
+"""The learning tasks a run may have: one registry entry per task, by the run config's ``task``.
+
+A task says what a client learns from its subgraph and how it is scored:
+
+- ``node-classification`` (the default): a class per node, scored by accuracy over the
+  clients' validation and test nodes (:mod:`models.training`).
+- ``link-prediction``: whether an edge joins two nodes. Each client splits its own edges
+  into training, validation and test edges with seeded non-edges beside them
+  (:mod:`graphs.link_splits`), trains an encoder with a dot-product (or MLP) decoder on
+  its training edges against sampled non-edges, and is scored by AUC, average precision
+  and Hits@K (:mod:`models.link_metrics`); the edges the partition cut, which no client
+  sees, are scored by the same model too (the ``cut`` figures).
+- ``graph-classification``: a class per small graph, for clients that each hold a set of
+  graphs. Declared so the run config knows the name; refused, as not yet available.
+
+What a task admits comes from its spec here, never from a second list: the algorithms
+(by name, from :mod:`contract.algorithms`), the models (:mod:`models.names`), the
+datasets (:mod:`graphs.names`; ``None``: every one a run may read), the privacy modes,
+and the settings it cannot honour (a run-config key with the one value it must keep).
+A refusal names the reason (:func:`check_task`): one line, before any work.
+
+Adding a task: its spec below, its client part (``client``: a module whose ``PART`` is a
+:class:`client.tasks.ClientTask`; empty for node classification, the handlers' own path) and
+its figures in :mod:`contract.figures`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from contract.algorithms import ALGORITHMS
+from contract.suggest import one_of
+from models.names import MODELS
+
+if TYPE_CHECKING:
+    from contract.run_config import RunConfig
+
+NODE_CLASSIFICATION = "node-classification"
+LINK_PREDICTION = "link-prediction"
+GRAPH_CLASSIFICATION = "graph-classification"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One learning task, as the run config and both apps know it (see the module docstring).
+
+    Attributes:
+        name: the run config's ``task``.
+        help: one line for ``stamen config`` and ``--help``.
+        client: the client part's module (empty: node classification's built-in path).
+        algorithms: the algorithms it trains with (every other is refused, with ``refused``'s reason).
+        refused: why the algorithms outside ``algorithms`` cannot run it.
+        models: the models it admits.
+        datasets: the datasets it admits (None: every dataset a run may read).
+        privacy: the privacy modes it admits.
+        fixed: run-config keys whose default value it needs, each with why.
+        unavailable: non-empty: the task is declared but refused, with this reason.
+    """
+
+    name: str
+    help: str
+    client: str = ""
+    algorithms: tuple[str, ...] = tuple(ALGORITHMS)
+    refused: str = ""
+    models: tuple[str, ...] = MODELS
+    datasets: tuple[str, ...] | None = None
+    privacy: tuple[str, ...] = ("none", "dp-sgd", "client-dp")
+    fixed: tuple[tuple[str, str], ...] = ()
+    unavailable: str = ""
+
+
+# Algorithms whose clients run the task's local step and whose server only combines weights (see AlgorithmSpec).
+_WEIGHT_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.any_task)
+
+TASKS: dict[str, TaskSpec] = {
+    spec.name: spec
+    for spec in (
+        TaskSpec(NODE_CLASSIFICATION, "a class per node (accuracy)"),
+        TaskSpec(
+            LINK_PREDICTION,
+            "whether an edge joins two nodes, on each client's own edges and on the cut ones (AUC, AP, Hits@K)",
+            client="client.link_prediction",
+            algorithms=_WEIGHT_ALGORITHMS,
+            refused="its client part trains a node classifier (class prototypes, label moments, heads, "
+            "generated neighbours), not an edge scorer",
+            privacy=("none",),
+            fixed=(
+                ("unseen-node-frac", "hides nodes from node classification's training split"),
+                ("missing-classes", "withholds node labels"),
+                ("new-client", "holds out a client for node classification"),
+                ("certify-budgets", "certifies node predictions against label flips"),
+                ("unlearn-request", "forgets nodes, classes or clients from a node classifier"),
+                ("secure-aggregation", "is not yet wired to the link figures"),
+            ),
+        ),
+        TaskSpec(
+            GRAPH_CLASSIFICATION,
+            "a class per graph, for clients that each hold small graphs (not yet available)",
+            unavailable="not yet available: no dataset of many small graphs and no graph-level readout yet",
+        ),
+    )
+}
+
+
+def check_task(config: RunConfig) -> None:
+    """ValueError in one line when ``config``'s task cannot run with its algorithm, model, dataset or settings."""
+    spec = TASKS[config.task]
+    if spec.unavailable:
+        raise ValueError(f"task={spec.name!r} is {spec.unavailable}; use task {one_of(available())}")
+    if config.algorithm not in spec.algorithms:
+        raise ValueError(
+            f"task={spec.name!r} cannot run algorithm={config.algorithm!r}: {spec.refused}; "
+            f"use algorithm {one_of(spec.algorithms)}"
+        )
+    if config.model not in spec.models:
+        raise ValueError(f"task={spec.name!r} cannot train model={config.model!r}; use model {one_of(spec.models)}")
+    if spec.datasets is not None and config.dataset not in spec.datasets:
+        raise ValueError(f"task={spec.name!r} cannot read dataset={config.dataset!r}; use {one_of(spec.datasets)}")
+    if config.privacy not in spec.privacy:
+        raise ValueError(
+            f"task={spec.name!r} does not yet admit privacy={config.privacy!r} (DP-SGD's accounting samples "
+            f"nodes, not edges, and client-level DP is not yet tested with it); use privacy {one_of(spec.privacy)}"
+        )
+    defaults = _defaults()
+    for key, why in spec.fixed:
+        value = getattr(config, key.replace("-", "_"))
+        if value != defaults[key]:
+            raise ValueError(
+                f"task={spec.name!r} cannot honour {key}={value!r}: it {why}; leave {key} at {defaults[key]!r}"
+            )
+    if config.attack == "label-flip" and spec.name != NODE_CLASSIFICATION:
+        raise ValueError(
+            f"attack='label-flip' flips node labels, which task={spec.name!r} does not train on; "
+            "use attack 'sign-flip' or 'gaussian'"
+        )
+
+
+def available() -> tuple[str, ...]:
+    """The tasks a run may have now, in registry order."""
+    return tuple(name for name, spec in TASKS.items() if not spec.unavailable)
+
+
+def _defaults() -> dict[str, Any]:
+    from contract.run_config import KEYS
+
+    return {name: key.default for name, key in KEYS.items()}
