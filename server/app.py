@@ -31,6 +31,7 @@ from server.driver import Driver, build_driver
 from server.loop import Row, TooFewClientsError
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from server.runlock import writer_of
+from server.runlog import run_log
 from server.tracking import Ending, Tracking
 from server.unlearning import unlearn_federation, unlearning_method
 from server.writer import BehindWriter
@@ -111,6 +112,7 @@ def serve(grid: Grid, values: dict | RunConfig, *, flower_run_id: int | None = N
             raise SystemExit(2) from error
         if resume is None:
             run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
+        held.enter_context(run_log(run_dir.path))  # run.log, whoever started this ServerApp
         try:
             summary = train_and_report(grid, driver, run_dir, resume, started, kept)
         except KeyboardInterrupt:
