@@ -30,6 +30,18 @@ def clean_line(line: str) -> str | None:
     return None if any(marker in plain for marker in DROPPED) else plain
 
 
+def plain_flower_console() -> None:
+    """Flower's console handler in this process colours only a terminal (``stamen audit``, ``--verbose``
+    of the in-process engine): no colour codes go into a file or a pipe its stream is redirected to."""
+    from flwr.common.logger import console_handler, update_console_handler
+
+    try:
+        terminal = bool(console_handler.stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a closed or odd stream: no terminal
+        terminal = False
+    update_console_handler(colored=terminal)
+
+
 def relay(lines: Sequence[str] | TextIO, sinks: Sequence[TextIO]) -> None:
     """Every line of ``lines`` that :func:`clean_line` keeps, written and flushed to each sink."""
     for line in lines:

@@ -227,7 +227,10 @@ class Service:
             time.sleep(0.2)
 
     def log_tail(self, chars: int = 2000) -> str:
-        return self.log_file.read_text(errors="replace")[-chars:] if self.log_file.exists() else ""
+        """The end of the process's log as Stamen shows it: without colour codes (:mod:`simulations.relay`)."""
+        from server.runlog import strip_ansi
+
+        return strip_ansi(self.log_file.read_text(errors="replace"))[-chars:] if self.log_file.exists() else ""
 
     def kill(self) -> None:
         """Kill at once, as a crash or a pulled cable would (SIGKILL to every process of its tree)."""

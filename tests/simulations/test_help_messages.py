@@ -133,3 +133,15 @@ def test_a_flower_run_keeps_a_plain_run_log_and_hides_the_supernodes_warning(tmp
     assert "stamen: round 1/1" in text and "\x1b" not in text
     assert "stamen: round 1/1" in result.stdout and "\x1b" not in result.stdout  # the relayed stream
     assert "SuperNodes changed from 10 to 2" not in result.stdout + text
+
+
+def test_flower_console_colours_only_a_terminal(monkeypatch):
+    from flwr.common.logger import console_handler
+
+    from simulations.relay import plain_flower_console
+
+    monkeypatch.setattr(console_handler, "colored", True)
+    monkeypatch.setattr(console_handler, "stream", io.StringIO())  # a file or a pipe: no terminal
+    plain_flower_console()
+    record = logging.LogRecord("flwr", logging.INFO, __file__, 1, "plain", None, None)
+    assert console_handler.colored is False and "\x1b" not in console_handler.format(record)
