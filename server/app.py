@@ -181,7 +181,8 @@ def train_and_report(
             records.put(lambda: run_dir.replace_rows(rows, line))
         else:
             records.put(lambda: run_dir.append_line(line))
-        records.put(lambda: tracking.record_line(line))  # after the row's own write: never ahead of metrics.jsonl
+        if tracking.active:  # after the row's own write: never ahead of metrics.jsonl
+            records.put(lambda: tracking.record_line(line))
         shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 

@@ -219,6 +219,11 @@ class Tracking:
                 trackers.append(MlflowTracker(run_dir, config, status))
         return cls(trackers)
 
+    @property
+    def active(self) -> bool:
+        """Whether any tracker is recording."""
+        return bool(self._trackers)
+
     def status_fields(self) -> dict[str, str]:
         """What ``status.json`` keeps of the trackers: the MLflow run, for a resume to continue."""
         for tracker in self._trackers:

@@ -131,3 +131,20 @@ def test_a_missing_tracker_package_is_named_before_any_work(tmp_path, monkeypatc
     assert stamen(["run", "--engine", "inprocess", "--quiet", "-c", config]) == 2
     assert "pip install 'stamen[mlflow]'" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_resumed_run_purges_the_tensorboard_steps_it_runs_again(tmp_path):
+    from tensorboardX.proto import event_pb2
+
+    _run(tmp_path, "tbr", "tracking='tensorboard'", rounds=2)
+    config = f"num-server-rounds=3 csbm-nodes=300 seed=1 tracking='tensorboard' resume-from='{tmp_path / 'tbr'}'"
+    assert stamen(["run", "--engine", "inprocess", "--quiet", "--clients", "3", "-c", config]) == 0
+    first, second = sorted((tmp_path / "tbr").glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime)
+    data = second.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    (purge_length,) = struct.unpack("<Q", data[12 + length + 4 : 12 + length + 4 + 8])
+    start = 12 + length + 4 + 12
+    purge = event_pb2.Event.FromString(data[start : start + purge_length])
+    assert purge.step == 2 and purge.file_version == "brain.Event:2"  # resumed from round 2's checkpoint
+    steps = [step for step, _ in _scalars(tmp_path / "tbr")["metrics/global_test_acc"]]
+    assert steps[-1] == 3 and steps.count(3) == 1
