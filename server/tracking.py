@@ -128,12 +128,11 @@ class TensorBoardTracker:
 
     def record(self, row: dict[str, Any]) -> None:
         from tensorboardX.proto.event_pb2 import Event
-        from tensorboardX.summary import scalar
+        from tensorboardX.proto.summary_pb2 import Summary
 
-        step, now = int(row[ROUND]), time.time()
-        for figure in figures(row):
-            summary = scalar(f"{figure.group}/{figure.name}", figure.value)
-            self._events.write_event(Event(wall_time=now, step=step, summary=summary))
+        values = [Summary.Value(tag=f"{f.group}/{f.name}", simple_value=f.value) for f in figures(row)]
+        # one event per round holds every figure (TensorBoard reads each value as its own scalar)
+        self._events.write_event(Event(wall_time=time.time(), step=int(row[ROUND]), summary=Summary(value=values)))
         self._events.flush()
 
     def close(self, ending: Ending) -> None:
