@@ -83,6 +83,21 @@ SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     *LINK_FIGURES,
 )
 
+# The row keys that are wall times (seconds), not figures of the model: trackers keep them apart.
+ROW_TIMINGS: dict[str, str] = {
+    "seconds": "the round's wall time",
+    "exchange_seconds": "sending the round's messages and collecting the replies",
+    "aggregate_seconds": "aggregating the replies",
+    "final_eval_seconds": "the final evaluation's wall time",
+    "client_train_seconds_max": "the slowest client's local training",
+    "client_setup_seconds_sum": "the clients' setup, added over clients",
+    "client_train_seconds_sum": "the clients' local training, added over clients",
+    "client_eval_seconds_sum": "the clients' evaluation, added over clients",
+    "client_pack_seconds_sum": "the clients' packing of their replies, added over clients",
+    "client_handler_seconds_sum": "the clients' whole handlers, added over clients",
+    "client_handler_seconds_max": "the slowest client's whole handler",
+}
+
 ROW_KEYS: dict[str, str] = {
     ROUND: "the round (0: the initial model's evaluation; the last row also has the final evaluation)",
     "clients": "clients whose training replies were aggregated",
@@ -100,17 +115,7 @@ ROW_KEYS: dict[str, str] = {
     "epsilon_max": "the largest DP-SGD client epsilon so far",
     "epsilon_mean": "the mean DP-SGD client epsilon so far",
     CLIENT_DP_EPSILON: "client-level DP epsilon after this round",
-    "seconds": "the round's wall time",
-    "exchange_seconds": "sending the round's messages and collecting the replies",
-    "aggregate_seconds": "aggregating the replies",
-    "final_eval_seconds": "the final evaluation's wall time",
-    "client_train_seconds_max": "the slowest client's local training",
-    "client_setup_seconds_sum": "the clients' setup, added over clients",
-    "client_train_seconds_sum": "the clients' local training, added over clients",
-    "client_eval_seconds_sum": "the clients' evaluation, added over clients",
-    "client_pack_seconds_sum": "the clients' packing of their replies, added over clients",
-    "client_handler_seconds_sum": "the clients' whole handlers, added over clients",
-    "client_handler_seconds_max": "the slowest client's whole handler",
+    **ROW_TIMINGS,
 }
 
 CLIENT_KEYS: tuple[str, ...] = (

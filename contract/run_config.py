@@ -26,6 +26,7 @@ from contract.keys import Form, Key, Section, declared_keys, ge, gt, within
 from contract.requests import is_request
 from contract.suggest import did_you_mean
 from contract.tasks import TASKS
+from contract.tracking import TRACKING_FORM_TEXT, is_tracking, trackers, translate_retired
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
 from graphs.spec import FederationSpec
@@ -79,6 +80,7 @@ DEVICE = Form(_is_device, "auto, cpu, cuda or cuda:N")
 BUDGETS = Form(_is_budget_list, "like '1,2,3' (empty: off)")
 DATASET = Form(_is_dataset, accepted_datasets())
 REQUEST = Form(_is_unlearn_request, "client:i, nodes:i:FRACTION, class:c or empty")
+TRACKING = Form(is_tracking, TRACKING_FORM_TEXT)
 MALICIOUS = Form(_is_malicious_clients, "a count like '2', partition ids like '0,3' or '3,', or empty")
 ATTACKS = {
     "none": "no attack",
@@ -257,8 +259,10 @@ class RunConfig:
     output_dir: str = OUTPUTS.key("runs", "folder of the run directories")
     run_name: str = OUTPUTS.key("", "the run directory's name; empty: <dataset>-<algorithm>-<time>")
     overwrite: bool = OUTPUTS.key(False, "replace an earlier run directory of the same name")
-    tensorboard: bool = OUTPUTS.key(
-        False, "also write TensorBoard event files into the run directory (needs: pip install 'stamen[tensorboard]')"
+    tracking: str = OUTPUTS.key(
+        "none",
+        "live tracking each round: none, tensorboard, mlflow or both joined by a comma (docs/runs.md)",
+        form=TRACKING,
     )
     privacy: str = PRIVACY_SECTION.key("none", "differential privacy", choices=PRIVACY)
     noise_multiplier: float = PRIVACY_SECTION.key(
@@ -314,7 +318,11 @@ class RunConfig:
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
-        """Check and build from Flower's run config; missing keys take defaults. ValueError in one line."""
+        """Check and build from Flower's run config; missing keys take defaults. ValueError in one line.
+
+        A key of earlier versions reads as the key that took its place (:func:`contract.tracking.translate_retired`).
+        """
+        values = translate_retired(values)
         unknown = [key for key in values if key not in KEYS]
         if unknown:
             named = ", ".join(f"{key!r}{did_you_mean(key, KEYS, ' (')}".replace("?", "?)") for key in unknown)
@@ -377,6 +385,10 @@ class RunConfig:
             missing_classes=self.missing_classes,
             dataset_options=options,
         )
+
+    def trackers(self) -> tuple[str, ...]:
+        """``tracking`` as the trackers' names (empty: none)."""
+        return trackers(self.tracking)
 
     def budgets(self) -> list[int]:
         """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""

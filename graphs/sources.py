@@ -95,7 +95,11 @@ def locate(name: str, root: Path | None) -> Source:
     if name == "csbm":
         return Source(name, Layout.GENERATED)
     if root is None:
-        raise FileNotFoundError(f"dataset {name!r} needs a data root: pass data-root (--data-root) or set STAMEN_DATA")
+        raise FileNotFoundError(
+            f"dataset {name!r} needs a data root: set the run-config key data-root "
+            "(stamen run -c \"data-root='/data'\"), the option --data-root of stamen certify, partition, audit "
+            "and bench, or the environment variable STAMEN_DATA"
+        )
     prefix, _, rest = name.partition(":")
     if name in PLANETOID:
         return _planetoid(name, root / PLANETOID[name] / "raw", name)

@@ -15,6 +15,7 @@ from flwr.serverapp import Grid, ServerApp
 from contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS
 from contract.provenance import provenance
 from contract.run_config import RunConfig
+from contract.tracking import missing_tracker
 from server import outputs, privacy
 from server.algorithms import server_algorithm
 from server.certification import certify_federation
@@ -30,6 +31,8 @@ from server.driver import Driver, build_driver
 from server.loop import Row, TooFewClientsError
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from server.runlock import writer_of
+from server.runlog import run_log
+from server.tracking import Ending, Tracking
 from server.unlearning import unlearn_federation, unlearning_method
 from server.writer import BehindWriter
 
@@ -41,6 +44,9 @@ def check_run_config(values: dict) -> RunConfig:
     from the registries, rules between keys), plus ``run-name``'s path check; ValueError in one line."""
     config = RunConfig.from_flower(values)
     check_run_name(config.run_name)
+    missing = missing_tracker(config.tracking)
+    if missing:
+        raise ValueError(missing)
     return config
 
 
@@ -106,6 +112,7 @@ def serve(grid: Grid, values: dict | RunConfig, *, flower_run_id: int | None = N
             raise SystemExit(2) from error
         if resume is None:
             run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
+        held.enter_context(run_log(run_dir.path))  # run.log, whoever started this ServerApp
         try:
             summary = train_and_report(grid, driver, run_dir, resume, started, kept)
         except KeyboardInterrupt:
@@ -174,6 +181,8 @@ def train_and_report(
             records.put(lambda: run_dir.replace_rows(rows, line))
         else:
             records.put(lambda: run_dir.append_line(line))
+        if tracking.active:  # after the row's own write: never ahead of metrics.jsonl
+            records.put(lambda: tracking.record_line(line))
         shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
 
@@ -189,16 +198,26 @@ def train_and_report(
         if initial is None:  # the replay starts from the seeded initial model: the server must know it
             initial = privacy.initial_arrays(grid, config.round_timeout)
         history = UpdateHistory(initial.to_torch_state_dict())
+    tracking = Tracking.open(config, run_dir.path, run_dir.status(), resume.round if resume is not None else None)
+    if tracking.status_fields():
+        run_dir.set_status(RunStatus.RUNNING, **tracking.status_fields())
     records = BehindWriter()  # each round's row and checkpoint, written while the next round runs
+    ending = Ending.FAILED
     try:
         with records:
             arrays = driver.run(on_row, resume=resume, on_checkpoint=on_checkpoint, history=history, initial=initial)
+        ending = Ending.FINISHED
+    except KeyboardInterrupt:
+        ending = Ending.KILLED
+        raise
     except TooFewClientsError as error:  # the checkpoint of the last full round stays for resume-from
         log(ERROR, "error: %s; resume later with resume-from='%s'", error, run_dir.path)
         raise SystemExit(2) from error
     except DivergedError as error:  # recorded as failed with this one line (serve), no traceback
         log(ERROR, "error: %s", error)
         raise SystemExit(1) from error
+    finally:
+        tracking.close(ending)
     rows = run_dir.rows()
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
     summary["run_dir"] = str(run_dir.path)
@@ -206,8 +225,6 @@ def train_and_report(
     run_dir.write_json(SUMMARY_FILE, summary)
     if len(arrays) > 0:
         outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)
-    if config.tensorboard:
-        outputs.write_tensorboard(run_dir.path, rows)
     outputs.plot_curves(run_dir.path, rows, outputs.run_title(run_dir.path.name, config, summary["clients"]))
     if config.budgets():
         summary["certificates"] = certify_federation(grid, config, run_dir.path)["budgets"]

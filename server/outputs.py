@@ -17,7 +17,6 @@ from flwr.app import ArrayRecord
 from contract.figures import (
     CLIENT_DP_EPSILON,
     FINAL_TEST_ACC,
-    GLOBAL_TEST_ACC,
     SUMMARY_FIGURES,
     TEST_ACC,
     VAL_ACC,
@@ -117,24 +116,6 @@ def _is_figure(value: Any) -> bool:
 def _shown(value: Any, spec: str = ".3f") -> str:
     """``value`` formatted, or ``-`` where there is no figure."""
     return format(value, spec) if _is_figure(value) else "-"
-
-
-def write_tensorboard(run_dir: Path, rows: list[Row]) -> None:
-    """TensorBoard event files in the run directory, from the run's rows: every accuracy, the loss,
-    epsilon, and each client's test accuracy (``tensorboard --logdir <output-dir>`` shows every run)."""
-    from tensorboardX import SummaryWriter
-
-    with SummaryWriter(logdir=str(run_dir), flush_secs=3600) as writer:
-        for row in rows:
-            step = int(row["round"])
-            for key, value in row.items():
-                if _is_figure(value) and not key.endswith("seconds"):
-                    if key != "round":
-                        writer.add_scalar(f"run/{key}", value, step)
-            for pid, figures in row.get("per_client", {}).items():
-                for key in (TEST_ACC, GLOBAL_TEST_ACC):
-                    if _is_figure(figures.get(key)):
-                        writer.add_scalar(f"client/{pid}/{key}", figures[key], step)
 
 
 def failure_counts(rows: list[Row]) -> dict[str, int]:

@@ -12,7 +12,9 @@ What a run directory holds (every name in :data:`RUN_FILES`; nothing else is Sta
 - ``curves.svg``: accuracy and loss per round (``curves.png`` in runs of Stamen before 2026-12);
 - ``checkpoint.*``: the server's state after the last finished round
   (:mod:`server.checkpoint`), from which ``resume-from`` continues;
-- ``certificates.json``, ``unlearn.json``, ``unlearn.md``: optional queries after training.
+- ``certificates.json``, ``unlearn.json``, ``unlearn.md``: optional queries after training;
+- ``run.log``: the run's log, as the command that started it kept it;
+- ``events.out.tfevents.*``, ``mlflow.db``: live tracking (``tracking``, :mod:`server.tracking`).
 
 Safety rules, all enforced here:
 
@@ -79,14 +81,25 @@ RUN_FILES = frozenset(
         "unlearn.json",
         "unlearn.md",
         "run.log",
+        "mlflow.db",  # tracking='mlflow' without $MLFLOW_TRACKING_URI (server/tracking.py)
+        "mlflow.db-journal",
     }
 )
-EVENTS_PREFIX = "events.out.tfevents."  # TensorBoard's event files (tensorboard=true)
+EVENTS_PREFIX = "events.out.tfevents."  # TensorBoard's event files (tracking='tensorboard')
 # The environment variable through which a command hands its run a token (see the module docstring).
 TOKEN_ENV = "STAMEN_RUN_TOKEN"
 # Keys a resumed run may change: they decide how long and where, not what is trained.
 RESUMABLE_KEYS = frozenset(
-    {"num-server-rounds", "min-clients", "round-timeout", "resume-from", "output-dir", "run-name", "overwrite"}
+    {
+        "num-server-rounds",
+        "min-clients",
+        "round-timeout",
+        "resume-from",
+        "output-dir",
+        "run-name",
+        "overwrite",
+        "tracking",
+    }
 )
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=@,-]{0,199}")
 
@@ -267,7 +280,9 @@ class RunDirectory:
 
     def check_resume(self, config: RunConfig) -> None:
         """Refuse to resume with a run config that changes what is trained (before anything is touched)."""
-        started = self.config()
+        from contract.tracking import translate_retired
+
+        started = translate_retired(self.config())  # a run of an earlier version: its keys as read now
         current = config.to_flower()
         changed = sorted(k for k in (set(started) | set(current)) - RESUMABLE_KEYS if started.get(k) != current.get(k))
         if changed:

@@ -43,6 +43,12 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
 
+    def format_help(self) -> str:
+        """The help, with the docstrings' Sphinx markup as plain text (:func:`simulations.helptext.plain`)."""
+        from simulations.helptext import plain
+
+        return plain(super().format_help())
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command (``only=None``: the commands listed, none imported) or of ``only`` alone."""
@@ -84,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.update(handed_down())  # the processes a command starts record its commit and command line
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that went away shows here, in the handler below, not at exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except RunFailed as error:
         print(f"stamen {args.command}: failed: {error}", file=sys.stderr)
         return 1
@@ -100,6 +110,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"stamen {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away (``stamen config | head``): stop quietly, as a Unix tool stopped by SIGPIPE.
+
+    stdout is pointed at the null device first, so that Python's own flush at exit finds no pipe to fail on.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (a caller's stream): nothing is flushed to a pipe at exit
+        pass
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

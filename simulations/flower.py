@@ -225,11 +225,13 @@ def flwr_run(
     run_config: dict[str, object],
     federation_config: dict[str, object],
     log: Path | None = None,
+    echo: bool = False,
 ) -> int:
     """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``.
 
     ``flwr run`` returns as soon as the run is submitted unless it streams the logs,
-    so it always streams: to the terminal, or into the file ``log``.
+    so it always streams: into the file ``log`` and, with ``echo`` or without ``log``, to the
+    terminal; relayed without colour codes (:mod:`simulations.relay`).
     """
     env = flower_environment(flwr_home)
     command = [
@@ -243,10 +245,13 @@ def flwr_run(
     ]
     if federation_config:
         command += ["--federation-config", " ".join(f"{k}={toml_value(v)}" for k, v in federation_config.items())]
-    if log is None:
-        return lifetime.call(command, env=env)
-    with open(log, "w") as stream:
-        return lifetime.call(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
+    from simulations.relay import relayed_call
+
+    with contextlib.ExitStack() as files:
+        sinks = [files.enter_context(open(log, "w"))] if log is not None else []
+        if echo or log is None:
+            sinks.append(sys.stdout)
+        return relayed_call(command, sinks, env=env)
 
 
 class PeakMemory:

@@ -41,6 +41,9 @@ class InProcessGrid:
         silent: Iterable[int] = (),
         together: bool = True,
     ) -> None:
+        from simulations.relay import plain_flower_console
+
+        plain_flower_console()  # the ServerApp and ClientApp log here: colour codes only onto a terminal
         if isinstance(run_config, RunConfig):  # the nodes' contexts hold Flower's form, as on every transport
             run_config = run_config.to_flower()
         self.contexts = {

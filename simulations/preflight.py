@@ -129,11 +129,11 @@ def check_with_data(config: RunConfig, num_clients: int) -> None:
 
 
 def _check_with_data(config: RunConfig, num_clients: int) -> None:
-    if config.tensorboard:
-        import importlib.util
+    from contract.tracking import missing_tracker
 
-        if importlib.util.find_spec("tensorboardX") is None:
-            raise ValueError("tensorboard=true needs tensorboardX: pip install 'stamen[tensorboard]'")
+    missing = missing_tracker(config.tracking)
+    if missing:
+        raise ValueError(missing)
     if config.data_root and not Path(config.data_root).expanduser().is_dir():
         raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
     from graphs import build_federation

@@ -47,7 +47,7 @@ from models import build_model
 from server.driver import build_driver
 from server.rundir import atomic_write
 from simulations.inprocess import InProcessGrid, task_identity
-from simulations.options import finite_float
+from simulations.options import finite_float, renamed
 from unlearn.privacy_audit import (
     canary_scores,
     epsilon_lower_bound,
@@ -147,18 +147,18 @@ def _epsilons(text: str, flag: str) -> list[float]:
 
 
 def _output(text: str) -> Path | None:
-    """``--output``: a new .json file in a writable folder (an interrupted audit's journal beside it is resumed)."""
+    """``--out``: a new .json file in a writable folder (an interrupted audit's journal beside it is resumed)."""
     if not text:
         return None
     path = Path(text)
     if path.suffix != ".json":
-        raise ValueError(f"--output={text!r} must name a .json file")
+        raise ValueError(f"--out={text!r} must name a .json file")
     if not path.parent.is_dir():
-        raise NotADirectoryError(f"--output={text!r}: folder {str(path.parent)!r} does not exist; create it first")
+        raise NotADirectoryError(f"--out={text!r}: folder {str(path.parent)!r} does not exist; create it first")
     if path.exists() or path.is_symlink():
-        raise FileExistsError(f"--output={text!r} exists; Stamen does not overwrite it, choose another name")
+        raise FileExistsError(f"--out={text!r} exists; Stamen does not overwrite it, choose another name")
     if not os.access(path.parent, os.W_OK | os.X_OK):  # found now, not after the audit's training runs
-        raise PermissionError(13, "not writable: the audit writes --output there", str(path.parent))
+        raise PermissionError(13, "not writable: the audit writes --out there", str(path.parent))
     return path
 
 
@@ -202,35 +202,49 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "privacy",
         help="one-run canary audit: empirical lower bound on epsilon beside the accountant's (Steinke et al. 2023)",
     )
-    privacy.add_argument("--dataset", default="csbm")
-    privacy.add_argument("--data-root", default="")
-    privacy.add_argument("--csbm-nodes", type=int, default=900)
-    privacy.add_argument("--clients", type=int, default=3)
-    privacy.add_argument("--rounds", type=int, default=5)
-    privacy.add_argument("--local-epochs", type=int, default=10)
-    privacy.add_argument("--lr", type=finite_float, default=0.05)
+    from contract.run_config import CLIPPINGS, KEYS
+    from simulations.helptext import HelpFormatter
+
+    privacy.formatter_class = HelpFormatter
+
+    def key(name: str) -> str:  # the run-config key's own help, declared once
+        return KEYS[name].help
+
+    privacy.add_argument("--dataset", default="csbm", help=key("dataset"))
+    privacy.add_argument("--data-root", default="", help=key("data-root"))
+    privacy.add_argument("--csbm-nodes", type=int, default=900, help=key("csbm-nodes"))
+    privacy.add_argument("--clients", type=int, default=3, help="number of clients")
+    privacy.add_argument("--rounds", type=int, default=5, help="federated rounds of each audited run")
+    privacy.add_argument("--local-epochs", type=int, default=10, help=key("local-epochs"))
+    privacy.add_argument("--lr", type=finite_float, default=0.05, help=key("lr"))
     privacy.add_argument("--model", default="sgc", help="a decoupled model DP-SGD can train: sgc or mlp")
-    privacy.add_argument("--canaries-per-client", type=int, default=60)
+    privacy.add_argument(
+        "--canaries-per-client", type=int, default=60, help="training nodes of each client that become canaries"
+    )
     privacy.add_argument("--canary-strength", type=finite_float, default=1.0, help="canary features are scaled by this")
     privacy.add_argument(
         "--guess-fraction", type=finite_float, default=0.5, help="share of canaries guessed (half in, half out)"
     )
     privacy.add_argument("--dp-sgd-epsilons", default="1,4,16", help="DP-SGD budgets; '' for none")
     privacy.add_argument("--client-dp-epsilons", default="1,4,16", help="client-level DP budgets; '' for none")
-    privacy.add_argument("--clipping", default="server-fixed")
-    privacy.add_argument("--clipping-norm", type=finite_float, default=1.0)
-    privacy.add_argument("--max-grad-norm", type=finite_float, default=1.0)
-    privacy.add_argument("--dp-batch-size", type=int, default=32)
-    privacy.add_argument("--delta", type=finite_float, default=1e-5)
-    privacy.add_argument("--confidence", type=finite_float, default=0.95)
-    privacy.add_argument("--seed", type=int, default=0)
+    privacy.add_argument("--clipping", default="server-fixed", choices=CLIPPINGS, help=key("clipping"))
+    privacy.add_argument("--clipping-norm", type=finite_float, default=1.0, help=key("clipping-norm"))
+    privacy.add_argument("--max-grad-norm", type=finite_float, default=1.0, help=key("max-grad-norm"))
+    privacy.add_argument("--dp-batch-size", type=int, default=32, help=key("dp-batch-size"))
+    privacy.add_argument("--delta", type=finite_float, default=1e-5, help=key("target-delta"))
     privacy.add_argument(
-        "--output",
+        "--confidence", type=finite_float, default=0.95, help="confidence of the empirical lower bound on epsilon"
+    )
+    privacy.add_argument("--seed", type=int, default=0, help=key("seed"))
+    privacy.add_argument(
+        "--out",
         default="",
+        metavar="FILE",
         help="write the results here too (a new .json file); each audited run is kept in FILE.partial.jsonl as it "
-        "finishes and the same command resumes from it. Without --output nothing is kept: an interrupted audit "
+        "finishes and the same command resumes from it. Without --out nothing is kept: an interrupted audit "
         "starts over",
     )
+    renamed(privacy, "--output", "--out")
     privacy.set_defaults(func=main)
 
 
@@ -266,11 +280,11 @@ def _audited(config: RunConfig, args: argparse.Namespace) -> dict:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Audit each run (a unit); with ``--output``, each is kept in its journal as it finishes and resumed from it."""
+    """Audit each run (a unit); with ``--out``, each is kept in its journal as it finishes and resumed from it."""
     from simulations.journal import UnitJournal
     from simulations.long_job import long_job
 
-    output = _output(args.output)
+    output = _output(args.out)
     runs = configs(args)
     if not 0 < args.guess_fraction <= 1:
         raise ValueError(f"--guess-fraction={args.guess_fraction} must lie in (0, 1]")
@@ -281,9 +295,11 @@ def main(args: argparse.Namespace) -> int:
     journal = None
     if output is not None:
         settings = {
-            k: v for k, v in vars(args).items() if k not in ("output", "func", "command", "audit", "invocation")
+            k: v
+            for k, v in vars(args).items()
+            if k not in ("out", "renamed_output", "func", "command", "audit", "invocation")
         }
-        journal = UnitJournal.open(output, "stamen audit privacy", settings, "audit output", "or give another --output")
+        journal = UnitJournal.open(output, "stamen audit privacy", settings, "audit output", "or give another --out")
     try:
         with long_job(journal, "audit privacy", args.invocation) as units:
             units.begin([_unit_key(config) for config in runs])

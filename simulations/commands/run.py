@@ -16,7 +16,6 @@ prints the command that resumes it; exit 130.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ from server.rundir import RunDirectory, RunStatus, run_token
 from server.runlock import FolderLock
 from simulations.errors import RunFailed, RunInterrupted
 from simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
+from simulations.helptext import HelpFormatter
 from simulations.preflight import PreparedRun, prepare
 from simulations.progress import RunProgress
 
@@ -37,10 +37,6 @@ EPILOG = """examples:
   stamen run -c "algorithm='fedlog' missing-classes=1" --federation-config "num-supernodes=5"
 
 every run-config key, its default, choices and help: stamen config (one key: stamen config KEY)"""
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """The module docstring and examples as written, each option's default shown."""
 
 
 ENGINES = ("flower", "inprocess")
@@ -99,9 +95,10 @@ def simulate(
     ``flower``: ``flwr run`` on a simulation SuperLink of our own; ``inprocess``: the same
     ServerApp (:func:`server.app.serve`) and ClientApp in this process
     (:class:`simulations.inprocess.InProcessGrid`). ``mode``: ``progress`` shows a
-    progress bar and keeps the log in the run directory (``run.log``), ``verbose`` streams
-    the log to the terminal, ``quiet`` shows nothing. ``together=False``: the in-process engine
-    answers the clients' messages in turn (see :class:`simulations.inprocess.InProcessGrid`). The summary gains
+    progress bar, ``verbose`` streams the log to the terminal, ``quiet`` shows nothing; the
+    ServerApp keeps the run's log in its run directory (``run.log``, :mod:`server.runlog`) in
+    every mode. ``together=False``: the in-process engine answers the clients' messages in
+    turn (see :class:`simulations.inprocess.InProcessGrid`). The summary gains
     ``total_wall_seconds`` and ``peak_memory_gb`` (the largest resident memory of every
     process of the run: for ``flower`` the SuperLink and all its descendants).
 
@@ -120,8 +117,6 @@ def simulate(
             if engine == "inprocess":
                 with progress:
                     memory, log, error = _serve_in_process(run, verbose=mode == "verbose", together=together)
-                with contextlib.suppress(OSError):  # the log is kept if it can be; the run's own error comes first
-                    _keep_log(run_dir, token, log)
                 outcome = run_dir.outcome(token)
                 if error is not None and (outcome is None or outcome["status"] == RunStatus.RUNNING.value):
                     raise error  # refused before it started, or its status could not be written (a full disk)
@@ -130,14 +125,12 @@ def simulate(
                 _judge(run_dir, token, _where(run_dir, token, log))
             else:
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
-                    log_file = None if mode == "verbose" else home / "run.log"
-                    try:
-                        with progress, LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
-                            code = flwr_run(home, run.config.to_flower(), run.federation, log=log_file)
-                    finally:
-                        if log_file is not None and log_file.is_file():
-                            _keep_log(run_dir, token, log_file.read_text())
-                    where = f"see {run_dir.path / 'run.log'}" if log_file else "see the log above"
+                    log_file = home / "run.log"  # flwr run's stream; the ServerApp writes the run's run.log itself
+                    with progress, LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
+                        code = flwr_run(
+                            home, run.config.to_flower(), run.federation, log=log_file, echo=mode == "verbose"
+                        )
+                    where = f"see {run_dir.path / 'run.log'}" if run_dir.outcome(token) else f"see {log_file}"
                     _judge(run_dir, token, f"flwr exit code {code}; {where}; Flower's own logs: {home}")
         except KeyboardInterrupt:  # every process of the run was stopped on the way out
             raise RunInterrupted(_interrupted(run_dir, token, resume_hint)) from None
@@ -151,14 +144,6 @@ def _resumed_round(run: PreparedRun) -> int:
     resumed = run.config.resume_from and (run.run_dir.path / "metrics.jsonl").is_file()
     rows = run.run_dir.rows(torn_last_ok=True) if resumed else []
     return max((int(row.get("round", 0)) for row in rows), default=0)
-
-
-def _keep_log(run_dir: RunDirectory, token: str, text: str) -> None:
-    """The run's log into its run directory (``run.log``), if this command's run made that directory."""
-    if text and run_dir.outcome(token) is not None:
-        from server.rundir import atomic_write
-
-        atomic_write(run_dir.path / "run.log", text)
 
 
 def _serve_in_process(

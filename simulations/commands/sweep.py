@@ -27,7 +27,8 @@ from typing import Any
 
 from contract import strict_json
 from contract.figures import GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
-from simulations.commands.run import HelpFormatter, federation_args
+from simulations.commands.run import federation_args
+from simulations.helptext import HelpFormatter
 from simulations.sweep import (
     FIGURES,
     Group,

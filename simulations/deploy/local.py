@@ -258,9 +258,10 @@ class LocalDeployment:
             time.sleep(1.0)
 
     def run(self, run_config: Mapping[str, object], stream: bool = False) -> int:
-        """``flwr run`` from the operator's seat; logs to ``operator/run.log`` unless ``stream``."""
-        log = None if stream else self.operator_home / "run.log"
-        return operator_run(self.operator_home, run_config, self.operator_prefix, log)
+        """``flwr run`` from the operator's seat; logs to ``operator/run.log``, and to the terminal with ``stream``."""
+        return operator_run(
+            self.operator_home, run_config, self.operator_prefix, self.operator_home / "run.log", stream
+        )
 
     def run_log(self) -> str:
         path = self.operator_home / "run.log"

@@ -10,6 +10,7 @@ that started it, ``kill -9`` included.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -154,14 +155,22 @@ def flwr_run_command(flwr_home: Path, app: Path, run_config: Mapping[str, object
 
 
 def operator_run(
-    flwr_home: Path, run_config: Mapping[str, object], prefix: Sequence[str] = (), log_file: Path | None = None
+    flwr_home: Path,
+    run_config: Mapping[str, object],
+    prefix: Sequence[str] = (),
+    log_file: Path | None = None,
+    echo: bool = False,
 ) -> int:
-    """``flwr run`` of the Stamen app from the operator's seat ``prefix``; logs to ``log_file`` or the terminal."""
+    """``flwr run`` of the Stamen app from the operator's seat ``prefix``: its log into ``log_file`` and,
+    with ``echo`` or without ``log_file``, to the terminal; without colour codes (:mod:`simulations.relay`)."""
+    from simulations.relay import relayed_call
+
     command = [*prefix, *flwr_run_command(flwr_home, stage_app(flwr_home), run_config)]
-    if log_file is None:
-        return lifetime.call(command, env=flower_environment(flwr_home))
-    with open(log_file, "w") as log:
-        return lifetime.call(command, env=flower_environment(flwr_home), stdout=log, stderr=subprocess.STDOUT)
+    with contextlib.ExitStack() as files:
+        sinks = [files.enter_context(open(log_file, "w"))] if log_file is not None else []
+        if echo or log_file is None:
+            sinks.append(sys.stdout)
+        return relayed_call(command, sinks, env=flower_environment(flwr_home))
 
 
 def listening(host: str, port: int) -> bool:
@@ -218,7 +227,10 @@ class Service:
             time.sleep(0.2)
 
     def log_tail(self, chars: int = 2000) -> str:
-        return self.log_file.read_text(errors="replace")[-chars:] if self.log_file.exists() else ""
+        """The end of the process's log as Stamen shows it: without colour codes (:mod:`simulations.relay`)."""
+        from server.runlog import strip_ansi
+
+        return strip_ansi(self.log_file.read_text(errors="replace"))[-chars:] if self.log_file.exists() else ""
 
     def kill(self) -> None:
         """Kill at once, as a crash or a pulled cable would (SIGKILL to every process of its tree)."""

@@ -61,7 +61,7 @@ def test_a_private_run_stays_below_its_accountant():
 def test_the_command_writes_its_table_and_json_and_refuses_bad_input(tmp_path, capsys):
     output = tmp_path / "audit.json"
     argv = ["audit", "privacy", "--csbm-nodes", "600", "--rounds", "2", "--canaries-per-client", "20"]
-    argv += ["--dp-sgd-epsilons", "4", "--client-dp-epsilons", "4", "--output", str(output)]
+    argv += ["--dp-sgd-epsilons", "4", "--client-dp-epsilons", "4", "--out", str(output)]
     assert main(argv) == 0
     report = json.loads(output.read_text())
     assert [r["privacy"] for r in report["results"]] == ["none", "dp-sgd", "client-dp"]

@@ -1,0 +1,150 @@
+"""Live tracking (server/tracking.py): TensorBoard events on disk each round while the run goes, an
+MLflow run read back from its store, resume continuing it, and no number changed by tracking."""
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from contract.figures import ROW_TIMINGS
+from contract.tracking import missing_tracker, trackers, translate_retired
+from server import tracking
+from simulations.cli import main as stamen
+
+TIMING_FREE = {"round", "clients", "per_client", "devices", "failed_clients", "final_eval_failed_clients"}
+
+
+def _scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of the event files in ``folder`` as on disk now, read record by record (TFRecord framing)."""
+    from tensorboardX.proto import event_pb2
+
+    found: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        data, offset = path.read_bytes(), 0
+        while offset + 12 <= len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                found.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return found
+
+
+def _run(tmp_path: Path, name: str, extra: str = "", rounds: int = 3) -> list[dict]:
+    config = f"num-server-rounds={rounds} csbm-nodes=300 seed=1 output-dir='{tmp_path}' run-name='{name}' {extra}"
+    assert stamen(["run", "--engine", "inprocess", "--quiet", "--clients", "3", "-c", config]) == 0
+    return [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+
+
+def _figures_only(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k not in ROW_TIMINGS} for row in rows]
+
+
+def test_tensorboard_events_hold_each_round_while_the_run_goes(tmp_path, monkeypatch):
+    seen: list[tuple[int, list[int]]] = []  # (round just recorded, steps of global_test_acc on disk then)
+    record = tracking.TensorBoardTracker.record
+
+    def record_and_read(self, row):
+        record(self, row)
+        on_disk = _scalars(tmp_path / "tb").get("metrics/global_test_acc", [])
+        seen.append((row["round"], [step for step, _ in on_disk]))
+
+    monkeypatch.setattr(tracking.TensorBoardTracker, "record", record_and_read)
+    rows = _run(tmp_path, "tb", "tracking='tensorboard'")
+    # each round's figures were in the file when the next round began
+    assert seen and all(steps and steps[-1] == recorded for recorded, steps in seen)
+    found = _scalars(tmp_path / "tb")
+    expected = [(r["round"], r["global_test_acc"]) for r in rows if "global_test_acc" in r]
+    assert [step for step, _ in found["metrics/global_test_acc"]] == [step for step, _ in expected]
+    assert [v for _, v in found["metrics/global_test_acc"]] == pytest.approx([v for _, v in expected], abs=1e-6)
+    client_0 = [
+        (r["round"], r["per_client"]["0"]["test_acc"])
+        for r in rows
+        if "test_acc" in r.get("per_client", {}).get("0", {})
+    ]
+    assert client_0 and [s for s, _ in found["metrics/client_0/test_acc"]] == [s for s, _ in client_0]
+    assert [v for _, v in found["metrics/client_0/test_acc"]] == pytest.approx([v for _, v in client_0], abs=1e-6)
+    # timings apart from the figures: every wall time under timings/, none under metrics/
+    row_timings = {k for r in rows for k in r if "seconds" in k}
+    assert row_timings and row_timings <= set(ROW_TIMINGS)
+    assert {tag.split("/", 1)[1] for tag in found if tag.startswith("timings/")} == row_timings
+    assert not [tag for tag in found if tag.startswith("metrics/") and "seconds" in tag]
+    assert set(found) <= {f"metrics/{k}" for r in rows for k in r} | {f"timings/{k}" for k in ROW_TIMINGS} | {
+        f"metrics/client_{pid}/{k}" for pid in range(3) for k in tracking.CLIENT_FIGURES
+    }
+    # tracking changes no number: the same run without it has the same figures
+    assert _figures_only(_run(tmp_path, "plain")) == _figures_only(rows)
+
+
+def test_mlflow_run_read_back_and_continued_on_resume(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow", reason="tracking='mlflow' needs mlflow: pip install 'stamen[mlflow]'")
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    rows = _run(tmp_path, "ml", "tracking='mlflow'", rounds=2)
+    run_dir = tmp_path / "ml"
+    status = json.loads((run_dir / "status.json").read_text())
+    assert status["mlflow_tracking_uri"] == f"sqlite:///{run_dir / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=status["mlflow_tracking_uri"])
+    run = client.get_run(status["mlflow_run_id"])
+    assert run.info.status == "FINISHED" and run.info.run_name == "ml"
+    assert run.data.params["num-server-rounds"] == "2" and run.data.params["csbm-nodes"] == "300"
+    history = client.get_metric_history(run.info.run_id, "global_test_acc")
+    expected = [(r["round"], r["global_test_acc"]) for r in rows if "global_test_acc" in r]
+    assert [m.step for m in history] == [step for step, _ in expected]
+    assert [m.value for m in history] == pytest.approx([value for _, value in expected])
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "timings/seconds")] == [1, 2]
+    assert "seconds" not in run.data.metrics
+    # resumed: the same MLflow run goes on to round 3
+    config = f"num-server-rounds=3 csbm-nodes=300 seed=1 tracking='mlflow' resume-from='{run_dir}'"
+    assert stamen(["run", "--engine", "inprocess", "--quiet", "--clients", "3", "-c", config]) == 0
+    again = json.loads((run_dir / "status.json").read_text())
+    assert again["mlflow_run_id"] == status["mlflow_run_id"]
+    resumed = client.get_run(status["mlflow_run_id"])
+    assert resumed.info.status == "FINISHED" and resumed.data.tags["stamen.resumed.num-server-rounds"] == "3"
+    steps = {m.step for m in client.get_metric_history(run.info.run_id, "global_test_acc")}
+    assert steps == {0, 1, 2, 3}
+
+
+def test_tracking_names_are_checked_in_one_line():
+    assert trackers("none") == () and trackers("") == ()
+    assert trackers("mlflow, tensorboard") == ("mlflow", "tensorboard")
+    with pytest.raises(ValueError, match="'tensorbord' is no tracker; did you mean 'tensorboard'"):
+        trackers("tensorbord")
+    with pytest.raises(ValueError, match="names a tracker twice"):
+        trackers("mlflow,mlflow")
+    assert translate_retired({"tensorboard": True}) == {"tracking": "tensorboard"}
+    assert translate_retired({"tensorboard": False, "lr": 0.1}) == {"lr": 0.1}
+    assert translate_retired({"tensorboard": True, "tracking": "mlflow"}) == {"tracking": "mlflow,tensorboard"}
+
+
+def test_a_missing_tracker_package_is_named_before_any_work(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else find_spec(name, *a))
+    assert missing_tracker("tensorboard,mlflow") == (
+        "tracking='tensorboard,mlflow': mlflow needs mlflow: pip install 'stamen[mlflow]'"
+    )
+    config = f"output-dir='{tmp_path}' tracking='mlflow'"
+    assert stamen(["run", "--engine", "inprocess", "--quiet", "-c", config]) == 2
+    assert "pip install 'stamen[mlflow]'" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_resumed_run_purges_the_tensorboard_steps_it_runs_again(tmp_path):
+    from tensorboardX.proto import event_pb2
+
+    _run(tmp_path, "tbr", "tracking='tensorboard'", rounds=2)
+    config = f"num-server-rounds=3 csbm-nodes=300 seed=1 tracking='tensorboard' resume-from='{tmp_path / 'tbr'}'"
+    assert stamen(["run", "--engine", "inprocess", "--quiet", "--clients", "3", "-c", config]) == 0
+    first, second = sorted((tmp_path / "tbr").glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime)
+    data = second.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    (purge_length,) = struct.unpack("<Q", data[12 + length + 4 : 12 + length + 4 + 8])
+    start = 12 + length + 4 + 12
+    purge = event_pb2.Event.FromString(data[start : start + purge_length])
+    assert purge.step == 2 and purge.file_version == "brain.Event:2"  # resumed from round 2's checkpoint
+    steps = [step for step, _ in _scalars(tmp_path / "tbr")["metrics/global_test_acc"]]
+    assert steps[-1] == 3 and steps.count(3) == 1
