@@ -29,6 +29,8 @@ CLIENT_DP_EPSILON = "client_dp_epsilon"
 # What a sweep and the benches report of a run (the headline accuracy, see module docstring).
 FINAL_TEST_ACC = "final_test_acc"  # at the last round
 TEST_ACC_AT_BEST_VAL = "test_acc_at_best_val"  # at the round of best validation accuracy
+# What `stamen tune` maximises: the headline validation accuracy at the round of best validation accuracy
+BEST_VAL_ACC = "best_val_acc"
 
 SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     (GLOBAL_TEST_ACC, "global test accuracy"),
