@@ -31,6 +31,7 @@ FINAL_TEST_ACC = "final_test_acc"  # at the last round
 TEST_ACC_AT_BEST_VAL = "test_acc_at_best_val"  # at the round of best validation accuracy
 # What `stamen tune` maximises: the headline validation accuracy at the round of best validation accuracy
 BEST_VAL_ACC = "best_val_acc"
+FINAL_VAL_ACC = "final_val_acc"  # beside it: a config that peaks and then diverges shows here
 
 SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     (GLOBAL_TEST_ACC, "global test accuracy"),

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.figures import BEST_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
+from contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
 from simulations.tune_space import Dimension
 
 STUDY_FILE = "study.db"
@@ -116,6 +116,7 @@ class TrialRecord:
     best_val_acc: float | None
     best_round: int | None
     test_acc_at_best_val: float | None
+    final_val_acc: float | None
     rounds: int
     run_dir: str
     error: str = ""
@@ -126,6 +127,7 @@ class TrialRecord:
         record["outcome"] = self.outcome.value
         record[BEST_VAL_ACC] = record.pop("best_val_acc")
         record[TEST_ACC_AT_BEST_VAL] = record.pop("test_acc_at_best_val")
+        record[FINAL_VAL_ACC] = record.pop("final_val_acc")
         return record
 
 
@@ -326,6 +328,7 @@ def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) ->
     value = headline(summary.get("best", {}), "val")
     trial.set_user_attr("best_round", summary.get("best_round"))
     trial.set_user_attr(TEST_ACC_AT_BEST_VAL, headline(summary.get("best", {})))
+    trial.set_user_attr(FINAL_VAL_ACC, headline(summary.get("final", {}), "val"))
     if value is None or not math.isfinite(value):
         trial.set_user_attr("outcome", TrialOutcome.FAILED.value)
         trial.set_user_attr("error", "the run recorded no finite validation accuracy")
@@ -374,6 +377,7 @@ def records(study: Any) -> list[TrialRecord]:
                 best_val_acc=trial.value if trial.value is not None else (max(steps.values()) if steps else None),
                 best_round=trial.user_attrs.get("best_round"),
                 test_acc_at_best_val=trial.user_attrs.get(TEST_ACC_AT_BEST_VAL),
+                final_val_acc=trial.user_attrs.get(FINAL_VAL_ACC),
                 rounds=max(steps, default=0),
                 run_dir=trial.user_attrs.get("run_dir", ""),
                 error=trial.user_attrs.get("error", ""),

@@ -4,7 +4,8 @@ Written after every trial (atomically: a reader sees the last whole table), from
 own records (:func:`simulations.tune.records`): every trial with its values, how it ended
 (complete, pruned, failed, interrupted), its objective ``best_val_acc`` (the validation
 accuracy at its best round; for a pruned or failed trial the best of the rounds it ran),
-``test_acc_at_best_val`` beside it (never used to select) and its run folder. The plot shows
+``test_acc_at_best_val`` beside it (never used to select), ``final_val_acc`` (a config that peaks
+and then diverges shows there) and its run folder. The plot shows
 each trial's objective and the best completed one so far, against the trial number.
 """
 
@@ -16,7 +17,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contract.figures import BEST_VAL_ACC, TEST_ACC_AT_BEST_VAL
+from contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 
 if TYPE_CHECKING:
     from simulations.tune import TrialRecord, TuneResult, TuneSpec
@@ -40,11 +41,13 @@ def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> Non
     keys = [item.key for item in spec.space]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["trial", "outcome", *keys, BEST_VAL_ACC, "best_round", TEST_ACC_AT_BEST_VAL, "rounds", "run_dir"])
+    header = [BEST_VAL_ACC, "best_round", TEST_ACC_AT_BEST_VAL, FINAL_VAL_ACC, "rounds", "run_dir"]
+    writer.writerow(["trial", "outcome", *keys, *header])
     for trial in found:
         writer.writerow(
             [trial.number, trial.outcome.value, *[trial.params.get(key, "") for key in keys]]
             + [_cell(trial.best_val_acc), _cell(trial.best_round), _cell(trial.test_acc_at_best_val)]
+            + [_cell(trial.final_val_acc)]
             + [trial.rounds, trial.run_dir]
         )
     atomic_write(folder / "tune.csv", buffer.getvalue())
@@ -98,18 +101,23 @@ def print_table(result: TuneResult, spec: TuneSpec) -> None:
 
     keys = [item.key for item in spec.space]
     table = Table(title=f"study {result.folder.name}: the best {len(result.top)} of {len(result.trials)} trials")
-    for column in ("rank", "trial", *keys, "val acc (best round)", "best round", "test acc there"):
+    for column in ("rank", "trial", *keys, "val acc (best round)", "best round", "test acc there", "final val acc"):
         table.add_column(column, justify="left" if column in keys else "right", overflow="fold")
     for rank, trial in enumerate(result.top, 1):
         values = [_value(trial.params.get(key)) for key in keys]
-        test = "-" if trial.test_acc_at_best_val is None else f"{trial.test_acc_at_best_val:.4f}"
-        table.add_row(str(rank), str(trial.number), *values, f"{trial.best_val_acc:.4f}", str(trial.best_round), test)
+        test, final = (_figure(value) for value in (trial.test_acc_at_best_val, trial.final_val_acc))
+        best = f"{trial.best_val_acc:.4f}"
+        table.add_row(str(rank), str(trial.number), *values, best, str(trial.best_round), test, final)
     console = output_console()
     console.print(table)
     counts = Counter(trial.outcome.value for trial in result.trials)
     console.print(", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "no trials", highlight=False)
     files = ", ".join(str(result.folder / name) for name in ("tune.json", "tune.csv", "tune.png"))
     console.print(f"outputs: {files}", highlight=False)
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _value(value: object) -> str:
