@@ -122,13 +122,8 @@ class TrialRecord:
     error: str = ""
 
     def row(self) -> dict[str, Any]:
-        """As in ``tune.json`` (the objective under its declared name)."""
-        record = asdict(self)
-        record["outcome"] = self.outcome.value
-        record[BEST_VAL_ACC] = record.pop("best_val_acc")
-        record[TEST_ACC_AT_BEST_VAL] = record.pop("test_acc_at_best_val")
-        record[FINAL_VAL_ACC] = record.pop("final_val_acc")
-        return record
+        """As in ``tune.json``: the figures' field names are their declared names (a test keeps them so)."""
+        return {**asdict(self), "outcome": self.outcome.value}
 
 
 @dataclass(frozen=True)
@@ -216,10 +211,10 @@ def _probe(spec: TuneSpec, folder: Path) -> None:
 
 
 def _items(spec: TuneSpec, folder: Path, run_name: str, params: dict[str, Any]) -> list[str]:
-    from stamen.config import override_item
+    from simulations.sweep import toml_value
 
     own = {"output-dir": str(folder), "run-name": run_name, **params}
-    return [*spec.run_config, override_item(own)]
+    return [*spec.run_config, " ".join(f"{key}={toml_value(value)}" for key, value in own.items())]
 
 
 def _optuna() -> Any:
@@ -295,9 +290,9 @@ def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) ->
 def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) -> str:
     """Run ``trial`` and tell the study how it ended; returns a few words saying so."""
     from server.loop import RunPruned
+    from server.rundir import RunDirectory
     from simulations.commands.run import launch
     from simulations.errors import RunFailed, RunInterrupted, one_line
-    from stamen.runs import load
 
     run_name = f"trial-{trial.number:04d}"
     trial.set_user_attr("run_dir", str(folder / run_name))
@@ -324,7 +319,7 @@ def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) ->
             f"interrupted; the study in {folder} keeps its {done} finished trial(s) (trial {trial.number}'s run "
             "is marked interrupted and will be run again): give the same command to go on"
         ) from None
-    summary = load(launched.run_dir).summary
+    summary = RunDirectory(launched.run_dir).summary()
     value = headline(summary.get("best", {}), "val")
     trial.set_user_attr("best_round", summary.get("best_round"))
     trial.set_user_attr(TEST_ACC_AT_BEST_VAL, headline(summary.get("best", {})))

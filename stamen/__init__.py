@@ -7,6 +7,7 @@
     stamen.load(run.dir).to_pandas()
     stamen.sweep(grid={"lr": [0.01, 0.05]}, seeds=[0, 1], num_server_rounds=20).rows
     stamen.unlearn(run, "class:1", methods=["wash"])[0].result["mean"]
+    stamen.tune(space={"lr": "log:1e-3..1e-1"}, trials=20, name="lr", num_server_rounds=20).best_params
 
 See docs/api.md. Bad input is a ``ValueError`` whose message is the line the command prints.
 """
@@ -15,6 +16,20 @@ from server.rundir import RunStatus
 from simulations.errors import RunFailed, RunInterrupted
 from stamen.runs import Run, load, run
 from stamen.sweeps import Sweep, sweep
+from stamen.tuning import Tuned, tune
 from stamen.unlearning import Unlearned, unlearn
 
-__all__ = ["Run", "RunFailed", "RunInterrupted", "RunStatus", "Sweep", "Unlearned", "load", "run", "sweep", "unlearn"]
+__all__ = [
+    "Run",
+    "RunFailed",
+    "RunInterrupted",
+    "RunStatus",
+    "Sweep",
+    "Tuned",
+    "Unlearned",
+    "load",
+    "run",
+    "sweep",
+    "tune",
+    "unlearn",
+]
