@@ -34,7 +34,6 @@ is refused, in one line.
 from __future__ import annotations
 
 import enum
-import json
 import math
 import time
 from collections.abc import Callable
@@ -49,7 +48,6 @@ STUDY_FILE = "study.db"
 STUDY_NAME = "stamen"
 DEFAULT_OUT = "tunes"
 SETTING_ATTR = "stamen_setting"
-TUNE_FILES = (STUDY_FILE, "tune.json", "tune.csv", "tune.png")
 
 
 class TrialOutcome(enum.StrEnum):
@@ -240,7 +238,7 @@ def _open(optuna: Any, spec: TuneSpec, folder: Path) -> Any:
     elif recorded != setting:
         changed = next(key for key in setting if recorded.get(key) != setting[key])
         raise ValueError(
-            f"{folder} is a study with another {changed} ({json.dumps(recorded.get(changed))}); give the same to "
+            f"{folder} is a study with another {changed} ({recorded.get(changed)!r}); give the same to "
             "resume it, or another --name"
         )
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
