@@ -86,6 +86,16 @@ ATTACKS = {
     "gaussian": "send global + N(0, attack-std^2) per weight, whatever was learnt",
 }
 
+# The server step eta and adaptivity tau of each FedOpt algorithm where fedopt-eta / fedopt-tau are 0 (their
+# defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3) made FedAdam and FedYogi diverge
+# on Cora and csbm; `stamen tune` found tau 0.1 (and FedYogi eta 0.1) stable and better on both, and Flower's own
+# best for FedAdagrad (benchmarks/tuning.md).
+FEDOPT_DEFAULTS: dict[str, tuple[float, float]] = {
+    "fedadam": (0.1, 0.1),
+    "fedyogi": (0.1, 0.1),
+    "fedadagrad": (0.1, 1e-3),
+}
+
 TRAINING = Section("training", "what to train, for how long")
 DATA = Section("data", "the graph, its partition into clients, the splits")
 SETTINGS = Section("settings", "evaluation settings of local generalization (graphs/settings.py)")
@@ -205,11 +215,16 @@ class RunConfig:
     )
     # Flower's strategies as algorithms, and attacks on them (server/fedopt.py, median.py, krum.py; client/attacks.py)
     fedopt_eta: float = FEDOPT.key(
-        0.0, "server step eta; 0: Flower's default (0.1 FedAdam, FedAdagrad; 0.01 FedYogi)", bound=ge(0)
+        0.0, "server step eta; 0: the algorithm's default (0.1 for each: FEDOPT_DEFAULTS)", bound=ge(0)
     )
     fedopt_beta_1: float = FEDOPT.key(0.9, "first-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
     fedopt_beta_2: float = FEDOPT.key(0.99, "second-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
-    fedopt_tau: float = FEDOPT.key(1e-3, "adaptivity tau added to the root of the second moment", bound=gt(0))
+    fedopt_tau: float = FEDOPT.key(
+        0.0,
+        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.1 FedAdam, FedYogi; "
+        "0.001 FedAdagrad: FEDOPT_DEFAULTS)",
+        bound=ge(0),
+    )
     trimmed_beta: float = ROBUST.key(
         0.2, "fedtrimmedavg: share of clients dropped at each end, per coordinate", bound=within(0, 0.5, "[)")
     )
@@ -364,6 +379,12 @@ class RunConfig:
             missing_classes=self.missing_classes,
             dataset_options=options,
         )
+
+    def fedopt_step(self) -> tuple[float, float]:
+        """``(eta, tau)`` of a FedOpt algorithm: ``fedopt-eta`` and ``fedopt-tau`` where given (> 0), else the
+        algorithm's :data:`FEDOPT_DEFAULTS`."""
+        eta, tau = FEDOPT_DEFAULTS.get(self.algorithm, FEDOPT_DEFAULTS["fedadagrad"])
+        return (self.fedopt_eta or eta, self.fedopt_tau or tau)
 
     def budgets(self) -> list[int]:
         """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
