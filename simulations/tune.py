@@ -24,7 +24,9 @@ Seeds and resuming. The sampler of the trial that is the :math:`k`-th to count i
 ``TPESampler(seed=s_k)``, :math:`s_k` drawn from ``SeedSequence([sampler_seed, k])``: its values
 depend on the seed, :math:`k` and the trials before it only, so the same command gives the same
 trials, and a study resumed with ``--trials N`` (N in all) gives those an uninterrupted one
-would. A trial counts when it completed, was pruned or failed (e.g. training diverged: its
+would. A trial whose values equal a completed or failed trial's is told that trial's result and
+marked ``repeat_of`` (same config and seed, same numbers: TPE over ``cat`` values proposes repeats).
+A trial counts when it completed, was pruned or failed (e.g. training diverged: its
 values stay out of the model's choices); one stopped by Ctrl-C (or a kill, found ``running`` when
 the study is opened again) does not count and is run again. The study's setting (space,
 run config, clients, sampler and pruner) is recorded in the study: resuming it with another
@@ -118,6 +120,7 @@ class TrialRecord:
     rounds: int
     run_dir: str
     error: str = ""
+    repeat_of: int | None = None  # the earlier trial of the same values, whose result this is (not run again)
 
     def row(self) -> dict[str, Any]:
         """As in ``tune.json``: the figures' field names are their declared names (a test keeps them so)."""
@@ -271,7 +274,8 @@ def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) ->
         while counted < spec.trials:
             study.sampler = _sampler(optuna, spec, counted)
             trial = study.ask(distributions)
-            outcome = _trial(optuna, study, trial, spec, folder)
+            earlier = _same_values(study, trial)
+            outcome = _trial(optuna, study, trial, spec, folder) if earlier is None else _repeat(study, trial, earlier)
             counted += 1
             write_outputs(folder, spec, records(study))
             if show:
@@ -332,6 +336,30 @@ def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) ->
     return f"{BEST_VAL_ACC} {value:.4f} (round {summary.get('best_round')})"
 
 
+def _same_values(study: Any, trial: Any) -> Any:
+    """The first completed or failed trial with ``trial``'s values (a pruned one was stopped by the pruner's view
+    of its time, so its values run again), or None."""
+    for earlier in study.get_trials(deepcopy=False):
+        outcome = earlier.user_attrs.get("outcome")
+        if outcome in (TrialOutcome.COMPLETE, TrialOutcome.FAILED) and earlier.number != trial.number:
+            if earlier.params == trial.params and "repeat_of" not in earlier.user_attrs:
+                return earlier
+    return None
+
+
+def _repeat(study: Any, trial: Any, earlier: Any) -> str:
+    """``trial`` has ``earlier``'s values: the same config and seed give the same numbers (on every engine, every
+    time), so it is told ``earlier``'s result and marked ``repeat_of`` instead of training the same run again."""
+    for step, value in sorted(earlier.intermediate_values.items()):
+        trial.report(value, step)
+    for key, value in earlier.user_attrs.items():
+        trial.set_user_attr(key, value)
+    trial.set_user_attr("repeat_of", earlier.number)
+    state = earlier.state if earlier.value is None else None
+    study.tell(trial, earlier.value, state=state)
+    return f"same values as trial {earlier.number}: its result, not run again"
+
+
 def _observer(optuna: Any, trial: Any, spec: TuneSpec) -> Callable[[dict], None]:
     """Each round's headline validation accuracy reported to ``trial``; the pruner may end the run there."""
     from server.loop import RunPruned
@@ -374,14 +402,17 @@ def records(study: Any) -> list[TrialRecord]:
                 rounds=max(steps, default=0),
                 run_dir=trial.user_attrs.get("run_dir", ""),
                 error=trial.user_attrs.get("error", ""),
+                repeat_of=trial.user_attrs.get("repeat_of"),
             )
         )
     return found
 
 
 def top_trials(found: list[TrialRecord], k: int) -> list[TrialRecord]:
-    """The ``k`` completed trials of highest objective (ties: the earlier trial first)."""
-    complete = [r for r in found if r.outcome is TrialOutcome.COMPLETE and r.best_val_acc is not None]
+    """The ``k`` completed trials of highest objective (ties: the earlier trial first), each config once."""
+    complete = [
+        r for r in found if r.outcome is TrialOutcome.COMPLETE and r.best_val_acc is not None and r.repeat_of is None
+    ]
     return sorted(complete, key=lambda r: (-r.best_val_acc, r.number))[:k]  # type: ignore[operator]
 
 

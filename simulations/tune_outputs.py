@@ -41,14 +41,14 @@ def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> Non
     keys = [item.key for item in spec.space]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    header = [BEST_VAL_ACC, "best_round", TEST_ACC_AT_BEST_VAL, FINAL_VAL_ACC, "rounds", "run_dir"]
+    header = [BEST_VAL_ACC, "best_round", TEST_ACC_AT_BEST_VAL, FINAL_VAL_ACC, "rounds", "run_dir", "repeat_of"]
     writer.writerow(["trial", "outcome", *keys, *header])
     for trial in found:
         writer.writerow(
             [trial.number, trial.outcome.value, *[trial.params.get(key, "") for key in keys]]
             + [_cell(trial.best_val_acc), _cell(trial.best_round), _cell(trial.test_acc_at_best_val)]
             + [_cell(trial.final_val_acc)]
-            + [trial.rounds, trial.run_dir]
+            + [trial.rounds, trial.run_dir, _cell(trial.repeat_of)]
         )
     atomic_write(folder / "tune.csv", buffer.getvalue())
     _plot(folder, found)

@@ -149,3 +149,18 @@ def test_ctrl_c_keeps_finished_trials_and_the_interrupted_one_runs_again(tmp_pat
     rows = _rows(tmp_path / "c")
     assert [row["outcome"] for row in rows] == ["complete", "interrupted", "complete"]
     assert (rows[2]["lr"], rows[2]["partitioner"]) == (rows[1]["lr"], rows[1]["partitioner"])  # as if never stopped
+
+
+def test_values_already_tried_are_told_their_result_not_run_again(tmp_path, capsys):
+    args = ["tune", "--name", "r", "--out", str(tmp_path), "--trials", "3", "--startup", "1", *SMALL,
+            "--space", "partitioner=cat:louvain,label-dirichlet"]  # fmt: skip
+    assert stamen(args) == 0  # 3 trials over 2 values: at least one repeat
+    rows = _rows(tmp_path / "r")
+    repeats = [row for row in rows if row["repeat_of"]]
+    assert repeats and "not run again" in capsys.readouterr().out
+    for row in repeats:
+        earlier = rows[int(row["repeat_of"])]
+        assert row["partitioner"] == earlier["partitioner"] and row[BEST_VAL_ACC] == earlier[BEST_VAL_ACC]
+        assert row["run_dir"] == earlier["run_dir"] and not (tmp_path / "r" / f"trial-{int(row['trial']):04d}").exists()
+    record = json.loads((tmp_path / "r" / "tune.json").read_text())
+    assert len(record["top"]) == len({row["partitioner"] for row in rows})  # each config once in the table
