@@ -87,9 +87,9 @@ ATTACKS = {
 }
 
 # The server step eta and adaptivity tau of each FedOpt algorithm where fedopt-eta / fedopt-tau are 0 (their
-# defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3) made FedAdam and FedYogi diverge
-# on Cora and csbm; `stamen tune` found tau 0.1 (and FedYogi eta 0.1) stable and better on both, and Flower's own
-# best for FedAdagrad (benchmarks/tuning.md).
+# defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3) made FedAdam diverge on Cora and
+# csbm and FedYogi on Cora; `stamen tune` found tau 0.1 (and FedYogi eta 0.1) stable, and Flower's own best for
+# FedAdagrad (benchmarks/tuning.md).
 FEDOPT_DEFAULTS: dict[str, tuple[float, float]] = {
     "fedadam": (0.1, 0.1),
     "fedyogi": (0.1, 0.1),
@@ -168,10 +168,12 @@ class RunConfig:
         "global model only, on an algorithm that aggregates",
     )
     device: str = LOCAL.key("auto", "auto: a visible GPU, else the CPU", form=DEVICE)
+    # FedAvgM's defaults as tuned by `stamen tune` on Cora and csbm (benchmarks/tuning.md): Hsu et al.'s 0.9 with a
+    # server learning rate of 1 (an effective step of 10 averaged updates) diverged on both
     server_momentum: float = FEDAVGM.key(
-        0.9, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
+        0.7, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
     )
-    server_learning_rate: float = FEDAVGM.key(1.0, "server learning rate on the averaged update", bound=gt(0))
+    server_learning_rate: float = FEDAVGM.key(0.3, "server learning rate on the averaged update", bound=gt(0))
     fedlog_lr: float = FEDLOG.key(0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0))
     fedlog_hidden: int = FEDLOG.key(128, "GraphSAGE hidden width", bound=ge(1))
     fedlog_embedding: int = FEDLOG.key(64, "embedding width", bound=ge(1))

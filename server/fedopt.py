@@ -23,10 +23,10 @@ bias-corrected :math:`\eta_t = \eta \sqrt{1 - \beta_2^{t+1}} / (1 - \beta_1^{t+1
 Stamen keeps Flower 1.42's :math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.99`; ``fedopt-eta`` and
 ``fedopt-tau`` 0 (their defaults) stand for the algorithm's own :math:`\eta, \tau`
 (:data:`contract.run_config.FEDOPT_DEFAULTS`). Flower's (:math:`\eta` 0.1 for FedAdam and
-FedAdagrad, 0.01 for FedYogi; :math:`\tau = 10^{-3}`) made FedAdam and FedYogi diverge on Cora
-and csbm: with a small :math:`\tau` a coordinate whose updates are small moves by about
+FedAdagrad, 0.01 for FedYogi; :math:`\tau = 10^{-3}`) made FedAdam diverge on Cora and csbm
+and FedYogi on Cora: with a small :math:`\tau` a coordinate whose updates are small moves by about
 :math:`\eta` each round, far more than its clients' own step. ``stamen tune`` found
-:math:`\tau = 0.1` (and :math:`\eta = 0.1` for FedYogi) stable and better on both, and Flower's
+:math:`\tau = 0.1` (and :math:`\eta = 0.1` for FedYogi) stable, and Flower's
 own settings best for FedAdagrad (benchmarks/tuning.md). Flower's
 ``eta_l`` (the clients' learning rate) is stored by Flower's strategies but never read by
 them; Stamen's clients step with ``lr`` (Adam), so there is no second key for it.
