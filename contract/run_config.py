@@ -88,11 +88,11 @@ ATTACKS = {
 
 # The server step eta and adaptivity tau of each FedOpt algorithm where fedopt-eta / fedopt-tau are 0 (their
 # defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3) made FedAdam diverge on Cora and
-# csbm and FedYogi on Cora; `stamen tune` found tau 0.1 (and FedYogi eta 0.1) stable, and Flower's own best for
-# FedAdagrad (benchmarks/tuning.md).
+# csbm; `stamen tune` found FedAdam's tau 0.1 stable and better on both (benchmarks/tuning.md). FedYogi (which
+# diverges on Cora only; eta 0.1, tau 0.1 there) and FedAdagrad keep Flower's: nothing tried was better on both.
 FEDOPT_DEFAULTS: dict[str, tuple[float, float]] = {
     "fedadam": (0.1, 0.1),
-    "fedyogi": (0.1, 0.1),
+    "fedyogi": (0.01, 1e-3),
     "fedadagrad": (0.1, 1e-3),
 }
 
@@ -217,14 +217,14 @@ class RunConfig:
     )
     # Flower's strategies as algorithms, and attacks on them (server/fedopt.py, median.py, krum.py; client/attacks.py)
     fedopt_eta: float = FEDOPT.key(
-        0.0, "server step eta; 0: the algorithm's default (0.1 for each: FEDOPT_DEFAULTS)", bound=ge(0)
+        0.0, "server step eta; 0: the algorithm's default (0.1 FedAdam, FedAdagrad; 0.01 FedYogi)", bound=ge(0)
     )
     fedopt_beta_1: float = FEDOPT.key(0.9, "first-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
     fedopt_beta_2: float = FEDOPT.key(0.99, "second-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
     fedopt_tau: float = FEDOPT.key(
         0.0,
-        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.1 FedAdam, FedYogi; "
-        "0.001 FedAdagrad: FEDOPT_DEFAULTS)",
+        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.1 FedAdam; 0.001 "
+        "FedYogi, FedAdagrad)",
         bound=ge(0),
     )
     trimmed_beta: float = ROBUST.key(

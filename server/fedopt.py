@@ -25,9 +25,10 @@ Stamen keeps Flower 1.42's :math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.99`; ``fedo
 (:data:`contract.run_config.FEDOPT_DEFAULTS`). Flower's (:math:`\eta` 0.1 for FedAdam and
 FedAdagrad, 0.01 for FedYogi; :math:`\tau = 10^{-3}`) made FedAdam diverge on Cora and csbm
 and FedYogi on Cora: with a small :math:`\tau` a coordinate whose updates are small moves by about
-:math:`\eta` each round, far more than its clients' own step. ``stamen tune`` found
-:math:`\tau = 0.1` (and :math:`\eta = 0.1` for FedYogi) stable, and Flower's
-own settings best for FedAdagrad (benchmarks/tuning.md). Flower's
+:math:`\eta` each round, far more than its clients' own step. ``stamen tune`` found FedAdam's
+:math:`\tau = 0.1` stable and better on both, which FedAdam now takes; FedYogi's
+:math:`\eta = \tau = 0.1` ends Cora's divergence but is not better on csbm, and Flower's own settings
+were FedAdagrad's best, so those two keep Flower's (benchmarks/tuning.md). Flower's
 ``eta_l`` (the clients' learning rate) is stored by Flower's strategies but never read by
 them; Stamen's clients step with ``lr`` (Adam), so there is no second key for it.
 

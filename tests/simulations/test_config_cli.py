@@ -31,7 +31,7 @@ def test_one_key_in_full(capsys):
     assert main(["config", "server-momentum"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("server-momentum: ")
-    assert "default  0.9" in out and "a number in [0, 1)" in out and "read by  algorithm fedavgm" in out
+    assert "default  0.7" in out and "a number in [0, 1)" in out and "read by  algorithm fedavgm" in out
     assert main(["config", "privacy"]) == 0
     out = capsys.readouterr().out
     assert "dp-sgd" in out and "client-dp" in out and "DP-SGD with Opacus" in out
