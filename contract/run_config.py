@@ -88,10 +88,10 @@ ATTACKS = {
 
 # The server step eta and adaptivity tau of each FedOpt algorithm where fedopt-eta / fedopt-tau are 0 (their
 # defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3) made FedAdam diverge on Cora and
-# csbm; `stamen tune` found FedAdam's tau 0.1 stable and better on both (benchmarks/tuning.md). FedYogi (which
-# diverges on Cora only; eta 0.1, tau 0.1 there) and FedAdagrad keep Flower's: nothing tried was better on both.
+# csbm; `stamen tune` found FedAdam's eta 0.01, tau 0.01 stable and better on both (benchmarks/tuning.md). FedYogi
+# (which diverges on Cora only) and FedAdagrad keep Flower's: nothing tried was better on both.
 FEDOPT_DEFAULTS: dict[str, tuple[float, float]] = {
-    "fedadam": (0.1, 0.1),
+    "fedadam": (0.01, 0.01),
     "fedyogi": (0.01, 1e-3),
     "fedadagrad": (0.1, 1e-3),
 }
@@ -171,7 +171,7 @@ class RunConfig:
     # FedAvgM's defaults as tuned by `stamen tune` on Cora and csbm (benchmarks/tuning.md): Hsu et al.'s 0.9 with a
     # server learning rate of 1 (an effective step of 10 averaged updates) diverged on both
     server_momentum: float = FEDAVGM.key(
-        0.7, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
+        0.5, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
     )
     server_learning_rate: float = FEDAVGM.key(0.3, "server learning rate on the averaged update", bound=gt(0))
     fedlog_lr: float = FEDLOG.key(0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0))
@@ -217,13 +217,13 @@ class RunConfig:
     )
     # Flower's strategies as algorithms, and attacks on them (server/fedopt.py, median.py, krum.py; client/attacks.py)
     fedopt_eta: float = FEDOPT.key(
-        0.0, "server step eta; 0: the algorithm's default (0.1 FedAdam, FedAdagrad; 0.01 FedYogi)", bound=ge(0)
+        0.0, "server step eta; 0: the algorithm's default (0.01 FedAdam, FedYogi; 0.1 FedAdagrad)", bound=ge(0)
     )
     fedopt_beta_1: float = FEDOPT.key(0.9, "first-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
     fedopt_beta_2: float = FEDOPT.key(0.99, "second-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
     fedopt_tau: float = FEDOPT.key(
         0.0,
-        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.1 FedAdam; 0.001 "
+        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.01 FedAdam; 0.001 "
         "FedYogi, FedAdagrad)",
         bound=ge(0),
     )

@@ -26,7 +26,7 @@ Stamen keeps Flower 1.42's :math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.99`; ``fedo
 FedAdagrad, 0.01 for FedYogi; :math:`\tau = 10^{-3}`) made FedAdam diverge on Cora and csbm
 and FedYogi on Cora: with a small :math:`\tau` a coordinate whose updates are small moves by about
 :math:`\eta` each round, far more than its clients' own step. ``stamen tune`` found FedAdam's
-:math:`\tau = 0.1` stable and better on both, which FedAdam now takes; FedYogi's
+:math:`\eta = \tau = 0.01` stable and better on both, which FedAdam now takes; FedYogi's
 :math:`\eta = \tau = 0.1` ends Cora's divergence but is not better on csbm, and Flower's own settings
 were FedAdagrad's best, so those two keep Flower's (benchmarks/tuning.md). Flower's
 ``eta_l`` (the clients' learning rate) is stored by Flower's strategies but never read by
