@@ -31,7 +31,8 @@ class Tuned:
         dir: the study's folder (``study.db``, ``tune.json``, ``tune.csv``, ``tune.png``, a run folder per trial).
         trials: every trial, in order, as in ``tune.json``: ``number``, ``outcome`` (complete, pruned,
             failed, interrupted), ``params`` (the searched values), ``best_val_acc`` (the objective),
-            ``best_round``, ``test_acc_at_best_val``, ``final_val_acc``, ``rounds``, ``run_dir``, ``error``.
+            ``best_round``, ``test_acc_at_best_val``, ``final_val_acc``, ``rounds``, ``run_dir``, ``error``,
+            ``repeat_of`` (the earlier trial of the same values whose result this is, not run again).
         best: the completed trials of highest ``best_val_acc``, best first (``top`` of them).
     """
 
