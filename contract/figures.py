@@ -67,6 +67,10 @@ LINK_FIGURES: tuple[tuple[str, str], ...] = tuple(
     for metric, label in LINK_METRICS.items()
 )  # fmt: skip
 
+# What `stamen tune` maximises: the headline validation accuracy at the round of best validation accuracy
+BEST_VAL_ACC = "best_val_acc"
+FINAL_VAL_ACC = "final_val_acc"  # beside it: a config that peaks and then diverges shows here
+
 SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     (GLOBAL_TEST_ACC, "global test accuracy"),
     (GLOBAL_VAL_ACC, "global validation accuracy"),

@@ -89,6 +89,16 @@ ATTACKS = {
     "gaussian": "send global + N(0, attack-std^2) per weight, whatever was learnt",
 }
 
+# The server step eta and adaptivity tau of each FedOpt algorithm where fedopt-eta / fedopt-tau are 0 (their
+# defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3) made FedAdam diverge on Cora and
+# csbm; `stamen tune` found FedAdam's eta 0.01, tau 0.01 stable and better on both (benchmarks/tuning.md). FedYogi
+# (which diverges on Cora only) and FedAdagrad keep Flower's: nothing tried was better on both.
+FEDOPT_DEFAULTS: dict[str, tuple[float, float]] = {
+    "fedadam": (0.01, 0.01),
+    "fedyogi": (0.01, 1e-3),
+    "fedadagrad": (0.1, 1e-3),
+}
+
 TRAINING = Section("training", "what to train, for how long")
 DATA = Section("data", "the graph, its partition into clients, the splits")
 SETTINGS = Section("settings", "evaluation settings of local generalization (graphs/settings.py)")
@@ -167,10 +177,12 @@ class RunConfig:
         "global model only, on an algorithm that aggregates",
     )
     device: str = LOCAL.key("auto", "auto: a visible GPU, else the CPU", form=DEVICE)
+    # FedAvgM's defaults as tuned by `stamen tune` on Cora and csbm (benchmarks/tuning.md): Hsu et al.'s 0.9 with a
+    # server learning rate of 1 (an effective step of 10 averaged updates) diverged on both
     server_momentum: float = FEDAVGM.key(
-        0.9, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
+        0.5, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
     )
-    server_learning_rate: float = FEDAVGM.key(1.0, "server learning rate on the averaged update", bound=gt(0))
+    server_learning_rate: float = FEDAVGM.key(0.3, "server learning rate on the averaged update", bound=gt(0))
     fedlog_lr: float = FEDLOG.key(0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0))
     fedlog_hidden: int = FEDLOG.key(128, "GraphSAGE hidden width", bound=ge(1))
     fedlog_embedding: int = FEDLOG.key(64, "embedding width", bound=ge(1))
@@ -214,11 +226,16 @@ class RunConfig:
     )
     # Flower's strategies as algorithms, and attacks on them (server/fedopt.py, median.py, krum.py; client/attacks.py)
     fedopt_eta: float = FEDOPT.key(
-        0.0, "server step eta; 0: Flower's default (0.1 FedAdam, FedAdagrad; 0.01 FedYogi)", bound=ge(0)
+        0.0, "server step eta; 0: the algorithm's default (0.01 FedAdam, FedYogi; 0.1 FedAdagrad)", bound=ge(0)
     )
     fedopt_beta_1: float = FEDOPT.key(0.9, "first-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
     fedopt_beta_2: float = FEDOPT.key(0.99, "second-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
-    fedopt_tau: float = FEDOPT.key(1e-3, "adaptivity tau added to the root of the second moment", bound=gt(0))
+    fedopt_tau: float = FEDOPT.key(
+        0.0,
+        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.01 FedAdam; 0.001 "
+        "FedYogi, FedAdagrad)",
+        bound=ge(0),
+    )
     trimmed_beta: float = ROBUST.key(
         0.2, "fedtrimmedavg: share of clients dropped at each end, per coordinate", bound=within(0, 0.5, "[)")
     )
@@ -389,6 +406,12 @@ class RunConfig:
     def trackers(self) -> tuple[str, ...]:
         """``tracking`` as the trackers' names (empty: none)."""
         return trackers(self.tracking)
+
+    def fedopt_step(self) -> tuple[float, float]:
+        """``(eta, tau)`` of a FedOpt algorithm: ``fedopt-eta`` and ``fedopt-tau`` where given (> 0), else the
+        algorithm's :data:`FEDOPT_DEFAULTS`."""
+        eta, tau = FEDOPT_DEFAULTS.get(self.algorithm, FEDOPT_DEFAULTS["fedadagrad"])
+        return (self.fedopt_eta or eta, self.fedopt_tau or tau)
 
     def budgets(self) -> list[int]:
         """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import random
 import time
+from collections.abc import Callable
 from logging import ERROR, INFO
 
 from flwr.app import Context
@@ -28,7 +29,7 @@ from server.checkpoint import (
 )
 from server.divergence import DivergedError
 from server.driver import Driver, build_driver
-from server.loop import Row, TooFewClientsError
+from server.loop import Row, RunPruned, TooFewClientsError
 from server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from server.runlock import writer_of
 from server.runlog import run_log
@@ -67,7 +68,14 @@ def main(grid: Grid, context: Context) -> None:
     serve(grid, dict(context.run_config), flower_run_id=context.run_id, engine="flower")
 
 
-def serve(grid: Grid, values: dict | RunConfig, *, flower_run_id: int | None = None, engine: str = "flower") -> None:
+def serve(
+    grid: Grid,
+    values: dict | RunConfig,
+    *,
+    flower_run_id: int | None = None,
+    engine: str = "flower",
+    observe: Callable[[Row], None] | None = None,
+) -> None:
     """Check everything, then start (or reopen) the run directory, train, report.
 
     ``values`` is Flower's run config (checked here, once per run) or, in process, the
@@ -82,6 +90,9 @@ def serve(grid: Grid, values: dict | RunConfig, *, flower_run_id: int | None = N
     their checks. From then on the run's ``status.json`` says where it stands: ``running``,
     then ``finished`` (with ``degraded`` set when clients failed) or ``failed`` with the error
     (e.g. training diverged: ``round 3: the global model's weights are not finite ...``).
+
+    ``observe`` (in process) sees each round's row after it was handed to the writer; raising
+    :class:`server.loop.RunPruned` there ends the run on purpose: status ``pruned``, the error re-raised.
     """
     started = time.perf_counter()
     with contextlib.ExitStack() as held:
@@ -114,7 +125,10 @@ def serve(grid: Grid, values: dict | RunConfig, *, flower_run_id: int | None = N
             run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
         held.enter_context(run_log(run_dir.path))  # run.log, whoever started this ServerApp
         try:
-            summary = train_and_report(grid, driver, run_dir, resume, started, kept)
+            summary = train_and_report(grid, driver, run_dir, resume, started, kept, observe)
+        except RunPruned as pruned:
+            run_dir.set_status(RunStatus.PRUNED, error=str(pruned), ended=time.time())
+            raise
         except KeyboardInterrupt:
             run_dir.set_status(RunStatus.INTERRUPTED, error="interrupted", ended=time.time())
             raise
@@ -159,6 +173,7 @@ def train_and_report(
     resume: Checkpoint | None,
     started: float,
     kept: list[Row] | None = None,
+    observe: Callable[[Row], None] | None = None,
 ) -> dict:
     """The rounds, then the summary, model and curves, then the optional queries; returns the summary.
 
@@ -185,6 +200,8 @@ def train_and_report(
             records.put(lambda: tracking.record_line(line))
         shown = {k: round(v, 4) for k, v in row.items() if k.endswith("acc") or k in SHOWN}
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
+        if observe is not None:
+            observe(row)
 
     def on_checkpoint(checkpoint: Checkpoint) -> None:
         checkpoint.sampler_state = list(random.getstate())

@@ -20,10 +20,15 @@ bias-corrected :math:`\eta_t = \eta \sqrt{1 - \beta_2^{t+1}} / (1 - \beta_1^{t+1
 :math:`\beta_1, \beta_2` = ``fedopt-beta-1``, ``fedopt-beta-2`` (FedAdam, FedYogi),
 :math:`\tau` = ``fedopt-tau``.
 
-Stamen keeps Flower 1.42's defaults: :math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.99`,
-:math:`\tau = 10^{-3}`, and ``fedopt-eta = 0`` stands for Flower's :math:`\eta` of the
-chosen strategy, which differ (0.1 for FedAdam and FedAdagrad, 0.01 for FedYogi; on
-Stamen's CSBM task FedYogi oscillates at 0.1 where the other two learn fastest). Flower's
+Stamen keeps Flower 1.42's :math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.99`; ``fedopt-eta`` and
+``fedopt-tau`` 0 (their defaults) stand for the algorithm's own :math:`\eta, \tau`
+(:data:`contract.run_config.FEDOPT_DEFAULTS`). Flower's (:math:`\eta` 0.1 for FedAdam and
+FedAdagrad, 0.01 for FedYogi; :math:`\tau = 10^{-3}`) made FedAdam diverge on Cora and csbm
+and FedYogi on Cora: with a small :math:`\tau` a coordinate whose updates are small moves by about
+:math:`\eta` each round, far more than its clients' own step. ``stamen tune`` found FedAdam's
+:math:`\eta = \tau = 0.01` stable and better on both, which FedAdam now takes; FedYogi's
+:math:`\eta = \tau = 0.1` ends Cora's divergence but is not better on csbm, and Flower's own settings
+were FedAdagrad's best, so those two keep Flower's (benchmarks/tuning.md). Flower's
 ``eta_l`` (the clients' learning rate) is stored by Flower's strategies but never read by
 them; Stamen's clients step with ``lr`` (Adam), so there is no second key for it.
 
@@ -82,11 +87,9 @@ class SeededFedAdagrad(SeededStart, FedAdagrad):
 
 
 def _fedopt(kind: type[FedAdam | FedYogi | FedAdagrad], config: RunConfig, **options: float) -> Strategy:
-    """``kind`` with the ``fedopt-*`` keys (``fedopt-eta`` 0: the strategy's own default)."""
-    options = {"tau": config.fedopt_tau, **options, **strategy_options(config)}
-    if config.fedopt_eta > 0:
-        options["eta"] = config.fedopt_eta
-    strategy = kind(**options)
+    """``kind`` with the ``fedopt-*`` keys (``fedopt-eta``, ``fedopt-tau`` 0: the algorithm's default)."""
+    eta, tau = config.fedopt_step()
+    strategy = kind(eta=eta, tau=tau, **options, **strategy_options(config))
     strategy.timeout = config.round_timeout  # type: ignore[attr-defined]
     return strategy
 

@@ -325,6 +325,12 @@ def evaluate_check(replies: list[Message]) -> dict[int, str]:
     return {index: problem for index, problem in problems.items() if problem is not None}
 
 
+class RunPruned(Exception):
+    """Raised by a caller's row observer (:func:`server.app.serve`'s ``observe``) to end the run after that row,
+    on purpose (a tuner's pruner: its validation accuracy so far is not worth more rounds). The run records
+    ``pruned`` with this message; its rows so far stay."""
+
+
 class TooFewClientsError(RuntimeError):
     """Fewer than ``min-clients`` clients replied validly in a round: the run cannot go on."""
 

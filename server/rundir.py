@@ -111,6 +111,7 @@ class RunStatus(StrEnum):
     FINISHED = "finished"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+    PRUNED = "pruned"  # ended early on purpose by its caller's row observer (a tuner's pruner): rows up to there
 
 
 def check_run_name(name: str) -> None:

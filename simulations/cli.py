@@ -20,6 +20,7 @@ from simulations.errors import RunFailed, RunInterrupted, one_line, os_error_lin
 SUMMARIES: dict[str, str] = {
     "run": "run a federated simulation (flwr run, offline, cleaned up)",
     "sweep": "run-config values x seeds, resumable, with mean +- std per config",
+    "tune": "search run-config values with Optuna (seeded TPE, median pruning), resumable",
     "compare": "several runs or sweep groups side by side: one table, overlaid curves",
     "partition": "preview a partition: nodes, edges and classes per client",
     "bench": "measure the headline figures into benchmarks/",

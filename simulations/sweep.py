@@ -123,7 +123,7 @@ class SweepRun:
 
     def overrides(self) -> str:
         """The run's own ``-c`` overrides (its swept values and seed), as TOML."""
-        return " ".join(f"{k}={_toml(v)}" for k, v in (*self.values, ("seed", self.seed)))
+        return " ".join(f"{k}={toml_value(v)}" for k, v in (*self.values, ("seed", self.seed)))
 
 
 def grid(sets: list[tuple[str, list[Any]]], seeds: list[int]) -> list[SweepRun]:
@@ -181,7 +181,8 @@ def _plain(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _toml(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """A run-config value as a TOML value of a ``-c`` item."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

@@ -8,6 +8,7 @@
     stamen.sweep(grid={"lr": [0.01, 0.05]}, seeds=[0, 1], num_server_rounds=20).rows
     stamen.unlearn(run, "class:1", methods=["wash"])[0].result["mean"]
     stamen.certify(dataset="csbm-paper", arch="gcn", budgets=[1, 2], out="cert").certified_accuracy("gcn")
+    stamen.tune(space={"lr": "log:1e-3..1e-1"}, trials=20, name="lr", num_server_rounds=20).best_params
 
 See docs/api.md. Bad input is a ``ValueError`` whose message is the line the command prints.
 """
@@ -17,6 +18,7 @@ from simulations.errors import RunFailed, RunInterrupted
 from stamen.certifying import Certificates, certify
 from stamen.runs import Run, load, run
 from stamen.sweeps import Sweep, sweep
+from stamen.tuning import Tuned, tune
 from stamen.unlearning import Unlearned, unlearn
 
 __all__ = [
@@ -26,10 +28,12 @@ __all__ = [
     "RunInterrupted",
     "RunStatus",
     "Sweep",
+    "Tuned",
     "Unlearned",
     "certify",
     "load",
     "run",
     "sweep",
+    "tune",
     "unlearn",
 ]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.loop import RunPruned
 from server.rundir import RunDirectory, RunStatus, run_token
 from server.runlock import FolderLock
 from simulations.errors import RunFailed, RunInterrupted
@@ -88,7 +89,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def simulate(
-    run: PreparedRun, mode: str = "progress", resume_hint: str = "", engine: str = "flower", together: bool = True
+    run: PreparedRun,
+    mode: str = "progress",
+    resume_hint: str = "",
+    engine: str = "flower",
+    together: bool = True,
+    observe: Callable[[dict], None] | None = None,
 ) -> dict:
     """Run one prepared run on ``engine``; return its summary (as written in its run directory).
 
@@ -100,7 +106,9 @@ def simulate(
     every mode. ``together=False``: the in-process engine answers the clients' messages in
     turn (see :class:`simulations.inprocess.InProcessGrid`). The summary gains
     ``total_wall_seconds`` and ``peak_memory_gb`` (the largest resident memory of every
-    process of the run: for ``flower`` the SuperLink and all its descendants).
+    process of the run: for ``flower`` the SuperLink and all its descendants). ``observe``: the
+    in-process engine hands it each round's row (:func:`server.app.serve`); its
+    :class:`server.loop.RunPruned` ends the run, recorded ``pruned``, and is raised here.
 
     Raises:
         RunFailed: the run failed, or never started; the message says why and where the logs are.
@@ -116,14 +124,20 @@ def simulate(
         try:
             if engine == "inprocess":
                 with progress:
-                    memory, log, error = _serve_in_process(run, verbose=mode == "verbose", together=together)
+                    memory, log, error = _serve_in_process(
+                        run, verbose=mode == "verbose", together=together, observe=observe
+                    )
                 outcome = run_dir.outcome(token)
+                if isinstance(error, RunPruned) and outcome is not None:  # ended on purpose, recorded `pruned`
+                    raise error
                 if error is not None and (outcome is None or outcome["status"] == RunStatus.RUNNING.value):
                     raise error  # refused before it started, or its status could not be written (a full disk)
                 if isinstance(error, OSError):  # a full disk mid-run: one line, what to do, how to go on
                     raise RunFailed(_os_failure(run_dir, error, resume_hint))
                 _judge(run_dir, token, _where(run_dir, token, log))
             else:
+                if observe is not None:
+                    raise ValueError("observing a run's rows needs the in-process engine")
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
                     log_file = home / "run.log"  # flwr run's stream; the ServerApp writes the run's run.log itself
                     with progress, LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
@@ -147,7 +161,7 @@ def _resumed_round(run: PreparedRun) -> int:
 
 
 def _serve_in_process(
-    run: PreparedRun, verbose: bool, together: bool = True
+    run: PreparedRun, verbose: bool, together: bool = True, observe: Callable[[dict], None] | None = None
 ) -> tuple[PeakMemory, str, BaseException | None]:
     """The ServerApp over the in-process grid; returns its memory, its log (empty when it went to the
     terminal) and the error that ended it (the reason itself for a refusal: the ServerApp's exit 2 carries it).
@@ -174,7 +188,7 @@ def _serve_in_process(
     try:
         with PeakMemory(os.getpid()) as memory, task_identity():
             try:
-                serve(grid, run.config, engine="inprocess")
+                serve(grid, run.config, engine="inprocess", observe=observe)
             except SystemExit as stop:  # recorded in status.json (or the run never started): judged next
                 error = stop.__cause__ or stop
             except Exception as failure:
@@ -255,13 +269,15 @@ def launch(
     in_turn: bool = False,
     mode: str = "progress",
     announce: Callable[[PreparedRun, str], None] | None = None,
+    observe: Callable[[dict], None] | None = None,
 ) -> Launched:
     """``stamen run``'s one path, for the command and for :func:`stamen.run` alike: check, then run.
 
     ``run_config``/``federation_config``: ``-c`` and ``--federation-config`` items (``key=value``
     strings; run-config items may name experiment files). Every check runs first
     (:func:`simulations.preflight.prepare`; ValueError in one line); ``announce(run, engine)`` is
-    called after the checks, before the run starts; ``mode`` and ``in_turn`` as for :func:`simulate`.
+    called after the checks, before the run starts; ``mode``, ``in_turn`` and ``observe`` (in process only)
+    as for :func:`simulate`.
 
     Raises:
         ValueError: bad input (the command's exit 2), before anything is written.
@@ -271,6 +287,8 @@ def launch(
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if in_turn and engine != "inprocess":
         raise ValueError("--in-turn applies to the in-process engine only; add --engine inprocess or drop it")
+    if observe is not None and engine != "inprocess":
+        raise ValueError("observing a run's rows needs the in-process engine (engine='inprocess')")
     run = prepare(list(run_config), list(federation_config))
     rounds = run.config.num_server_rounds
     if run.nothing_left:
@@ -283,7 +301,7 @@ def launch(
         + [f"-c {shlex.quote(c)}" for c in run_config]
         + [f"--federation-config {shlex.quote(f)}" for f in federation_config]
     )
-    summary = simulate(run, mode=mode, resume_hint=hint.strip(), engine=engine, together=not in_turn)
+    summary = simulate(run, mode, hint.strip(), engine, together=not in_turn, observe=observe)
     return Launched(run.run_dir.path, rounds, summary)
 
 

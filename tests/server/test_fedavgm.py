@@ -22,7 +22,7 @@ def fedavg_rows():
 
 
 def test_fedavgm_learns_and_differs_from_fedavg(fedavg_rows):
-    rows = _rows("fedavgm")
+    rows = _rows("fedavgm", **{"server-momentum": 0.9, "server-learning-rate": 1.0})  # Hsu et al.'s setting
     assert [row["round"] for row in rows] == [0, 1, 2, 3, 4, 5]
     assert rows[-1]["global_test_acc"] > rows[0]["global_test_acc"] + 0.15
     # round 1's aggregate is FedAvg's (v_1 is the first pseudo-gradient); momentum acts from round 2
@@ -33,5 +33,5 @@ def test_fedavgm_learns_and_differs_from_fedavg(fedavg_rows):
 
 
 def test_fedavgm_without_momentum_is_fedavg(fedavg_rows):
-    rows = _rows("fedavgm", **{"server-momentum": 0.0})
+    rows = _rows("fedavgm", **{"server-momentum": 0.0, "server-learning-rate": 1.0})
     assert [row["global_test_acc"] for row in rows] == [row["global_test_acc"] for row in fedavg_rows]

@@ -183,7 +183,7 @@ def _optimiser_step(algorithm: str, **values) -> tuple[np.ndarray, np.ndarray, n
 def test_fedadam_steps_from_the_seeded_initial_model():
     w0, w1, w2, grid = _optimiser_step("fedadam")
     assert grid.queries == 1  # only round 1, which sends no weights, asks for the initial model
-    b1, b2, tau, eta = 0.9, 0.99, 1e-3, 0.1  # Flower's FedAdam default eta (fedopt-eta = 0)
+    b1, b2, tau, eta = 0.9, 0.99, 0.01, 0.01  # FedAdam's defaults (fedopt-eta = fedopt-tau = 0: FEDOPT_DEFAULTS)
     delta = np.array([0.55, 0.1, 0.0]) - w0  # the mean weighted 1:3
     m, v = (1 - b1) * delta, (1 - b2) * delta**2
     expected = w0 + eta * np.sqrt(1 - b2**2) / (1 - b1**2) * m / (np.sqrt(v) + tau)

@@ -24,14 +24,14 @@ def test_lists_every_key_by_section_with_default_and_help(capsys):
     # sections appear in order and each key under its own
     positions = [out.index(f"[{name}]") for name in SECTIONS]
     assert positions == sorted(positions)
-    assert out.index("[fedavgm]") < out.index("server-momentum = 0.9") < out.index("[fedlog]")
+    assert out.index("[fedavgm]") < out.index("server-momentum = 0.5") < out.index("[fedlog]")
 
 
 def test_one_key_in_full(capsys):
     assert main(["config", "server-momentum"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("server-momentum: ")
-    assert "default  0.9" in out and "a number in [0, 1)" in out and "read by  algorithm fedavgm" in out
+    assert "default  0.5" in out and "a number in [0, 1)" in out and "read by  algorithm fedavgm" in out
     assert main(["config", "privacy"]) == 0
     out = capsys.readouterr().out
     assert "dp-sgd" in out and "client-dp" in out and "DP-SGD with Opacus" in out
