@@ -32,7 +32,7 @@ SIZE = ["--csbm-nodes", "300", "--rounds", "1", "--canaries-per-client", "10"] i
 output = OUT / "audit.json"
 if not output.exists():
     OUT.mkdir(parents=True, exist_ok=True)
-    argv = ["audit", "privacy", *SIZE, "--dp-sgd-epsilons", "4", "--client-dp-epsilons", "", "--output", str(output)]
+    argv = ["audit", "privacy", *SIZE, "--dp-sgd-epsilons", "4", "--client-dp-epsilons", "", "--out", str(output)]
     code = stamen_command(argv)
     assert code == 0, f"stamen audit privacy exited {code}"
 

@@ -33,13 +33,9 @@ def clean_line(line: str) -> str | None:
 def plain_flower_console() -> None:
     """Flower's console handler in this process colours only a terminal (``stamen audit``, ``--verbose``
     of the in-process engine): no colour codes go into a file or a pipe its stream is redirected to."""
-    from flwr.common.logger import console_handler, update_console_handler
+    from simulations.flower_internals.console import colour_only_on_a_terminal
 
-    try:
-        terminal = bool(console_handler.stream.isatty())
-    except (AttributeError, ValueError, OSError):  # a closed or odd stream: no terminal
-        terminal = False
-    update_console_handler(colored=terminal)
+    colour_only_on_a_terminal()
 
 
 def relay(lines: Sequence[str] | TextIO, sinks: Sequence[TextIO]) -> None:
