@@ -1,0 +1,56 @@
+"""A client trains only the head's federation: the same Stamen, a data root here, the same partition cut."""
+
+import dataclasses
+
+import pytest
+
+from client.identity import HeadMismatch, check_head, peak_rss_mb, where_name
+from contract.identity import COMMIT, PARTITION_DIGEST, VERSION, identity_problem, own_identity
+from contract.run_config import RunConfig
+from graphs import build_federation
+from simulations.preflight import default_run_config
+
+
+@pytest.fixture(scope="module")
+def spec():
+    values = {**default_run_config(), "dataset": "csbm", "csbm-nodes": 300, "partitioner": "label-dirichlet"}
+    return RunConfig.from_flower(values).federation(3)
+
+
+def _head(spec, **changes):
+    return {**own_identity(), PARTITION_DIGEST: build_federation(spec).digest, **changes}
+
+
+def test_a_client_of_the_heads_stamen_and_partition_trains(spec):
+    check_head(_head(spec), spec, exported=False)
+    check_head({}, spec, exported=False)  # a head of an earlier version sends nothing to compare
+
+
+def test_another_version_or_commit_fails_the_client_in_one_line(spec):
+    with pytest.raises(HeadMismatch, match=r"version .* \(the head runs 0\.0\.0-other\)") as caught:
+        check_head(_head(spec, **{VERSION: "0.0.0-other"}), spec, exported=False)
+    assert "\n" not in str(caught.value) and str(caught.value).startswith(where_name())
+    if own_identity()[COMMIT]:
+        with pytest.raises(HeadMismatch, match="commit"):
+            check_head(_head(spec, **{COMMIT: "0000000"}), spec, exported=False)
+
+
+def test_a_side_that_does_not_know_its_commit_is_compared_on_the_version_only():
+    own = {VERSION: "1.0", COMMIT: ""}
+    assert identity_problem({VERSION: "1.0", COMMIT: "abc1234"}, own) is None
+    assert "version 1.0 (the head runs 2.0)" in identity_problem({VERSION: "2.0", COMMIT: ""}, own)
+
+
+def test_a_missing_data_root_or_another_cut_fails_the_client(spec, tmp_path):
+    missing = dataclasses.replace(spec, data_root=str(tmp_path / "nowhere"))
+    with pytest.raises(HeadMismatch, match="is not a folder on this node"):
+        check_head(_head(spec), missing, exported=False)
+    other = dataclasses.replace(spec, seed=spec.seed + 1)  # another seed: another Dirichlet cut of the graph
+    assert build_federation(other).digest != build_federation(spec).digest
+    with pytest.raises(HeadMismatch, match="cut another partition"):
+        check_head(_head(spec), other, exported=False)
+    check_head(_head(spec), other, exported=True)  # an exported partition has no cut of its own to compare
+
+
+def test_a_client_reports_its_peak_memory():
+    assert peak_rss_mb() > 10  # this test process holds torch: tens of MB at least
