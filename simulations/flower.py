@@ -244,18 +244,20 @@ def flwr_run(
     federation_config: dict[str, object],
     log: Path | None = None,
     extra: Mapping[str, str] | None = None,
+    app: Path | None = None,
 ) -> int:
     """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``.
 
     ``flwr run`` returns as soon as the run is submitted unless it streams the logs,
     so it always streams: to the terminal, or into the file ``log``. ``extra``: as for
-    :func:`flower_environment`.
+    :func:`flower_environment`. ``app``: another Flower app's folder (the bench's Flower floor) instead of
+    Stamen's, staged (:func:`stage_app`).
     """
     env = flower_environment(flwr_home, extra)
     command = [
         shutil.which("flwr", path=env["PATH"]) or "flwr",
         "run",
-        str(stage_app(flwr_home)),
+        str(app if app is not None else stage_app(flwr_home)),
         FEDERATION,
         "--stream",
         "--run-config",
