@@ -45,13 +45,13 @@ def head_identity() -> dict[str, str]:
 def identity_problem(head: Mapping[str, object], own: Mapping[str, str]) -> str | None:
     """What differs between the head's Stamen and this client's, in words; ``None`` when nothing does.
 
-    A side that does not know its commit (an install outside git that was handed none) is not
-    compared on it; the versions always are.
+    A side that does not know its version or commit (a copy of the app outside git and not installed,
+    handed neither) is not compared on it.
     """
     differs = []
     for key, what in ((VERSION, "version"), (COMMIT, "commit")):
         theirs, mine = str(head.get(key, "") or ""), own.get(key, "")
-        if key == COMMIT and not (theirs and mine):
+        if not (theirs and mine):
             continue
         if theirs != mine:
             differs.append(f"{what} {mine or 'unknown'} (the head runs {theirs or 'unknown'})")

@@ -26,7 +26,21 @@ from typing import Any
 PACKAGES = ("flwr", "torch", "torch-geometric", "opacus", "pulp", "numpy", "scipy")
 COMMIT_ENV = "STAMEN_COMMIT"
 COMMAND_ENV = "STAMEN_COMMAND"
-BUILD_FILE = "stamen-build.toml"  # beside the packages of a staged app (simulations.flower.stage_app): its commit
+BUILD_FILE = "stamen-build.toml"  # beside the packages of a staged app (simulations.flower.stage_app)
+
+
+@functools.cache
+def staged_build() -> dict[str, str]:
+    """The version and commit that a staged app carries in :data:`BUILD_FILE` (empty outside a staged app)."""
+    path = Path(__file__).resolve().parents[1] / BUILD_FILE
+    if not path.is_file():
+        return {}
+    import tomllib
+
+    try:
+        return {key: str(value) for key, value in tomllib.loads(path.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
 
 
 @functools.cache
@@ -36,12 +50,7 @@ def code_version() -> str | None:
         return os.environ[COMMIT_ENV]
     root = Path(__file__).resolve().parents[1]
     if (root / BUILD_FILE).is_file():
-        import tomllib
-
-        try:
-            return str(tomllib.loads((root / BUILD_FILE).read_text()).get("commit", "")) or None
-        except (OSError, ValueError):
-            return None
+        return staged_build().get("commit") or None
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30).stdout.strip()
@@ -55,8 +64,8 @@ def code_version() -> str | None:
 
 
 def stamen_version() -> str | None:
-    """The installed Stamen's version (``None`` when it is not installed)."""
-    return _version("stamen")
+    """Stamen's version: the staged app's (:data:`BUILD_FILE`), else the installed one's (``None``: neither)."""
+    return staged_build().get("version") or _version("stamen")
 
 
 def _version(package: str) -> str | None:

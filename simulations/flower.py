@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from contract.provenance import BUILD_FILE, code_version
+from contract.provenance import BUILD_FILE, code_version, stamen_version
 from simulations import lifetime
 from simulations.lifetime import kill_tree
 
@@ -121,7 +121,7 @@ def stage_app(home: Path) -> Path:
     ``flwr run`` walks every file under the folder it is given before it filters them,
     and the project folder usually holds a virtual environment of tens of thousands of
     files: building the app bundle from this copy takes a fraction of a second. The copy carries
-    the checkout's commit (:data:`contract.provenance.BUILD_FILE`), which its clients compare
+    Stamen's version and the checkout's commit (:data:`contract.provenance.BUILD_FILE`), which its clients compare
     with the head's (:mod:`contract.identity`).
     """
     import tomllib
@@ -138,7 +138,8 @@ def stage_app(home: Path) -> Path:
         shutil.copy2(APP_CONFIG_DIR / name, app / name)
     (app / STAGED).write_text("made by stamen: a copy of the app's files for flwr run\n")
     # The commit travels with the app: a Ray cluster's other nodes do not get this command's environment.
-    (app / BUILD_FILE).write_text(f"commit = {toml_value(code_version() or '')}\n")
+    build = {"version": stamen_version() or "", "commit": code_version() or ""}
+    (app / BUILD_FILE).write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in build.items()))
     (app / ".gitignore").write_text(f"{STAGED}\n")
     return app
 

@@ -35,10 +35,11 @@ def test_another_version_or_commit_fails_the_client_in_one_line(spec):
             check_head(_head(spec, **{COMMIT: "0000000"}), spec, exported=False)
 
 
-def test_a_side_that_does_not_know_its_commit_is_compared_on_the_version_only():
+def test_a_side_that_does_not_know_its_commit_or_version_is_not_compared_on_it():
     own = {VERSION: "1.0", COMMIT: ""}
     assert identity_problem({VERSION: "1.0", COMMIT: "abc1234"}, own) is None
     assert "version 1.0 (the head runs 2.0)" in identity_problem({VERSION: "2.0", COMMIT: ""}, own)
+    assert identity_problem({VERSION: "", COMMIT: ""}, own) is None
 
 
 def test_a_missing_data_root_or_another_cut_fails_the_client(spec, tmp_path):
@@ -54,3 +55,13 @@ def test_a_missing_data_root_or_another_cut_fails_the_client(spec, tmp_path):
 
 def test_a_client_reports_its_peak_memory():
     assert peak_rss_mb() > 10  # this test process holds torch: tens of MB at least
+
+
+def test_a_staged_app_carries_its_version_and_commit(tmp_path):
+    import tomllib
+
+    from contract.provenance import BUILD_FILE
+    from simulations.flower import stage_app
+
+    build = tomllib.loads((stage_app(tmp_path) / BUILD_FILE).read_text())
+    assert build == {"version": own_identity()[VERSION], "commit": own_identity()[COMMIT]}
