@@ -17,6 +17,7 @@ floor moves as many bytes as the run did; an algorithm without a global model ha
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from simulations.cluster import cluster_environment
 from simulations.flower import LocalSuperLink, flower_home, flwr_run
 
 FLOOR_APP = Path(__file__).resolve().parent / "floor_app"
-DONE = "floor: "  # the ServerApp's last log line: "floor: N rounds, M replies"
+DONE = "floor: "  # the ServerApp's last log line: "floor: N rounds, M replies, S s in rounds, R s in round 1"
 
 
 def model_shapes(run_dir: Path) -> str:
@@ -51,8 +52,16 @@ def floor_run(shapes: str, rounds: int, federation: dict[str, object], ray_addre
             code = flwr_run(home, config, federation, log=log, extra=env, app=FLOOR_APP)
         wall = time.perf_counter() - started
         text = log.read_text() if log.is_file() else ""
-        expected = f"{DONE}{rounds} rounds, {rounds * clients} replies"
-        if code != 0 or expected not in text:
+        expected = f"{DONE}{rounds} rounds, {rounds * clients} replies, "
+        done = re.search(re.escape(expected) + r"([0-9.]+) s in rounds, ([0-9.]+) s in round 1", text)
+        if code != 0 or done is None:
             tail = " | ".join(text.strip().splitlines()[-3:])
             raise RuntimeError(f"the Flower floor did not finish ({expected!r} not logged, flwr exit {code}): {tail}")
-    return {"wall_seconds": wall}
+    rounds_seconds, first = float(done[1]), float(done[2])
+    return {
+        "wall_seconds": wall,
+        "rounds_seconds": rounds_seconds,  # the ServerApp's rounds, as Stamen's rows time theirs
+        "first_round_seconds": first,
+        "start_up_seconds": wall - rounds_seconds,  # SuperLink, simulation, ServerApp start and end
+        "seconds_per_later_round": (rounds_seconds - first) / max(rounds - 1, 1),
+    }

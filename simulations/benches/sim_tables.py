@@ -142,11 +142,53 @@ def breakdown_rows(record: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+FLOOR_COLUMNS = [
+    "algorithm",
+    "clients",
+    "flower engine s",
+    "floor s",
+    "flower / floor",
+    "outside the rounds s: flower (floor)",
+    "round 1 s: flower (floor)",
+    "later rounds s: flower (floor)",
+]
+
+
+def floor_rows(record: dict[str, Any]) -> list[list[str]]:
+    """Stamen's Flower run against the Flower floor, by part: outside the rounds (start-up and end: the
+    SuperLink, the simulation, the ServerApp's start and end), round 1 (the actors' start, the ClientApp's
+    imports and data), and the later rounds together."""
+    rows = []
+    for entry in record["results"]:
+        floor, run = entry.get("flower_floor"), entry["flwr_run"]
+        if not floor or "rounds_seconds" not in floor:
+            continue  # not run, or recorded before the split
+        first = run["per_round"]["first_round_seconds"]
+        later = run["total_wall_seconds"] - run["start_up_seconds"] - first
+        floor_later = floor["rounds_seconds"] - floor["first_round_seconds"]
+        rows.append(
+            [
+                entry["algorithm"],
+                str(entry["clients"]),
+                f"{run['total_wall_seconds']:.1f}",
+                f"{floor['wall_seconds']:.1f}",
+                f"{floor['ratio']:.2f}x",
+                f"{run['start_up_seconds']:.1f} ({floor['start_up_seconds']:.1f})",
+                f"{first:.1f} ({floor['first_round_seconds']:.1f})",
+                f"{later:.1f} ({floor_later:.1f})",
+            ]
+        )
+    return rows
+
+
 def markdown(record: dict[str, Any]) -> list[str]:
     lines = markdown_table(SIM_COLUMNS, sim_rows(record))
     breakdown = breakdown_rows(record)
     if breakdown:
         lines += ["", "Seconds per steady round, by part:", ""] + markdown_table(BREAKDOWN_COLUMNS, breakdown)
+    floors = floor_rows(record)
+    if floors:
+        lines += ["", "Against the Flower floor, by part:", ""] + markdown_table(FLOOR_COLUMNS, floors)
     return lines
 
 
@@ -155,5 +197,6 @@ def print_table(record: dict[str, Any]) -> None:
         [
             (f"stamen bench {record['name']}", SIM_COLUMNS, sim_rows(record)),
             ("seconds per steady round, by part", BREAKDOWN_COLUMNS, breakdown_rows(record)),
+            ("against the Flower floor, by part", FLOOR_COLUMNS, floor_rows(record)),
         ]
     )

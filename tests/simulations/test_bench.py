@@ -81,6 +81,8 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     column = header.index("Flower floor s (flower engine / floor)")
     seconds, ratio = row[column].split()
     assert float(seconds) > 0 and ratio == f"({floor['ratio']:.2f}x)"
+    assert 0 < floor["first_round_seconds"] <= floor["rounds_seconds"] < floor["wall_seconds"]
+    assert "Against the Flower floor, by part" in readme
 
 
 def _table(readme: str) -> tuple[list[str], list[str], list[str]]:
