@@ -65,3 +65,19 @@ def test_a_staged_app_carries_its_version_and_commit(tmp_path):
 
     build = tomllib.loads((stage_app(tmp_path) / BUILD_FILE).read_text())
     assert build == {"version": own_identity()[VERSION], "commit": own_identity()[COMMIT]}
+
+
+def test_a_run_whose_clients_cut_another_partition_fails_saying_so(tmp_path, monkeypatch, capsys):
+    import json
+
+    from contract.identity import PARTITION_DIGEST_ENV
+    from simulations.cli import main as stamen
+
+    monkeypatch.setenv(PARTITION_DIGEST_ENV, "0" * 16)  # the head's digest, as a head with other data would send
+    out = tmp_path / "runs"
+    code = stamen(["run", "--quiet", "--engine", "inprocess", "--clients", "3", "-c",
+                   f"num-server-rounds=2 csbm-nodes=300 output-dir='{out}' run-name='other'"])  # fmt: skip
+    assert code == 1
+    status = json.loads((out / "other" / "status.json").read_text())
+    assert status["status"] == "failed" and "cut another partition" in status["error"], status
+    assert "cut another partition" in capsys.readouterr().err
