@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import torch
 from torch_geometric.data import Data
@@ -32,6 +33,14 @@ def data_source(spec: FederationSpec, read: Callable[[int], Data]) -> Iterator[N
         yield
     finally:
         del _SOURCES[spec]
+
+
+def data_is_given(spec: FederationSpec) -> bool:
+    """A client of ``spec`` does not cut the graph itself: a data source is open for it, or its data root holds
+    an exported partition (a deployment's host)."""
+    from graphs.node_data import PARTITION_FILE
+
+    return spec in _SOURCES or bool(spec.data_root) and (Path(spec.data_root).expanduser() / PARTITION_FILE).is_file()
 
 
 def partition_data(spec: FederationSpec, partition_id: int, device: torch.device) -> Data:

@@ -1,9 +1,18 @@
-"""Device choice for a client: ``auto | cpu | cuda | cuda:N``."""
+"""Device choice for a client: ``auto | cpu | cuda | cuda:N``.
+
+A client on a Ray worker trains on a GPU only with a GPU share (``client-resources-num-gpus``
+> 0): Ray then makes the GPUs it assigned the worker's only visible ones, so ``cuda`` is that
+worker's share and the clients of a machine spread over its GPUs. Without a share, Ray hides
+every GPU from the worker (``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=1``, which Stamen's Flower
+environment sets), and :func:`choose_device` also asks Ray for the worker's share, so that a
+cluster node started without that setting cannot put zero-share clients on its GPU 0.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
+import sys
 
 import torch
 
@@ -15,8 +24,13 @@ def choose_device(spec: str) -> torch.device:
 
     ``auto`` takes the first visible GPU and the CPU otherwise; ``cuda`` or ``cuda:N``
     without a matching visible GPU falls back to the CPU and says so once per process.
+    A Ray worker without a GPU share trains on the CPU (see the module docstring).
     """
     if spec == "cpu":
+        return torch.device("cpu")
+    if ray_gpu_share() == []:
+        if spec != "auto":
+            _warn_fallback(spec, "this Ray worker has no GPU share (client-resources-num-gpus=0)")
         return torch.device("cpu")
     if not torch.cuda.is_available():
         if spec != "auto":
@@ -29,6 +43,20 @@ def choose_device(spec: str) -> torch.device:
         _warn_fallback(spec, f"only {torch.cuda.device_count()} CUDA device(s) are visible")
         return torch.device("cpu")
     return torch.device("cuda", index)
+
+
+def ray_gpu_share() -> list[str] | None:
+    """The GPU ids Ray assigned this worker (``[]``: none), or ``None`` outside a Ray worker.
+
+    Only a process that has imported Ray and joined it can be a Ray worker; nothing else imports Ray for this.
+    """
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    try:
+        return [str(i) for i in ray.get_runtime_context().get_accelerator_ids().get("GPU", [])]
+    except Exception:  # noqa: BLE001  (a Ray being shut down: the environment's visible devices decide)
+        return None
 
 
 def seed_device(seed: int, device: torch.device) -> None:

@@ -10,6 +10,7 @@ the one evaluation left after the last round.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +28,9 @@ from flwr.app import (
 from client.algorithms import ClientAlgorithm, client_algorithm
 from client.attacks import attacked
 from client.certification import certify_local
-from client.data_source import partition_data
+from client.data_source import data_is_given, partition_data
 from client.device import choose_device, pin_threads, seed_device
+from client.identity import check_head, peak_rss_mb, where_name
 from client.job import LocalJob, new_client_data
 from client.privacy import train_round
 from client.tasks import client_task
@@ -40,7 +42,9 @@ from graphs import FederationSpec
 from models.training import Evaluation, evaluate
 
 
-def _job(context: Context) -> LocalJob:
+def _job(context: Context, head: ConfigRecord | None = None) -> LocalJob:
+    """The client's job for a message; ``head``: a training message's config, checked first (see
+    :func:`client.identity.check_head`: the head's Stamen, this node's data root and partition)."""
     node = context.node_config
     config, spec, device = _setting(
         tuple(sorted(context.run_config.items())),
@@ -49,6 +53,8 @@ def _job(context: Context) -> LocalJob:
         str(node["data-root"]) if "data-root" in node else None,
     )
     partition_id = int(node["partition-id"])
+    if head is not None:
+        check_head(head, spec, exported=data_is_given(spec))
     data = partition_data(spec, partition_id, device)
     return LocalJob(config, partition_id, data, device, context.state, new_client_data(spec, device), spec)
 
@@ -123,7 +129,13 @@ def _reply(message: Message, job: LocalJob, records: dict[str, ArrayRecord], met
         {
             **records,
             p.METRICS: MetricRecord(metrics),
-            p.CLIENT_INFO: ConfigRecord({p.DEVICE: str(job.device)}),
+            p.CLIENT_INFO: ConfigRecord(
+                {
+                    p.DEVICE: str(job.device),
+                    p.PROCESS: f"{where_name()} pid {os.getpid()}",
+                    p.PEAK_RSS_MB: peak_rss_mb(),
+                }
+            ),
         }
     )
     return Message(content=content, reply_to=message)
@@ -190,9 +202,9 @@ def begin_training(message: Message, context: Context, evaluate: bool = True) ->
     """The round's job and model, the received model evaluated (when it is the global one; with ``evaluate``,
     else the caller evaluates it: :func:`evaluate_received_model`)."""
     laps = Laps()
-    job = _job(context)
-    spec, algorithm = client_algorithm(job.config.algorithm)
     round_config = message.content[p.CONFIG]
+    job = _job(context, head=round_config)
+    spec, algorithm = client_algorithm(job.config.algorithm)
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
     _seed(job, server_round, EVALUATION)
     unlearning = any(key in round_config for key in p.UNLEARN_TRAIN_KEYS)

@@ -58,6 +58,8 @@ EVALUATE_RECEIVED = "evaluate-received"  # evaluate the received model before tr
 
 # Keys inside CLIENT_INFO.
 DEVICE = "device"
+PROCESS = "process"  # the process that answered: "HOST[/ray-NODE] pid PID" (client/identity.py)
+PEAK_RSS_MB = "peak-rss-mb"  # that process's peak resident memory so far
 
 # Query messages: federated label-flip certificates. Keys inside METRICS of the reply,
 # per budget k: f"{CERTIFIED_RATIO}-{k}", f"{CERTIFIED_ACCURACY}-{k}", f"{UNKNOWN_RATIO}-{k}".

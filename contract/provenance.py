@@ -4,7 +4,9 @@ Every JSON that Stamen writes (a run's ``status.json`` and ``summary.json``, swe
 certificates, unlearning results, benchmark records) carries :func:`provenance`. The
 commit is read from the checkout the code runs from; a process that runs an installed
 copy of the app (a Flower simulation or SuperNode installs the app bundle) takes the
-commit and command the ``stamen`` command handed it (``STAMEN_COMMIT``, ``STAMEN_COMMAND``).
+commit and command the ``stamen`` command handed it (``STAMEN_COMMIT``, ``STAMEN_COMMAND``),
+or, on a machine the command's environment does not reach (a Ray cluster's other nodes), the
+commit that the staged app carries in :data:`BUILD_FILE`.
 Only the standard library: the ServerApp starts without PyTorch.
 """
 
@@ -24,6 +26,21 @@ from typing import Any
 PACKAGES = ("flwr", "torch", "torch-geometric", "opacus", "pulp", "numpy", "scipy")
 COMMIT_ENV = "STAMEN_COMMIT"
 COMMAND_ENV = "STAMEN_COMMAND"
+BUILD_FILE = "stamen-build.toml"  # beside the packages of a staged app (simulations.flower.stage_app)
+
+
+@functools.cache
+def staged_build() -> dict[str, str]:
+    """The version and commit that a staged app carries in :data:`BUILD_FILE` (empty outside a staged app)."""
+    path = Path(__file__).resolve().parents[1] / BUILD_FILE
+    if not path.is_file():
+        return {}
+    import tomllib
+
+    try:
+        return {key: str(value) for key, value in tomllib.loads(path.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
 
 
 @functools.cache
@@ -32,6 +49,8 @@ def code_version() -> str | None:
     if os.environ.get(COMMIT_ENV):
         return os.environ[COMMIT_ENV]
     root = Path(__file__).resolve().parents[1]
+    if (root / BUILD_FILE).is_file():
+        return staged_build().get("commit") or None
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30).stdout.strip()
@@ -42,6 +61,11 @@ def code_version() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return (commit + ("+changes" if changed else "")) or None
+
+
+def stamen_version() -> str | None:
+    """Stamen's version: the staged app's (:data:`BUILD_FILE`), else the installed one's (``None``: neither)."""
+    return staged_build().get("version") or _version("stamen")
 
 
 def _version(package: str) -> str | None:

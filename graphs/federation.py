@@ -37,6 +37,21 @@ class Federation:
     new_client: Data | None
     cut_edges: int
 
+    @functools.cached_property
+    def digest(self) -> str:
+        """:func:`partition_digest` of this federation's parts."""
+        return partition_digest(self.parts)
+
+
+def partition_digest(parts: list[np.ndarray]) -> str:
+    """A short hash of which nodes each part holds, in order: two processes that cut the same
+    partition of the same graph agree on it, any other cut differs (see :mod:`contract.identity`)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(np.asarray(part, dtype=np.int64).tobytes())
+        digest.update(b"|")
+    return digest.hexdigest()[:16]
+
 
 @functools.lru_cache(maxsize=4)
 def build_federation(spec: FederationSpec) -> Federation:

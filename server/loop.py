@@ -39,10 +39,11 @@ from flwr.serverapp.strategy import Strategy
 
 from contract import protocol as p
 from contract.figures import TRAIN_LOSS
+from contract.identity import head_identity
 from server.checkpoint import Checkpoint
 from server.divergence import DivergedError, check_round
 from server.privacy import epsilon_figures
-from server.rows import client_figures, local_only, merge_global, pooled_accuracies, training_figures
+from server.rows import client_figures, client_processes, local_only, merge_global, pooled_accuracies, training_figures
 from server.transport import send_and_receive
 
 Row = dict[str, Any]
@@ -434,9 +435,10 @@ def run_rounds(
             )
         arrays, pending, node_partitions = resume.arrays, dict(resume.pending), dict(resume.node_partitions)
         first = resume.round + 1
+    identity = head_identity()  # each client checks it before it trains (client/identity.py)
     for server_round in range(first, num_rounds + 1):
         started = time.perf_counter()
-        train = ConfigRecord(dict(train_config or {}))
+        train = ConfigRecord({**identity, **(train_config or {})})
         messages = list(strategy.configure_train(server_round, arrays, train, grid))
         check = train_check(arrays if server_round > 1 else None, aggregates)  # round > 1: an aggregate was sent
         replies, failed = collect(grid, messages, timeout, check, node_partitions)
@@ -465,6 +467,7 @@ def run_rounds(
             "clients": len(replies),
             "failed_clients": [failure.row() for failure in failed],
             "devices": sorted({str(reply.content[p.CLIENT_INFO][p.DEVICE]) for reply in replies}),
+            "client_processes": client_processes(replies),
             **training_figures(metrics),
             **epsilon_figures(spent),
             **{k: v for k, v in accuracies.items() if not k.startswith("global_")},

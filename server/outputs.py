@@ -56,6 +56,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "rounds": len(trained),
         "clients": trained[-1]["clients"] if trained else 0,
         "devices": sorted({d for r in trained for d in r.get("devices", [])}),
+        **process_figures(trained),
         "final": {key: final.get(key) for key, _ in SUMMARY_FIGURES},
         "best_round": best.get("round"),
         "best": {key: best.get(key) for key, _ in SUMMARY_FIGURES},
@@ -84,6 +85,20 @@ def settings_on(config: RunConfig) -> list[str]:
         "new-client": config.new_client,
     }
     return [setting for setting in SETTINGS if on[setting]]
+
+
+def process_figures(rows: list[Row]) -> dict[str, Any]:
+    """The nodes and processes that answered the clients' messages over the run, and their peak memories added up
+    (each process's largest report): the clients' side of a run on every node of a Ray cluster."""
+    peaks: dict[str, float] = {}
+    for row in rows:
+        for name, peak in row.get("client_processes", {}).items():
+            peaks[name] = max(peaks.get(name, 0.0), float(peak))
+    return {
+        "client_nodes": sorted({name.rsplit(" pid ", 1)[0] for name in peaks}),
+        "client_processes": len(peaks),
+        "client_peak_memory_gb": sum(peaks.values()) / 1024,
+    }
 
 
 def fairness(row: Row) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from flwr.app import MetricRecord
+from flwr.app import Message, MetricRecord
 
 from contract import protocol as p
 from contract.figures import (
@@ -139,3 +139,15 @@ def merge_global(row: Row, clients: dict[str, Row]) -> None:
     per_client = row.setdefault("per_client", {})
     for pid, figures in measured.items():
         per_client.setdefault(pid, {}).update(figures)
+
+
+def client_processes(replies: list[Message]) -> dict[str, float]:
+    """The processes that answered the round (host, Ray node, PID), each with its peak resident memory in MB
+    so far: the clients' side of a run on every node, where the command sees only its own machine."""
+    processes: dict[str, float] = {}
+    for reply in replies:
+        info = reply.content[p.CLIENT_INFO]
+        if p.PROCESS in info:  # a client of an earlier version does not say
+            name = str(info[p.PROCESS])
+            processes[name] = max(processes.get(name, 0.0), float(info.get(p.PEAK_RSS_MB, 0.0)))
+    return dict(sorted(processes.items()))

@@ -24,9 +24,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from contract.provenance import BUILD_FILE, code_version, stamen_version
 from simulations import lifetime
 from simulations.lifetime import kill_tree
 
@@ -56,9 +57,15 @@ FEDERATION_KEYS: dict[str, type] = {
 }
 
 
-def flower_environment(flwr_home: Path) -> dict[str, str]:
-    """The environment for Flower's processes: offline, quiet, with this venv's tools first."""
+def flower_environment(flwr_home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for Flower's processes: offline, quiet, with this venv's tools first.
+
+    ``extra`` adds the run's own variables (:func:`cluster_environment`: ``RAY_ADDRESS`` and the
+    head's partition digest). Without a ``RAY_ADDRESS`` there, none reaches Flower: the simulation
+    starts a Ray instance of its own (a stray ``RAY_ADDRESS`` would skip the cluster's pre-flight).
+    """
     env = dict(os.environ)
+    env.pop("RAY_ADDRESS", None)
     env.update(
         {
             "FLWR_HOME": str(flwr_home),
@@ -75,7 +82,12 @@ def flower_environment(flwr_home: Path) -> dict[str, str]:
     env.setdefault("OMP_NUM_THREADS", "1")
     # Library deprecation notices from every Ray worker drown the run's own log.
     env.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning,ignore::FutureWarning")
-    env.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    # A client without a GPU share sees no GPU (docs/performance.md): Ray empties CUDA_VISIBLE_DEVICES for an
+    # actor with num_gpus=0 only while this is on (its default in Ray 2.55; a tip says a later Ray turns it off).
+    # Set, not defaulted: a user's 0 would let every zero-share client train on GPU 0. On a cluster each node's
+    # workers take it from that node's `ray start`; the client checks its share itself too (client/device.py).
+    env["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] = "1"
+    env.update(extra or {})
     # A client's message and context (weights, its optimizer moments: about 1 MB for a Cora GCN)
     # travel to its Ray actor and back every round. Above 100 KB, Ray's default, each goes through
     # the shared-memory object store, a few milliseconds of round trips per message on a small
@@ -108,7 +120,9 @@ def stage_app(home: Path) -> Path:
 
     ``flwr run`` walks every file under the folder it is given before it filters them,
     and the project folder usually holds a virtual environment of tens of thousands of
-    files: building the app bundle from this copy takes a fraction of a second.
+    files: building the app bundle from this copy takes a fraction of a second. The copy carries
+    Stamen's version and the checkout's commit (:data:`contract.provenance.BUILD_FILE`), which its clients compare
+    with the head's (:mod:`contract.identity`).
     """
     import tomllib
 
@@ -123,6 +137,9 @@ def stage_app(home: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(APP_CONFIG_DIR / name, app / name)
     (app / STAGED).write_text("made by stamen: a copy of the app's files for flwr run\n")
+    # The commit travels with the app: a Ray cluster's other nodes do not get this command's environment.
+    build = {"version": stamen_version() or "", "commit": code_version() or ""}
+    (app / BUILD_FILE).write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in build.items()))
     (app / ".gitignore").write_text(f"{STAGED}\n")
     return app
 
@@ -146,8 +163,9 @@ class LocalSuperLink:
     federation points ``flwr run`` at this SuperLink.
     """
 
-    def __init__(self, flwr_home: Path, startup_timeout: float = 60.0) -> None:
+    def __init__(self, flwr_home: Path, startup_timeout: float = 60.0, extra: Mapping[str, str] | None = None) -> None:
         self.flwr_home = flwr_home
+        self.extra = dict(extra or {})  # the run's own environment (flower_environment): the simulation reads it
         self.startup_timeout = startup_timeout
         self.port = free_port()  # one HTTP port serves the Control, Fleet and runtime APIs
         self.process: subprocess.Popen | None = None
@@ -158,7 +176,8 @@ class LocalSuperLink:
             f'[superlink]\ndefault = "{FEDERATION}"\n\n'
             f'[superlink.{FEDERATION}]\naddress = "127.0.0.1:{self.port}"\ninsecure = true\n'
         )
-        superlink = shutil.which("flower-superlink", path=flower_environment(self.flwr_home)["PATH"])
+        env = flower_environment(self.flwr_home, self.extra)
+        superlink = shutil.which("flower-superlink", path=env["PATH"])
         if superlink is None:
             raise FileNotFoundError("flower-superlink not found: install the project (pip install -e .)")
         log_file = self.flwr_home / "superlink.log"
@@ -177,7 +196,7 @@ class LocalSuperLink:
         ]
         self.process = lifetime.start(
             command,
-            env=flower_environment(self.flwr_home),
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             new_session=True,  # a terminal's Ctrl-C reaches the CLI alone, which stops the tree
@@ -226,18 +245,22 @@ def flwr_run(
     federation_config: dict[str, object],
     log: Path | None = None,
     echo: bool = False,
+    extra: Mapping[str, str] | None = None,
+    app: Path | None = None,
 ) -> int:
     """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``.
 
     ``flwr run`` returns as soon as the run is submitted unless it streams the logs,
     so it always streams: into the file ``log`` and, with ``echo`` or without ``log``, to the
-    terminal; relayed without colour codes (:mod:`simulations.relay`).
+    terminal; relayed without colour codes (:mod:`simulations.relay`). ``extra``: as for
+    :func:`flower_environment`. ``app``: another Flower app's folder (the bench's Flower floor)
+    instead of Stamen's, staged (:func:`stage_app`).
     """
-    env = flower_environment(flwr_home)
+    env = flower_environment(flwr_home, extra)
     command = [
         shutil.which("flwr", path=env["PATH"]) or "flwr",
         "run",
-        str(stage_app(flwr_home)),
+        str(app if app is not None else stage_app(flwr_home)),
         FEDERATION,
         "--stream",
         "--run-config",

@@ -37,12 +37,22 @@ class PreparedRun:
         federation: Flower's federation config (``num-supernodes``, resources).
         run_dir: where the run writes (for a resumed run, the run it continues).
         nothing_left: a resumed run that already finished all its rounds.
+        ray_address: the Ray cluster the Flower simulation joins (``""``: a Ray instance of its own).
+        partition_digest: the digest of the partition checked here, which every client compares with its own.
     """
 
     config: RunConfig
     federation: dict[str, object]
     run_dir: RunDirectory
     nothing_left: bool = False
+    ray_address: str = ""
+    partition_digest: str = ""
+
+    def environment(self) -> dict[str, str]:
+        """What this run adds to Flower's environment (:func:`simulations.cluster.cluster_environment`)."""
+        from simulations.cluster import cluster_environment
+
+        return cluster_environment(self.ray_address, self.partition_digest)
 
 
 def default_run_config() -> dict[str, object]:
@@ -52,16 +62,25 @@ def default_run_config() -> dict[str, object]:
     return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
 
 
-def prepare(run_overrides: list[str], federation_overrides: list[str]) -> PreparedRun:
-    """Check everything that can be checked before Flower starts; fix the run directory."""
+def prepare(run_overrides: list[str], federation_overrides: list[str], ray_address: str = "") -> PreparedRun:
+    """Check everything that can be checked before Flower starts; fix the run directory.
+
+    ``ray_address``: the Ray cluster the Flower simulation joins (:mod:`simulations.cluster`), checked here:
+    ``HOST:PORT`` where something listens, and no federation key that a cluster refuses.
+    """
     from server.app import check_run_config, resume_target
+    from simulations.cluster import check_cluster_federation, check_ray_address
 
     values = default_run_config()
     values.update(parse_overrides(run_overrides))
     config = check_run_config(values)
     federation = dict(FEDERATION_DEFAULTS)
     federation.update(parse_overrides(federation_overrides, "federation config", files=False))
-    num_clients = check_federation(federation)
+    if ray_address:
+        check_cluster_federation(federation)
+    num_clients = check_federation(federation, on_cluster=bool(ray_address))
+    if ray_address:
+        ray_address = check_ray_address(ray_address)
     if config.min_clients > num_clients:
         raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}; lower min-clients")
     nothing_left = False
@@ -71,14 +90,15 @@ def prepare(run_overrides: list[str], federation_overrides: list[str]) -> Prepar
         nothing_left = finished and checkpoint.round >= config.num_server_rounds
     else:
         run_dir = RunDirectory.plan(config)
-    check_with_data(config, num_clients)
+    digest = check_with_data(config, num_clients)
     config = dataclasses.replace(config, output_dir=str(run_dir.path.parent), run_name=run_dir.path.name)
-    return PreparedRun(config, federation, run_dir, nothing_left)
+    return PreparedRun(config, federation, run_dir, nothing_left, ray_address, digest)
 
 
-def check_federation(federation: dict[str, object]) -> int:
+def check_federation(federation: dict[str, object], on_cluster: bool = False) -> int:
     """Flower's federation config: only the keys Flower's simulation accepts (:data:`FEDERATION_KEYS`,
-    a suggestion for a typo), each of its type; returns the number of clients. ValueError in one line."""
+    a suggestion for a typo), each of its type; returns the number of clients. ValueError in one line.
+    ``on_cluster``: the run joins a Ray cluster, whose size no ``init-args-*`` key sets (none is suggested)."""
     from simulations.flower import FEDERATION_KEYS
 
     unknown = [key for key in federation if key not in FEDERATION_KEYS]
@@ -95,9 +115,10 @@ def check_federation(federation: dict[str, object]) -> int:
         raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
     cpus = federation.get("client-resources-num-cpus", 1)
     if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
+        more = "start the cluster's nodes with more --num-cpus" if on_cluster else "raise init-args-num-cpus instead"
         raise ValueError(
             f"client-resources-num-cpus must be a whole number of CPUs >= 1 (Flower 1.42's simulation fails on "
-            f"{cpus!r}); to run more clients at once than cores, raise init-args-num-cpus instead"
+            f"{cpus!r}); to run more clients at once than cores, {more}"
         )
     for key, value in federation.items():
         problem = _federation_value_problem(FEDERATION_KEYS[key], value)
@@ -121,14 +142,15 @@ def _federation_value_problem(kind: type, value: object) -> str:
     return "" if math.isfinite(value) and value >= 0 else "a finite number >= 0"
 
 
-def check_with_data(config: RunConfig, num_clients: int) -> None:
-    """The checks that need the clients' data: the unlearning request and the privacy budget."""
+def check_with_data(config: RunConfig, num_clients: int) -> str:
+    """The checks that need the clients' data: the unlearning request and the privacy budget. Returns the
+    partition's digest (:attr:`graphs.federation.Federation.digest`), which the clients check theirs against."""
     with warnings.catch_warnings():  # Opacus's accountant warns about its alpha grid while searching
         warnings.simplefilter("ignore")
-        _check_with_data(config, num_clients)
+        return _check_with_data(config, num_clients)
 
 
-def _check_with_data(config: RunConfig, num_clients: int) -> None:
+def _check_with_data(config: RunConfig, num_clients: int) -> str:
     from contract.tracking import missing_tracker
 
     missing = missing_tracker(config.tracking)
@@ -161,3 +183,4 @@ def _check_with_data(config: RunConfig, num_clients: int) -> None:
 
     check_attack(config, num_clients)  # malicious ids in range, a benign client left
     server_algorithm(config.algorithm).check_federation(config, num_clients)  # e.g. Krum's 2f+3 clients
+    return federation.digest

@@ -75,6 +75,7 @@ def run(
     progress: bool = False,
     in_turn: bool = False,
     federation: Mapping[str, Any] | None = None,
+    ray_address: str | None = None,
     **overrides: Any,
 ) -> Run:
     """Train one federated run, as ``stamen run`` does, and return it.
@@ -87,6 +88,8 @@ def run(
         progress: show a progress bar (otherwise nothing is printed; the log is kept in ``run.log``).
         in_turn: in-process engine: each client's message answered alone (``--in-turn``).
         federation: Flower's federation config (``--federation-config``), e.g. client resources.
+        ray_address: flower engine: the Ray cluster to run on, ``"HOST:PORT"`` (``--ray-address``; default
+            ``$RAY_ADDRESS`` if set, else a Ray instance of the run's own).
         overrides: more run-config keys, snake_case (``num_server_rounds=3``); they win over ``config``.
 
     Raises:
@@ -103,7 +106,14 @@ def run(
     mode = "progress" if progress else "quiet"
     try:
         with handed_down(command):
-            launched = launch(items, federation_items(clients, federation), engine=engine, in_turn=in_turn, mode=mode)
+            launched = launch(
+                items,
+                federation_items(clients, federation),
+                engine=engine,
+                in_turn=in_turn,
+                mode=mode,
+                ray_address=ray_address,
+            )
     except ValueError as error:
         raise ValueError(one_line(error)) from None
     return load(launched.run_dir)

@@ -63,6 +63,7 @@ def sweep(
     out: str | os.PathLike[str] = "sweeps",
     progress: bool = False,
     federation: Mapping[str, Any] | None = None,
+    ray_address: str | None = None,
     **overrides: Any,
 ) -> Sweep:
     """Run (or resume) the sweep of ``grid`` x ``seeds`` over the fixed ``config`` and ``overrides``.
@@ -75,7 +76,7 @@ def sweep(
             to resume.
         jobs: runs at a time (more than 1, or ``engine="flower"``: each run in a process of its own).
         progress: print the sweep's progress and table, as the command does.
-        config, clients, engine, federation, overrides: as for :func:`stamen.run`.
+        config, clients, engine, federation, ray_address, overrides: as for :func:`stamen.run`.
 
     Raises:
         ValueError: bad input, before anything runs; the message is the line ``stamen sweep`` prints.
@@ -101,6 +102,7 @@ def sweep(
             jobs=jobs,
             name=name,
             out=os.fspath(out),
+            ray_address=ray_address,
         )
         with handed_down(command):
             result = run_sweep(spec, show=progress)

@@ -61,7 +61,7 @@ def guard_subprocesses(nodeid: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # Figures that measure time or place, not what was computed: they differ between engines and runs.
-_NOT_COMPARED = ("seconds", "devices", "wall", "ratio_to_training")
+_NOT_COMPARED = ("seconds", "devices", "wall", "ratio_to_training", "process", "client_nodes", "memory")
 
 
 def _same(a: object, b: object, where: str) -> None:

@@ -24,6 +24,7 @@ from contract import strict_json
 from contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
 from simulations import lifetime
 from simulations.benches.records import final_acc, int_list, markdown_table, print_tables
+from simulations.commands.run import add_ray_address
 from simulations.long_job import LongJob
 from simulations.options import finite_float
 
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--partitioner", default="metis", help="metis scales; louvain takes minutes at 100k nodes")
     parser.add_argument("--timeout", type=finite_float, default=900.0, help="seconds a job may take")
+    add_ray_address(parser)
 
 
 def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: Path) -> dict[str, Any]:
@@ -48,6 +50,8 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
     )
     command = [sys.executable, "-m", "simulations.cli", "run", "--quiet", "--engine", engine]
     command += ["--clients", str(clients), "-c", config]
+    if engine == "flower" and args.ray_address:
+        command += ["--ray-address", args.ray_address]
     entry: dict[str, Any] = {"nodes": nodes, "clients": clients, "engine": engine}
     started = time.perf_counter()
     process = lifetime.start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -71,6 +75,8 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     later = [r for r in rows if r.get("round", 0) >= 2 and "seconds" in r] or [r for r in rows if "seconds" in r]
     actors = 1 if engine == "inprocess" else 2
+    # memory on every node: the command's machine, and the clients' processes wherever they ran (a Ray cluster)
+    entry["client_peak_memory_gb"] = summary.get("client_peak_memory_gb")
     entry.update(
         status="finished",
         run_seconds=summary["total_wall_seconds"],

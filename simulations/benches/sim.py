@@ -4,7 +4,10 @@ Per algorithm and client count: ``stamen run`` on the Flower engine (a real ``fl
 run``), ``stamen run --engine inprocess`` (the same ServerApp and ClientApp in one
 process, a round's clients trained together), the same with ``--in-turn`` (the clients
 answered one after another), and, for FedAvg, a plain PyTorch FedAvg loop over the same federation
-(:mod:`simulations.benches.baseline`, the yardstick of in-process libraries). Each runs
+(:mod:`simulations.benches.baseline`, the yardstick of in-process libraries), and, beside
+the Flower engine, the Flower floor: a minimal Flower app that only moves the model's weights
+for the same rounds and clients, run the same way (:mod:`simulations.benches.floor`; its
+column: its wall time and the Flower engine's over it). Each runs
 as its own command in a fresh process, timed from the command's start: its wall time,
 the time until round 1 was done, and its peak memory are its own. ``--repeats N`` runs the
 in-process engine and the plain loop N times, interleaved, and reports the median run's
@@ -28,7 +31,10 @@ from contract import strict_json
 from contract.algorithms import ALGORITHMS
 from contract.figures import FINAL_TEST_ACC, TEST_ACC_AT_BEST_VAL, headline
 from simulations import lifetime
-from simulations.benches.records import int_list, markdown_table, print_tables
+from simulations.benches.floor import floor_run, model_shapes
+from simulations.benches.records import int_list
+from simulations.benches.sim_tables import markdown, print_table, sim_rows  # noqa: F401  (the bench's tables)
+from simulations.commands.run import add_ray_address, ray_address_for
 from simulations.long_job import LongJob
 from simulations.preflight import prepare
 from simulations.progress import read_rows
@@ -62,6 +68,10 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--csbm-nodes", type=int, default=3000)
     sim.add_argument("--cpus-per-client", type=int, default=1)
     sim.add_argument("--no-baseline", action="store_true", help="skip the in-process loop")
+    sim.add_argument(
+        "--no-floor", action="store_true", help="skip the Flower floor (a minimal Flower app, no training)"
+    )
+    add_ray_address(sim)
     sim.add_argument(
         "--repeats",
         type=int,
@@ -113,7 +123,12 @@ def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
 
 
 def _command(
-    run_overrides: list[str], num_clients: int, engine: str, run_dir: Path, options: tuple[str, ...] = ()
+    run_overrides: list[str],
+    num_clients: int,
+    engine: str,
+    run_dir: Path,
+    options: tuple[str, ...] = (),
+    ray_address: str = "",
 ) -> dict[str, float]:
     """``stamen run`` as a user types it, timed: until round 1's row is written, and to the end."""
     command = [
@@ -128,6 +143,8 @@ def _command(
         str(num_clients),
         *options,
     ]
+    if engine == "flower" and ray_address:
+        command += ["--ray-address", ray_address]
     for text in run_overrides:
         command += ["-c", text]
     started = time.perf_counter()
@@ -156,26 +173,39 @@ def _median(runs: list, wall: Callable[[Any], float]) -> Any:
 class _Runs:
     """``stamen run`` commands of one job, each timed (:func:`_command`), with the summary it wrote."""
 
-    def __init__(self, folder: Path, stem: str, run_overrides: list[str], num_clients: int) -> None:
+    def __init__(
+        self, folder: Path, stem: str, run_overrides: list[str], num_clients: int, ray_address: str = ""
+    ) -> None:
         self.folder, self.stem, self.run_overrides, self.num_clients = folder, stem, run_overrides, num_clients
+        self.ray_address = ray_address  # the Ray cluster of the flower engine's runs ("": their own Ray)
 
     def __call__(
         self, engine: str, suffix: str, *extra: str, options: tuple[str, ...] = ()
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         run_dir = self.folder / f"{self.stem}-{suffix}"
         overrides = [*self.run_overrides, *extra, f"run-name='{self.stem}-{suffix}'"]
-        timings = _command(overrides, self.num_clients, engine, run_dir, options)
+        timings = _command(overrides, self.num_clients, engine, run_dir, options, self.ray_address)
         return timings, json.loads((run_dir / "summary.json").read_text())
 
 
-def _flower_unit(timed: _Runs, federation_overrides: list[str], actors: int) -> dict[str, Any]:
-    """One unit: the CLI's checks timed, then ``flwr run``; its summary and per-round breakdown."""
+def _flower_unit(timed: _Runs, federation_overrides: list[str], actors: int, floor: bool = True) -> dict[str, Any]:
+    """One unit: the CLI's checks timed, then ``flwr run``; its summary and per-round breakdown; then, with
+    ``floor``, the Flower floor for the same rounds, clients and Ray settings (none for an algorithm without a
+    global model: no weights to move)."""
     checking = time.perf_counter()
-    prepare([*timed.run_overrides, f"run-name='{timed.stem}-check'"], federation_overrides)  # the CLI's checks
+    check = [*timed.run_overrides, f"run-name='{timed.stem}-check'"]
+    prepared = prepare(check, federation_overrides, timed.ray_address)  # the CLI's checks
     check_seconds = time.perf_counter() - checking
     flower, summary = timed("flower", "flower")
     rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+    shapes = model_shapes(Path(summary["run_dir"])) if floor else ""
+    if shapes:
+        print(f"[bench sim] {timed.stem}: the Flower floor ...", flush=True)
+        rounds = prepared.config.num_server_rounds
+        floor_figures = floor_run(shapes, rounds, prepared.federation, timed.ray_address)
+        floor_figures["shapes"] = shapes
     return {
+        **({"floor": floor_figures} if shapes else {}),
         "timings": flower,
         "summary": summary,
         "check_seconds": check_seconds,
@@ -223,6 +253,7 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
     """
     if args.repeats < 1:
         raise ValueError(f"--repeats {args.repeats}: give at least 1")
+    ray_address = ray_address_for("flower", args.ray_address)
     out = Path(args.out).resolve()
     units.begin(_keys(args))
     results: list[dict[str, Any]] = []
@@ -245,13 +276,13 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
             federation_overrides = [f"num-supernodes={num_clients} client-resources-num-cpus={args.cpus_per_client}"]
 
             job = f"{algorithm}/{num_clients}"
-            timed = _Runs(out / "runs", stem, run_overrides, num_clients)
+            timed = _Runs(out / "runs", stem, run_overrides, num_clients, ray_address)
             actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
             if f"{job}/flower" not in units:
                 print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
             flower_unit = units.run(
                 f"{job}/flower",
-                *(_flower_unit, timed, federation_overrides, actors),
+                *(_flower_unit, timed, federation_overrides, actors, not args.no_floor),
                 line=lambda unit, job=job: f"{job}: flwr run {unit['summary']['total_wall_seconds']:.1f} s",
             )
             flower, summary = flower_unit["timings"], flower_unit["summary"]
@@ -333,149 +364,13 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                 )
                 if with_client_figures is not None:
                     entry["engine_local_eval_ratio"] = with_client_figures["total_wall_seconds"] / plain
+            if "floor" in flower_unit:  # Stamen's Flower run over the floor's, over the same span
+                entry["flower_floor"] = {
+                    **flower_unit["floor"],
+                    "ratio": summary["total_wall_seconds"] / flower_unit["floor"]["wall_seconds"],
+                }
+            if ray_address:
+                entry["ray_address"] = ray_address
             results.append(entry)
             print(strict_json.dumps(entry["flwr_run"]["per_round"]), flush=True)
     return results
-
-
-def sim_rows(record: dict[str, Any]) -> list[list[str]]:
-    """One row per job: each engine's run time and whole command time, ratios of run times to the plain loop."""
-    rows = []
-    for entry in record["results"]:
-        run, base, engine = entry["flwr_run"], entry.get("in_process"), entry.get("inprocess_engine")
-        per_round = run["per_round"]
-        rows.append(
-            [
-                entry["algorithm"],
-                str(entry["clients"]),
-                f"{base['wall_seconds']:.1f}" if base else "-",
-                f"{engine['total_wall_seconds']:.1f}" if engine else "-",
-                f"{run['total_wall_seconds']:.1f}",
-                f"{engine['command_wall_seconds']:.1f}" if engine else "-",
-                f"{run['command_wall_seconds']:.1f}" if "command_wall_seconds" in run else "-",
-                f"{entry['engine_ratio']:.2f}x" if "engine_ratio" in entry else "-",
-                f"{entry['engine_round_ratio']:.2f}x" if "engine_round_ratio" in entry else "-",
-                _each_repeat(entry),
-                (
-                    f"{entry['inprocess_engine_in_turn']['total_wall_seconds']:.1f} "
-                    f"({entry['engine_in_turn_ratio']:.2f}x)"
-                    if "engine_in_turn_ratio" in entry
-                    else "-"
-                ),
-                (
-                    f"{entry['inprocess_engine_local_eval']['total_wall_seconds']:.1f} "
-                    f"({entry['engine_local_eval_ratio']:.2f}x)"
-                    if "engine_local_eval_ratio" in entry
-                    else "-"
-                ),
-                f"{entry['wall_ratio']:.2f}x" if base else "-",
-                f"{run['command_to_round_1_seconds']:.1f}" if "command_to_round_1_seconds" in run else "-",
-                f"{per_round['seconds']:.3f}",
-                f"{run['peak_memory_gb']:.2f}",
-                f"{base['test_acc_at_best_val']:.3f}" if base else "-",
-                f"{engine['test_acc_at_best_val']:.3f}" if engine else "-",
-                f"{run['test_acc_at_best_val']:.3f}",
-            ]
-        )
-    return rows
-
-
-def _each_repeat(entry: dict[str, Any]) -> str:
-    """Each repeat's in-process engine time over the plain loop's of the same repeat (``--repeats``)."""
-    repeats = entry.get("repeats", {})
-    pairs = list(zip(repeats.get("inprocess_engine", []), repeats.get("in_process", [])))
-    return " ".join(f"{engine / plain:.2f}x" for engine, plain in pairs) if len(pairs) > 1 else "-"
-
-
-SIM_COLUMNS = [
-    "algorithm",
-    "clients",
-    "plain loop wall s",
-    "in-process engine wall s",
-    "flower engine wall s",
-    "in-process command s",
-    "flower command s",
-    "in-process / plain",
-    "in-process / plain, mean round",
-    "in-process / plain, each repeat",
-    "in-process, clients in turn s (/ plain)",
-    "in-process with client figures s (/ plain)",
-    "flower / plain",
-    "flower: command to round 1 done, s",
-    "flower: s / later round",
-    "flower peak GB",
-    "plain test acc (best val)",
-    "in-process test acc (best val)",
-    "flower test acc (best val)",
-]
-
-
-BREAKDOWN_COLUMNS = [
-    "algorithm",
-    "clients",
-    "actors",
-    "s / round",
-    "exchange",
-    "aggregate",
-    "client handlers (sum)",
-    "setup (sum)",
-    "train (sum)",
-    "eval (sum)",
-    "pack (sum)",
-    "slowest handler",
-    "engine",
-    "CLI checks s",
-    "outside ServerApp s",
-    "round 1 s",
-]
-
-
-def breakdown_rows(record: dict[str, Any]) -> list[list[str]]:
-    """Where a steady round's seconds went (see :func:`per_round_breakdown`)."""
-    rows = []
-    for entry in record["results"]:
-        run = entry["flwr_run"]
-        if "engine_seconds" not in run["per_round"]:
-            continue  # recorded before the breakdown existed
-        per_round = run["per_round"]
-        rows.append(
-            [entry["algorithm"], str(entry["clients"]), str(run["actors"])]
-            + [
-                f"{per_round[key]:.3f}"
-                for key in (
-                    "seconds",
-                    "exchange_seconds",
-                    "aggregate_seconds",
-                    "client_handler_seconds_sum",
-                    "client_setup_seconds_sum",
-                    "client_train_seconds_sum",
-                    "client_eval_seconds_sum",
-                    "client_pack_seconds_sum",
-                    "client_handler_seconds_max",
-                    "engine_seconds",
-                )
-            ]
-            + [
-                f"{run['check_seconds']:.1f}",
-                f"{run['outside_server_app_seconds']:.1f}",
-                f"{per_round['first_round_seconds']:.1f}",
-            ]
-        )
-    return rows
-
-
-def markdown(record: dict[str, Any]) -> list[str]:
-    lines = markdown_table(SIM_COLUMNS, sim_rows(record))
-    breakdown = breakdown_rows(record)
-    if breakdown:
-        lines += ["", "Seconds per steady round, by part:", ""] + markdown_table(BREAKDOWN_COLUMNS, breakdown)
-    return lines
-
-
-def print_table(record: dict[str, Any]) -> None:
-    print_tables(
-        [
-            (f"stamen bench {record['name']}", SIM_COLUMNS, sim_rows(record)),
-            ("seconds per steady round, by part", BREAKDOWN_COLUMNS, breakdown_rows(record)),
-        ]
-    )

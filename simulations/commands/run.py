@@ -80,12 +80,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="inprocess engine: answer each client's message alone, one after another, as the flower engine does "
         "(otherwise the clients of a round that run FedAvg's local training train together; the same numbers)",
     )
+    add_ray_address(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="print the result table only")
     output.add_argument(
         "--verbose", action="store_true", help="stream the full log instead of a progress bar (always kept in run.log)"
     )
     parser.set_defaults(func=main)
+
+
+def add_ray_address(parser: argparse.ArgumentParser) -> None:
+    """``--ray-address``, for every command that runs the Flower engine."""
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="flower engine: run the simulation on the Ray cluster whose head listens there (`ray start --head "
+        "--port PORT`; default: $RAY_ADDRESS if set, else a Ray instance of the run's own); see docs/deployment.md",
+    )
 
 
 def simulate(
@@ -140,9 +152,15 @@ def simulate(
                     raise ValueError("observing a run's rows needs the in-process engine")
                 with flower_home() as home:  # kept, with Flower's logs, when the run failed
                     log_file = home / "run.log"  # flwr run's stream; the ServerApp writes the run's run.log itself
-                    with progress, LocalSuperLink(home) as superlink, PeakMemory(superlink.pid) as memory:
+                    env = run.environment()  # the cluster to join, the head's partition digest
+                    with progress, LocalSuperLink(home, extra=env) as superlink, PeakMemory(superlink.pid) as memory:
                         code = flwr_run(
-                            home, run.config.to_flower(), run.federation, log=log_file, echo=mode == "verbose"
+                            home,
+                            run.config.to_flower(),
+                            run.federation,
+                            log=log_file,
+                            echo=mode == "verbose",
+                            extra=env,
                         )
                     where = f"see {run_dir.path / 'run.log'}" if run_dir.outcome(token) else f"see {log_file}"
                     _judge(run_dir, token, f"flwr exit code {code}; {where}; Flower's own logs: {home}")
@@ -270,6 +288,7 @@ def launch(
     mode: str = "progress",
     announce: Callable[[PreparedRun, str], None] | None = None,
     observe: Callable[[dict], None] | None = None,
+    ray_address: str | None = None,
 ) -> Launched:
     """``stamen run``'s one path, for the command and for :func:`stamen.run` alike: check, then run.
 
@@ -277,7 +296,8 @@ def launch(
     strings; run-config items may name experiment files). Every check runs first
     (:func:`simulations.preflight.prepare`; ValueError in one line); ``announce(run, engine)`` is
     called after the checks, before the run starts; ``mode``, ``in_turn`` and ``observe`` (in process only)
-    as for :func:`simulate`.
+    as for :func:`simulate`. ``ray_address``: the Ray cluster the flower engine's simulation joins
+    (``None``: ``$RAY_ADDRESS`` if set; :mod:`simulations.cluster`).
 
     Raises:
         ValueError: bad input (the command's exit 2), before anything is written.
@@ -289,7 +309,8 @@ def launch(
         raise ValueError("--in-turn applies to the in-process engine only; add --engine inprocess or drop it")
     if observe is not None and engine != "inprocess":
         raise ValueError("observing a run's rows needs the in-process engine (engine='inprocess')")
-    run = prepare(list(run_config), list(federation_config))
+    address = ray_address_for(engine, ray_address)
+    run = prepare(list(run_config), list(federation_config), ray_address=address)
     rounds = run.config.num_server_rounds
     if run.nothing_left:
         return Launched(run.run_dir.path, rounds, None)
@@ -298,6 +319,7 @@ def launch(
     hint = "stamen run " + " ".join(
         [f"--engine {engine}"] * (engine != "flower")
         + ["--in-turn"] * in_turn
+        + [f"--ray-address {shlex.quote(address)}"] * bool(address)
         + [f"-c {shlex.quote(c)}" for c in run_config]
         + [f"--federation-config {shlex.quote(f)}" for f in federation_config]
     )
@@ -305,11 +327,26 @@ def launch(
     return Launched(run.run_dir.path, rounds, summary)
 
 
+def ray_address_for(engine: str, option: str | None) -> str:
+    """The cluster a run on ``engine`` joins (``""``: none); ``--ray-address`` with the in-process engine is refused."""
+    from simulations.cluster import ray_address
+
+    if option and engine != "flower":
+        raise ValueError("--ray-address applies to the flower engine only; drop it or add --engine flower")
+    return ray_address(option) if engine == "flower" else ""
+
+
 def main(args: argparse.Namespace) -> int:
     mode = "quiet" if args.quiet else "verbose" if args.verbose else "progress"
     announce = None if args.quiet else _announce
     launched = launch(
-        args.run_config, federation_args(args), engine=args.engine, in_turn=args.in_turn, mode=mode, announce=announce
+        args.run_config,
+        federation_args(args),
+        engine=args.engine,
+        in_turn=args.in_turn,
+        mode=mode,
+        announce=announce,
+        ray_address=args.ray_address,
     )
     if launched.summary is None:
         print(f"stamen run: {launched.run_dir} already finished all {launched.rounds} rounds; nothing left to run")
@@ -322,7 +359,8 @@ def _announce(run: PreparedRun, engine: str) -> None:
     config = run.config
     print(
         f"stamen run: {config.algorithm} on {config.dataset}, {run.federation['num-supernodes']} clients, "
-        f"{config.num_server_rounds} rounds, {engine} engine -> {run.run_dir.path}",
+        f"{config.num_server_rounds} rounds, {engine} engine"
+        f"{f' on the Ray cluster at {run.ray_address}' if run.ray_address else ''} -> {run.run_dir.path}",
         flush=True,
     )
 
@@ -353,6 +391,13 @@ def print_summary(summary: dict) -> None:
         f"the slowest client's {_seconds(summary, 'client')}); devices: {', '.join(summary['devices'])}",
         highlight=False,
     )
+    nodes = summary.get("client_nodes") or []
+    if nodes:  # absent in summaries of earlier versions
+        console.print(
+            f"clients: {summary['client_processes']} processes on {len(nodes)} node(s) ({', '.join(nodes)}), "
+            f"their peak memory added up {summary['client_peak_memory_gb']:.2f} GB",
+            highlight=False,
+        )
     console.print(f"outputs: {summary['run_dir']}", highlight=False)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from contract import strict_json
 from contract.figures import GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
-from simulations.commands.run import federation_args
+from simulations.commands.run import add_ray_address, federation_args, ray_address_for
 from simulations.helptext import HelpFormatter
 from simulations.sweep import (
     FIGURES,
@@ -62,6 +62,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--clients", type=int, default=None, help="number of clients (as for stamen run)")
     parser.add_argument("--engine", choices=("flower", "inprocess"), default="inprocess", help="default: inprocess")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (default: 1)")
+    add_ray_address(parser)
     parser.add_argument(
         "--name", default="", help="the sweep's folder name; give it again to resume (default: a new one)"
     )
@@ -79,6 +80,7 @@ class SweepSpec:
         run_config: fixed ``-c`` overrides (``key=value`` strings and experiment files).
         federation_config: Flower's federation overrides (``--clients`` folded in).
         sets: the ``--set`` texts as given (recorded in ``sweep.json``).
+        ray_address: the Ray cluster the flower engine's runs join (``None``: ``$RAY_ADDRESS`` if set).
     """
 
     grid: list[tuple[str, list[Any]]]
@@ -90,6 +92,7 @@ class SweepSpec:
     name: str = ""
     out: str = DEFAULT_OUT
     sets: list[str] = field(default_factory=list)
+    ray_address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ def main(args: argparse.Namespace) -> int:
         name=args.name,
         out=args.out,
         sets=args.sets,
+        ray_address=args.ray_address,
     )
     result = run_sweep(spec)
     if result.failed:
@@ -149,6 +153,7 @@ def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
         raise ValueError(f"engine must be 'flower' or 'inprocess', got {spec.engine!r}")
     if spec.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {spec.jobs}")
+    ray_address_for(spec.engine, spec.ray_address)  # --ray-address with the in-process engine is refused here
     name = spec.name or time.strftime("sweep-%Y%m%d-%H%M%S")
     check_run_name(name)
     folder = check_output_dir(spec.out) / name
@@ -169,7 +174,7 @@ def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool) -> S
         finished = (run_dir / "status.json").is_file() and RunDirectory(run_dir).status().get("status") == "finished"
         if finished:
             continue
-        prepare(_config_args(spec, run, folder), spec.federation_config)
+        prepare(_config_args(spec, run, folder), spec.federation_config, ray_address_for(spec.engine, spec.ray_address))
         todo.append(run)
     if show:
         print(
@@ -220,6 +225,9 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
                         command += ["-c", text]
                     for text in spec.federation_config:
                         command += ["--federation-config", text]
+                    address = ray_address_for(spec.engine, spec.ray_address)
+                    if address:
+                        command += ["--ray-address", address]
                     with open(logs / f"{run.name}.log", "w") as log:
                         log.write("$ " + shlex.join(command) + "\n")
                         log.flush()

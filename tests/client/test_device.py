@@ -44,3 +44,36 @@ def test_a_missing_gpu_index_falls_back(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="stamen.client"):
         assert choose_device("cuda:3") == torch.device("cpu")
     assert "only 1 CUDA device(s) are visible" in caplog.text
+
+
+class _FakeRay:
+    """A Ray worker's view of its resources, for :func:`client.device.ray_gpu_share`."""
+
+    def __init__(self, gpus):
+        self.gpus = gpus
+
+    def is_initialized(self):
+        return True
+
+    def get_runtime_context(self):
+        gpus = self.gpus
+
+        class Context:
+            def get_accelerator_ids(self):
+                return {"GPU": gpus}
+
+        return Context()
+
+
+def test_a_ray_worker_without_a_gpu_share_trains_on_the_cpu(monkeypatch):
+    import sys
+
+    from client.device import choose_device, ray_gpu_share
+
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay([]))
+    assert ray_gpu_share() == []
+    assert choose_device("auto").type == "cpu" and choose_device("cuda").type == "cpu"
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay(["1"]))
+    assert ray_gpu_share() == ["1"]  # with a share, torch's visible devices decide (Ray made GPU 1 the only one)
+    monkeypatch.delitem(sys.modules, "ray")
+    assert ray_gpu_share() is None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-_TIMING = ("seconds", "devices", "wall")
+_TIMING = ("seconds", "devices", "wall", "process")
 
 
 def _rows(run_dir: Path) -> list[dict]:

@@ -34,7 +34,7 @@ VALUES = {
     "clipping-norm": 1.0,
     "fraction-train": 0.67,
 }
-TIMING = ("seconds", "devices")
+TIMING = ("seconds", "devices", "process")
 
 
 def _figures(rows: list[dict]) -> list[dict]:

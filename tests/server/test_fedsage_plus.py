@@ -27,7 +27,7 @@ RUN = {
     "fedsage-gen-rounds": STEPS,
     "fedsage-gen-epochs": STEPS,  # fedsage-local trains as many epochs as fedsage+ takes steps
 }
-TIMING = ("seconds", "devices")
+TIMING = ("seconds", "devices", "process")
 
 
 @pytest.fixture(autouse=True)

@@ -74,6 +74,21 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     readme = (out / "README.md").read_text()
     assert "## tiny" in readme and "| fedavg | 3 |" in readme and "round 1 s" in readme and "each repeat" in readme
     assert "Seconds per steady round, by part" in readme
+    floor = entry["flower_floor"]  # the minimal Flower app, run the same way: its time and Stamen's over it
+    assert floor["wall_seconds"] > 0 and floor["ratio"] == run["total_wall_seconds"] / floor["wall_seconds"]
+    assert floor["shapes"].count(",") >= 3  # a GCN's two layers: weights and biases
+    header, _, row = _table(readme)
+    column = header.index("Flower floor s (flower engine / floor)")
+    seconds, ratio = row[column].split()
+    assert float(seconds) > 0 and ratio == f"({floor['ratio']:.2f}x)"
+    assert 0 < floor["first_round_seconds"] <= floor["rounds_seconds"] < floor["wall_seconds"]
+    assert "Against the Flower floor, by part" in readme
+
+
+def _table(readme: str) -> tuple[list[str], list[str], list[str]]:
+    """The header, rule and first row of the README's first table, as cells."""
+    lines = [line for line in readme.splitlines() if line.startswith("|")][:3]
+    return tuple([cell.strip() for cell in line.strip("|").split("|")] for line in lines)
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ SMALL = (
     "num-server-rounds=2 csbm-nodes=300 local-epochs=2 num-malicious-nodes=0 fedlog-warmup-epochs=3 "
     "fedlog-generator-epochs=3 fedsage-gen-epochs=3 fedsage-gen-rounds=3 rep-head-epochs=2"
 )
-TIMING = ("seconds", "devices")
+TIMING = ("seconds", "devices", "process")
 
 
 def _rows(tmp_path, name: str, keys: str) -> list[dict]:

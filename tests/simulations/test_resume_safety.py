@@ -21,7 +21,7 @@ from simulations.cli import main as stamen
 ROUNDS = 4
 CONFIG = "csbm-nodes=300 local-epochs=2 keep-optimizer-state=false"
 FEDERATION = ["--federation-config", "num-supernodes=3"]
-_TIMING = ("seconds", "devices")
+_TIMING = ("seconds", "devices", "process")
 
 
 def _run(*config: str) -> int:

@@ -1,0 +1,1 @@
+"""The Flower floor: a ServerApp and ClientApp that exchange NumPy weights and do nothing else."""
