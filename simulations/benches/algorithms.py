@@ -229,15 +229,15 @@ def _order(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
 def one_run(values: dict[str, Any], num_clients: int) -> AlgorithmRun:
     """One federated run in process; its figures are the app's summary of its rows."""
     from server.outputs import summarize
-    from simulations.inprocess import run_in_process
+    from simulations.inprocess import flower_log_level, run_in_process
 
-    logging.getLogger("flwr").setLevel(logging.WARNING)  # Flower's per-round INFO lines would drown the progress
     config = RunConfig.from_flower(values)
     entry = AlgorithmRun(config.algorithm, config.dataset, config.partitioner, config.seed)
     print(f"[bench algorithms] {_label(entry)} ...", flush=True)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
-    run_in_process(config, num_clients, rows.append)
+    with flower_log_level(logging.WARNING):  # Flower's per-round INFO lines would drown the progress
+        run_in_process(config, num_clients, rows.append)
     wall = time.perf_counter() - started
     summary = summarize(rows, wall, config)
     entry.wall_seconds = wall

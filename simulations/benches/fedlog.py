@@ -26,7 +26,7 @@ from typing import Any
 from contract.figures import TEST_ACC
 from contract.run_config import RunConfig
 from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
-from simulations.inprocess import run_in_process
+from simulations.inprocess import flower_log_level, run_in_process
 from simulations.long_job import LongJob
 from simulations.options import finite_float
 from simulations.overrides import parse_overrides
@@ -132,7 +132,6 @@ def _label(variant: str, num_clients: int, seed: int) -> str:
 
 def one_run(args: argparse.Namespace, variant: str, num_clients: int, seed: int) -> dict[str, Any]:
     """One federation of ``variant``, in process, with a progress line every 10 rounds."""
-    logging.getLogger("flwr").setLevel(logging.WARNING)  # Flower's per-round INFO lines would drown the progress
     config = run_config(args, variant, num_clients, seed)
     label = _label(variant, num_clients, seed)
     rows: list[dict[str, Any]] = []
@@ -145,7 +144,8 @@ def one_run(args: argparse.Namespace, variant: str, num_clients: int, seed: int)
 
     print(f"[bench fedlog] {label} ...", flush=True)
     started = time.perf_counter()
-    run_in_process(config, num_clients, on_row)
+    with flower_log_level(logging.WARNING):  # Flower's per-round INFO lines would drown the progress
+        run_in_process(config, num_clients, on_row)
     return {
         "algorithm": variant,
         "clients": num_clients,

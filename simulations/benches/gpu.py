@@ -25,7 +25,7 @@ import torch
 from contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from contract.run_config import RunConfig
 from simulations.benches.records import int_list, markdown_table, print_tables
-from simulations.inprocess import run_in_process
+from simulations.inprocess import flower_log_level, run_in_process
 from simulations.long_job import LongJob
 
 NAME = "gpu"
@@ -87,7 +87,6 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
 
 def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) -> dict[str, Any]:
     """One federated run of ``model`` with every client on ``device``."""
-    logging.getLogger("flwr").setLevel(logging.WARNING)
     values: dict[str, Any] = {
         "dataset": args.dataset,
         "data-root": str(Path(args.data_root).resolve()) if args.data_root else "",
@@ -109,7 +108,8 @@ def one_run(args: argparse.Namespace, model: str, device: str, csbm_nodes: int) 
         torch.cuda.reset_peak_memory_stats(gpu)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
-    run_in_process(config, args.clients, rows.append)
+    with flower_log_level(logging.WARNING):  # Flower's per-round INFO lines would drown the progress
+        run_in_process(config, args.clients, rows.append)
     wall = time.perf_counter() - started
     trained = [row for row in rows if "client_train_seconds_sum" in row]
     steady = [row for row in trained if row["round"] >= 2]
