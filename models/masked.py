@@ -20,11 +20,20 @@ its models (the paper's masked GCN masks the convolutions and the classifier).
 
 **Functional embedding.** The server cannot see subgraphs, so it compares the
 clients' models by what they compute on one shared input: a random graph
-:math:`G_{\mathrm{proxy}}` (``proxy_nodes`` nodes with standard normal features and
-random edges of mean degree 5), the same for everyone as it is drawn from the run's
-seed. Client :math:`i`'s functional embedding is its encoder's output averaged over
-the proxy nodes, :math:`\mathbf{e}_i = \frac{1}{n} \sum_v h_i(G_{\mathrm{proxy}})_v`.
+:math:`G_{\mathrm{proxy}}`, the same for everyone as it is drawn from the run's seed.
+As in the authors' code (github JinheonBaek/FED-PUB, its server's proxy data) it is
+``graphs`` disjoint Erdos-Renyi graphs of ``nodes`` nodes each (a random partition
+graph with :math:`p_{\mathrm{in}}` = ``edge_prob`` = 0.1 and no edges between the
+parts; 5 x 100 nodes by default, mean degree about 10) with standard normal
+features. Client :math:`i`'s functional embedding is its encoder's output averaged
+over the proxy nodes, :math:`\mathbf{e}_i = \frac{1}{n} \sum_v h_i(G_{\mathrm{proxy}})_v`.
 The server's use of it is in :mod:`server.fedpub`.
+
+**Training.** The authors' client keeps one Adam over weights and masks for the whole
+run (its state is saved between rounds); so does Stamen's under
+``keep-optimizer-state`` (the default). A fresh Adam each round makes every round's
+first step :math:`\mathrm{lr} \cdot \mathrm{sign}(g)` on every weight and mask entry,
+which on Cora cost FED-PUB about 5 accuracy points (benchmarks/fedpub-cora.md).
 """
 
 from __future__ import annotations
@@ -77,15 +86,22 @@ class MaskedClassifier(nn.Module):
         return sum(mask.abs().sum() for mask in self.masks.values())
 
 
-def proxy_graph(num_nodes: int, num_features: int, seed: int, mean_degree: float = 5.0) -> tuple[Tensor, Tensor]:
-    """The shared random graph: standard normal features, random undirected edges; the same for one seed."""
+PROXY_EDGE_PROB = 0.1  # the authors' p_in: each pair of nodes in one part is an edge with this probability
+
+
+def proxy_graph(
+    nodes: int, num_features: int, seed: int, graphs: int = 5, edge_prob: float = PROXY_EDGE_PROB
+) -> tuple[Tensor, Tensor]:
+    """The shared random graph (module docstring): ``graphs`` disjoint G(``nodes``, ``edge_prob``) parts,
+    standard normal features, undirected edges; the same for one seed."""
     generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(num_nodes, num_features, generator=generator)
-    count = int(num_nodes * mean_degree / 2)
-    source = torch.randint(num_nodes, (count,), generator=generator)
-    target = torch.randint(num_nodes, (count,), generator=generator)
-    keep = source != target
-    return x, to_undirected(torch.stack([source[keep], target[keep]]), num_nodes=num_nodes)
+    x = torch.randn(graphs * nodes, num_features, generator=generator)
+    source, target = torch.triu_indices(nodes, nodes, offset=1)
+    edges = []
+    for part in range(graphs):
+        keep = torch.rand(source.numel(), generator=generator) < edge_prob
+        edges.append(torch.stack([source[keep], target[keep]]) + part * nodes)
+    return x, to_undirected(torch.cat(edges, dim=1), num_nodes=graphs * nodes)
 
 
 @torch.no_grad()
