@@ -10,6 +10,8 @@
   that aggregates (:mod:`client.attacks`).
 - ``local-eval=false``: only on an algorithm that aggregates (its figures are then the global
   model's; a personalised algorithm's figures are its clients' models).
+- ``fedsage-schedule='paper'`` (fedsage+): ``fedsage-gen-rounds <= num-server-rounds`` (one
+  generator step per round).
 - ``secure-aggregation``: only with an algorithm whose spec ``averages`` (the server
   gets a weighted sum, nothing else), not with ``client-dp`` (its server-side clipping
   and noise need each update in the clear; DP-SGD on top is distributed DP), not with
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contract.algorithms import ALGORITHMS, admitting, averaging
+from contract.algorithms import ALGORITHMS, FedSageSchedule, admitting, averaging
 from contract.suggest import one_of
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from models.names import check_decoupled, encoder_has_weights
@@ -68,6 +70,16 @@ def check_rules(config: RunConfig) -> None:
         )
     if config.secure_aggregation:
         _check_secure_aggregation(config)
+    if (
+        config.algorithm == "fedsage+"
+        and config.fedsage_schedule == FedSageSchedule.PAPER
+        and config.fedsage_gen_rounds > config.num_server_rounds
+    ):
+        raise ValueError(
+            f"fedsage-schedule='paper' takes one generator step in each of the first fedsage-gen-rounds rounds, "
+            f"and fedsage-gen-rounds={config.fedsage_gen_rounds} > num-server-rounds={config.num_server_rounds}; "
+            "lower fedsage-gen-rounds, or use fedsage-schedule='pretrain'"
+        )
     if not config.resume_from:
         return
     if config.privacy != "none":
