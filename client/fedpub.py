@@ -3,7 +3,8 @@
 Baek et al., ICML 2023 (the math: :mod:`models.masked`, :mod:`server.fedpub`). The
 client receives its personalised aggregate, trains weights and its masks with
 FED-PUB's loss (cross-entropy, ``fedpub-l1`` on the masks, ``fedpub-loc-l2`` on the
-weights' distance from the aggregate), keeps the masks in its state and replies with
+weights' distance from the aggregate; both 0 by default, as the authors' code runs,
+:mod:`models.masked`), keeps the masks in its state and replies with
 the weights and its functional embedding on the proxy graph drawn from the run's
 seed. Every evaluation uses the client's masks, so the "global" figures of a round
 are those of each client's personalised aggregate under its own masks.
@@ -39,7 +40,7 @@ class FedPubClient(ClientAlgorithm):
     """The run's model under the client's masks; uploads its functional embedding."""
 
     def new_model(self, job: LocalJob) -> MaskedClassifier:
-        model = MaskedClassifier(job.model(), prune_below=job.config.fedpub_l1).to(job.device)
+        model = MaskedClassifier(job.model(), prune_below=job.config.fedpub_prune).to(job.device)
         if MASKS in job.state:
             model.masks.load_state_dict(private_tensors(job.state[MASKS]))
         return model

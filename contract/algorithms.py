@@ -89,7 +89,7 @@ _FEDLOG_OPTIONS = tuple(
 )  # fmt: skip
 
 _FEDSAGE_OPTIONS = tuple(f"fedsage-{n}" for n in ("hidden-portion", "max-pred", "gen-epochs", "gen-hidden", "gen-lr"))
-_FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "proxy-graphs", "l1", "loc-l2"))
+_FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "proxy-graphs", "l1", "prune", "loc-l2"))
 _FEDGTA_OPTIONS = tuple(f"fedgta-{n}" for n in ("prop-steps", "lp-alpha", "temperature", "moments", "accept"))
 _FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
 

@@ -196,8 +196,13 @@ class RunConfig:
     fedpub_tau: float = FEDPUB.key(10.0, "scale of the similarities in the aggregation softmax", bound=ge(0))
     fedpub_proxy_nodes: int = FEDPUB.key(100, "nodes of each random graph of the seeded proxy", bound=ge(1))
     fedpub_proxy_graphs: int = FEDPUB.key(5, "disjoint random graphs (p=0.1) making the proxy", bound=ge(1))
-    fedpub_l1: float = FEDPUB.key(0.001, "L1 weight on the masks (and their pruning threshold)", bound=ge(0))
-    fedpub_loc_l2: float = FEDPUB.key(0.001, "weight of the distance to the received aggregate", bound=ge(0))
+    fedpub_l1: float = FEDPUB.key(
+        0.0, "weight of the masks' L1 norm in the loss (0: the authors' code, where it has no gradient)", bound=ge(0)
+    )
+    fedpub_prune: float = FEDPUB.key(0.001, "mask entries below it count as zero in evaluation", bound=ge(0))
+    fedpub_loc_l2: float = FEDPUB.key(
+        0.0, "weight of the distance to the received aggregate (0: the authors' code, as fedpub-l1)", bound=ge(0)
+    )
     fedgta_prop_steps: int = FEDGTA.key(5, "label propagation steps", bound=ge(1))
     fedgta_lp_alpha: float = FEDGTA.key(0.5, "label propagation's alpha", bound=within(0, 1))
     fedgta_temperature: float = FEDGTA.key(20.0, "softmax temperature of the confidence", bound=gt(0))

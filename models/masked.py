@@ -12,10 +12,21 @@ matrix :math:`\mathbf{W}` of its GNN (initialised to ones) and computes with
       + \lambda_2 \lVert \boldsymbol{\theta} - \bar{\boldsymbol{\theta}}_i \rVert_2,
 
 the L1 term making the masks sparse and the second keeping the weights near the
-personalised aggregate :math:`\bar{\boldsymbol{\theta}}_i` the server sent. Only the
+personalised aggregate :math:`\bar{\boldsymbol{\theta}}_i` the server sent
+(:math:`\lambda_1` = ``fedpub-l1``, :math:`\lambda_2` = ``fedpub-loc-l2``). Only the
 weights :math:`\boldsymbol{\theta}` travel; the masks stay with the client. In
-evaluation mode mask entries with :math:`|m| < \lambda_1` count as zero (the
-pruning of the authors' code). Stamen's masks cover every weight matrix of any of
+evaluation mode mask entries with :math:`|m|` below ``fedpub-prune`` count as zero (the
+pruning of the authors' code, whose threshold is its ``l1``).
+
+The authors' client (github JinheonBaek/FED-PUB, ``models/fedpub/client.py``) adds both
+terms to its loss from ``model.state_dict()``, whose tensors are detached: they change
+the loss's value, never its gradient, so its masks and weights train on the
+cross-entropy alone. Stamen's defaults :math:`\lambda_1 = \lambda_2 = 0` reproduce that;
+positive values give the paper's loss. With Adam, the L1 term's constant gradient moves
+every mask entry the cross-entropy barely touches by about the learning rate per step, so
+after a few dozen rounds most entries are pruned: on Cora the paper's loss
+(:math:`\lambda_1 = \lambda_2 = 10^{-3}`) ends about 3 points below the authors' code
+(benchmarks/fedpub-cora.md). Stamen's masks cover every weight matrix of any of
 its models (the paper's masked GCN masks the convolutions and the classifier).
 
 **Functional embedding.** The server cannot see subgraphs, so it compares the
@@ -131,7 +142,8 @@ def fit_masked(
         optimizer.zero_grad()
         logits = model(data.x, data.edge_index)
         loss = nn.functional.cross_entropy(logits[data.train_mask], data.y[data.train_mask])
-        loss = loss + l1 * model.mask_l1()
+        if l1 > 0:
+            loss = loss + l1 * model.mask_l1()
         if proximal > 0:
             drift = sum((param - anchor[name]).pow(2).sum() for name, param in model.base.named_parameters())
             loss = loss + proximal * torch.sqrt(drift + 1e-12)

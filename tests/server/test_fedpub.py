@@ -46,3 +46,34 @@ def test_fedpub_clients_keep_adams_moments_across_rounds_as_the_authors_client(k
         state = private_tensors(context.state[OPTIMIZER])
         # one Adam over weights and masks, one step per round (local-epochs = 1): its count went on
         assert torch.all(state["step"] == rounds * config.local_epochs)
+
+
+def _fit_masks(l1: float) -> torch.Tensor:
+    """The first layer's mask after 5 epochs on data whose last feature is always 0 (no cross-entropy gradient)."""
+    from torch_geometric.data import Data
+
+    from models.masked import MaskedClassifier, fit_masked
+    from models.node_classifier import build_model
+    from models.training import adam
+
+    torch.manual_seed(0)
+    x = torch.randn(40, 6)
+    x[:, -1] = 0.0
+    edges = torch.randint(40, (2, 120))
+    data = Data(x=x, edge_index=edges, y=torch.randint(3, (40,)), train_mask=torch.ones(40, dtype=torch.bool))
+    model = MaskedClassifier(build_model("mlp", 6, 3, hidden=8, num_layers=2), prune_below=1e-3)
+    optimizer = adam(model.base.parameters(), 0.01)
+    optimizer.add_param_group({"params": list(model.masks.parameters()), "weight_decay": 0.0})
+    fit_masked(model, data, 5, optimizer, l1, 0.0)
+    return next(iter(model.masks.values())).detach()
+
+
+def test_the_default_loss_is_the_authors_codes_where_the_l1_term_has_no_gradient():
+    config = RunConfig()
+    assert config.fedpub_l1 == config.fedpub_loc_l2 == 0.0 and config.fedpub_prune == 1e-3
+    authors = _fit_masks(config.fedpub_l1)
+    paper = _fit_masks(1e-3)
+    # the mask column of the always-zero feature: cross-entropy never moves it; the paper's L1 term does
+    assert torch.all(authors[:, -1] == 1.0)
+    assert torch.all(paper[:, -1] < 1.0 - 0.04)  # five Adam steps of about lr = 0.01 each
+    assert not torch.equal(authors[:, :-1], torch.ones_like(authors[:, :-1]))  # the other entries did train
