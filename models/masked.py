@@ -44,7 +44,7 @@ The server's use of it is in :mod:`server.fedpub`.
 run (its state is saved between rounds); so does Stamen's under
 ``keep-optimizer-state`` (the default). A fresh Adam each round makes every round's
 first step :math:`\mathrm{lr} \cdot \mathrm{sign}(g)` on every weight and mask entry,
-which on Cora, with the old proxy, cost FED-PUB 2.3 points (benchmarks/fedpub-cora.md).
+which on Cora cost FED-PUB up to 2.3 points (measured with the proxy change: benchmarks/fedpub-cora.md).
 """
 
 from __future__ import annotations
