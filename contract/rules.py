@@ -71,7 +71,7 @@ def check_rules(config: RunConfig) -> None:
     if config.secure_aggregation:
         _check_secure_aggregation(config)
     if (
-        config.algorithm == "fedsage+"
+        "fedsage-schedule" in spec.options  # the algorithm reads the schedule (fedsage+)
         and config.fedsage_schedule == FedSageSchedule.PAPER
         and config.fedsage_gen_rounds > config.num_server_rounds
     ):
