@@ -61,26 +61,36 @@ def flower_task_identity():
         yield
 
 
-def test_paper_schedule_takes_generator_step_t_just_before_classifier_round_t():
-    grid, strategy = _run()
+@pytest.fixture(scope="module")
+def paper():
+    with task_identity():
+        return _run()
+
+
+@pytest.fixture(scope="module")
+def pretrain():
+    with task_identity():
+        return _run(**{"fedsage-schedule": "pretrain"})
+
+
+def test_paper_schedule_takes_generator_step_t_just_before_classifier_round_t(paper):
+    grid, strategy = paper
     assert _timeline(grid) == ["step 1", "round 1", "step 2", "round 2", "round 3"]
     assert strategy.step_rounds == [1, 2]
     # every client ends with the generator of the last step, which mends its graph from round 2 on
     assert all(GENERATOR in context.state for context in grid.contexts.values())
 
 
-def test_pretrain_schedule_takes_every_generator_step_before_the_first_round():
-    grid, strategy = _run(**{"fedsage-schedule": "pretrain"})
+def test_pretrain_schedule_takes_every_generator_step_before_the_first_round(pretrain):
+    grid, strategy = pretrain
     assert _timeline(grid) == ["step 1", "step 2", "round 1", "round 2", "round 3"]
     assert strategy.step_rounds == [1, 1]
 
 
-def test_both_schedules_train_the_same_generators_with_the_same_steps():
+def test_both_schedules_train_the_same_generators_with_the_same_steps(paper, pretrain):
     # the schedule moves the steps between rounds, not what a step computes
-    paper, _ = _run()
-    pretrain, _ = _run(**{"fedsage-schedule": "pretrain"})
-    for node in sorted(paper.contexts):
-        a, b = (private_tensors(g.contexts[node].state[GENERATOR]) for g in (paper, pretrain))
+    for node in sorted(paper[0].contexts):
+        a, b = (private_tensors(g.contexts[node].state[GENERATOR]) for g in (paper[0], pretrain[0]))
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
