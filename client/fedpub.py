@@ -3,13 +3,14 @@
 Baek et al., ICML 2023 (the math: :mod:`models.masked`, :mod:`server.fedpub`). The
 client receives its personalised aggregate, trains weights and its masks with
 FED-PUB's loss (cross-entropy, ``fedpub-l1`` on the masks, ``fedpub-loc-l2`` on the
-weights' distance from the aggregate), keeps the masks in its state and replies with
+weights' distance from the aggregate; both 0 by default, as the authors' code runs,
+:mod:`models.masked`), keeps the masks in its state and replies with
 the weights and its functional embedding on the proxy graph drawn from the run's
 seed. Every evaluation uses the client's masks, so the "global" figures of a round
 are those of each client's personalised aggregate under its own masks.
 
-Simplified from the paper: masks cover every weight matrix of the run's model, and
-Adam starts afresh each round (no kept moments).
+As the authors' code, Adam's moments (over weights and masks) carry over from round to
+round under ``keep-optimizer-state``. Differences from it: docs/algorithms.md.
 """
 
 from __future__ import annotations
@@ -24,20 +25,22 @@ from client.job import LocalJob, private_record, private_tensors
 from client.weights import load_weights, weights_record
 from contract import protocol as p
 from models.masked import MaskedClassifier, fit_masked, functional_embedding, proxy_graph
+from models.training import adam
 
 MASKS = "fedpub-masks"  # state: the client's personal masks
+OPTIMIZER = "fedpub-adam"  # state: Adam's moments over the weights and the masks
 
 
 @functools.lru_cache(maxsize=4)
-def _proxy(num_nodes: int, num_features: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return proxy_graph(num_nodes, num_features, seed)
+def _proxy(nodes: int, num_features: int, seed: int, graphs: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return proxy_graph(nodes, num_features, seed, graphs)
 
 
 class FedPubClient(ClientAlgorithm):
     """The run's model under the client's masks; uploads its functional embedding."""
 
     def new_model(self, job: LocalJob) -> MaskedClassifier:
-        model = MaskedClassifier(job.model(), prune_below=job.config.fedpub_l1).to(job.device)
+        model = MaskedClassifier(job.model(), prune_below=job.config.fedpub_prune).to(job.device)
         if MASKS in job.state:
             model.masks.load_state_dict(private_tensors(job.state[MASKS]))
         return model
@@ -48,21 +51,20 @@ class FedPubClient(ClientAlgorithm):
 
     def train(self, model: MaskedClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
         config = job.config
-        optimizer = torch.optim.Adam(
-            [
-                {"params": model.base.parameters(), "weight_decay": config.weight_decay},
-                {"params": model.masks.parameters(), "weight_decay": 0.0},
-            ],
-            lr=config.lr,
-        )
+        optimizer = adam(model.base.parameters(), config.lr, config.weight_decay)
+        optimizer.add_param_group({"params": list(model.masks.parameters()), "weight_decay": 0.0})
+        if config.keep_optimizer_state:
+            job.resume(optimizer, OPTIMIZER)
         loss = fit_masked(model, job.data, config.local_epochs, optimizer, config.fedpub_l1, config.fedpub_loc_l2)
+        job.keep_optimizer(optimizer, OPTIMIZER)
         job.state[MASKS] = private_record(model.masks.state_dict())
         return loss
 
     def reply_records(  # type: ignore[override]
         self, model: MaskedClassifier, job: LocalJob, server_round: int
     ) -> dict[str, ArrayRecord]:
-        proxy = _proxy(job.config.fedpub_proxy_nodes, int(job.data.num_features), job.config.seed)
+        config = job.config
+        proxy = _proxy(config.fedpub_proxy_nodes, int(job.data.num_features), config.seed, config.fedpub_proxy_graphs)
         embedding = functional_embedding(model, proxy)
         return {
             p.ARRAYS: weights_record(model.base.state_dict()),

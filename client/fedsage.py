@@ -14,7 +14,7 @@ leaves the client. Each generator learns from its own subgraph only, as in the
 paper's locally trained NeighGen.
 
 **fedsage+** (:class:`FedSagePlusClient`): the same classifier, its NeighGen trained
-with the other clients' help first. Before the classifier's rounds the server sends
+with the other clients' help. Before the classifier's first rounds (``fedsage-schedule``) the server sends
 three kinds of query (the ``FEDSAGE_*`` names of :mod:`contract.protocol`), which this
 client answers in :meth:`FedSagePlusClient.query`:
 
@@ -27,7 +27,9 @@ client answers in :meth:`FedSagePlusClient.query`:
 - ``step``: add :math:`\\alpha` times the summed gradients the server forwards to the
   kept local ones, take one Adam step (moments kept in the state between messages),
   then reply the next step's request, or, after the last step, keep the generator
-  where ``fedsage-local``'s classifier reads it.
+  where ``fedsage-local``'s classifier reads it. Under ``fedsage-schedule='paper'``
+  (steps interleaved with the classifier's first rounds, :mod:`server.fedsage`) every
+  step keeps it there, so each round's classifier mends with the latest generator.
 
 Step :math:`t` draws its dropout and noise from ``epoch_seed(seed, t - 1)``, as epoch
 :math:`t - 1` of ``fedsage-local``'s training does, so with ``fedsage-cross-weight=0``
@@ -46,6 +48,7 @@ from client.algorithms import ClientAlgorithm
 from client.job import LocalJob, private_record, private_tensors
 from client.weights import load_weights, record_tensors, weights_record
 from contract import protocol as p
+from contract.algorithms import FedSageSchedule
 from models.fedsage import (
     Impaired,
     MendedClassifier,
@@ -215,8 +218,9 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
             grad = grad + alpha * forwarded[name[len(HEAD_PREFIX) :]].to(job.device)
         param.grad = grad
     optimizer.step()
-    if last:
+    if last or job.config.fedsage_schedule == FedSageSchedule.PAPER:  # paper: the next round mends with it
         job.state[GENERATOR] = private_record(generator.state_dict())
+    if last:
         _forget_training(job)
         return {}, {}
     job.state[MOMENTS] = private_record(adam_state_record(optimizer))

@@ -38,8 +38,23 @@ one line in :data:`ALGORITHMS`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from contract.suggest import did_you_mean
+
+
+class FedSageSchedule(StrEnum):
+    """When fedsage+'s federated generator steps happen (``fedsage-schedule``; :mod:`server.fedsage`)."""
+
+    PAPER = "paper"  # step t just before classifier round t, for t <= fedsage-gen-rounds (the reference's)
+    PRETRAIN = "pretrain"  # all steps before the classifier's first round (Stamen's earlier schedule)
+
+
+FEDSAGE_SCHEDULES = {
+    FedSageSchedule.PAPER.value: "generator step t before classifier round t, for the first fedsage-gen-rounds "
+    "rounds (as the reference code)",
+    FedSageSchedule.PRETRAIN.value: "every generator step before the classifier's first round",
+}
 
 
 @dataclass(frozen=True)
@@ -78,7 +93,7 @@ _FEDLOG_OPTIONS = tuple(
 )  # fmt: skip
 
 _FEDSAGE_OPTIONS = tuple(f"fedsage-{n}" for n in ("hidden-portion", "max-pred", "gen-epochs", "gen-hidden", "gen-lr"))
-_FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "l1", "loc-l2"))
+_FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "proxy-graphs", "l1", "prune", "loc-l2"))
 _FEDGTA_OPTIONS = tuple(f"fedgta-{n}" for n in ("prop-steps", "lp-alpha", "temperature", "moments", "accept"))
 _FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
 
@@ -150,7 +165,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "(cross-client feature matching; Zhang et al. 2021; use model='sage')",
             "server.fedsage:make_plus_strategy",
             "client.fedsage:PLUS_PART",
-            options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight"),
+            options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight", "fedsage-schedule"),
             resumable=False,
         ),  # noqa: E501
         AlgorithmSpec(

@@ -12,6 +12,8 @@
   that aggregates (:mod:`client.attacks`).
 - ``local-eval=false``: only on an algorithm that aggregates (its figures are then the global
   model's; a personalised algorithm's figures are its clients' models).
+- ``fedsage-schedule='paper'`` (fedsage+): ``fedsage-gen-rounds <= num-server-rounds`` (one
+  generator step per round).
 - ``secure-aggregation``: only with an algorithm whose spec ``averages`` (the server
   gets a weighted sum, nothing else), not with ``client-dp`` (its server-side clipping
   and noise need each update in the clear; DP-SGD on top is distributed DP), not with
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from contract.algorithms import ALGORITHMS, admitting, averaging
+from contract.algorithms import ALGORITHMS, FedSageSchedule, admitting, averaging
 from contract.suggest import one_of
 from contract.tasks import LINK_PREDICTION, check_task
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
@@ -77,6 +79,16 @@ def check_rules(config: RunConfig) -> None:
         )
     if config.secure_aggregation:
         _check_secure_aggregation(config)
+    if (
+        "fedsage-schedule" in spec.options  # the algorithm reads the schedule (fedsage+)
+        and config.fedsage_schedule == FedSageSchedule.PAPER
+        and config.fedsage_gen_rounds > config.num_server_rounds
+    ):
+        raise ValueError(
+            f"fedsage-schedule='paper' takes one generator step in each of the first fedsage-gen-rounds rounds, "
+            f"and fedsage-gen-rounds={config.fedsage_gen_rounds} > num-server-rounds={config.num_server_rounds}; "
+            "lower fedsage-gen-rounds, or use fedsage-schedule='pretrain'"
+        )
     if not config.resume_from:
         return
     if config.privacy != "none":

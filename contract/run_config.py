@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from contract.algorithms import ALGORITHMS
+from contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES
 from contract.keys import Form, Key, Section, declared_keys, ge, gt, within
 from contract.requests import is_request
 from contract.suggest import did_you_mean
@@ -208,15 +208,22 @@ class RunConfig:
     fedsage_gen_hidden: int = FEDSAGE.key(64, "generator's hidden width", bound=ge(1))
     fedsage_gen_lr: float = FEDSAGE.key(0.01, "generator's Adam step", bound=gt(0))
     fedsage_gen_rounds: int = FEDSAGE.key(
-        100, "fedsage+: federated generator steps before the classifier's rounds (0: local NeighGen)", bound=ge(0)
+        10, "fedsage+: federated generator steps (0: local NeighGen); when: fedsage-schedule", bound=ge(0)
     )
+    fedsage_schedule: str = FEDSAGE.key("paper", "fedsage+: when the generator steps happen", choices=FEDSAGE_SCHEDULES)
     fedsage_cross_weight: float = FEDSAGE.key(
         1.0, "fedsage+: weight alpha of the cross-client feature-matching loss (0: local NeighGen)", bound=ge(0)
     )
     fedpub_tau: float = FEDPUB.key(10.0, "scale of the similarities in the aggregation softmax", bound=ge(0))
-    fedpub_proxy_nodes: int = FEDPUB.key(100, "nodes of the seeded random proxy graph", bound=ge(1))
-    fedpub_l1: float = FEDPUB.key(0.001, "L1 weight on the masks (and their pruning threshold)", bound=ge(0))
-    fedpub_loc_l2: float = FEDPUB.key(0.001, "weight of the distance to the received aggregate", bound=ge(0))
+    fedpub_proxy_nodes: int = FEDPUB.key(100, "nodes of each random graph of the seeded proxy", bound=ge(1))
+    fedpub_proxy_graphs: int = FEDPUB.key(5, "disjoint random graphs (p=0.1) making the proxy", bound=ge(1))
+    fedpub_l1: float = FEDPUB.key(
+        0.0, "weight of the masks' L1 norm in the loss (0: the authors' code, where it has no gradient)", bound=ge(0)
+    )
+    fedpub_prune: float = FEDPUB.key(0.001, "mask entries below it count as zero in evaluation", bound=ge(0))
+    fedpub_loc_l2: float = FEDPUB.key(
+        0.0, "weight of the distance to the received aggregate (0: the authors' code, as fedpub-l1)", bound=ge(0)
+    )
     fedgta_prop_steps: int = FEDGTA.key(5, "label propagation steps", bound=ge(1))
     fedgta_lp_alpha: float = FEDGTA.key(0.5, "label propagation's alpha", bound=within(0, 1))
     fedgta_temperature: float = FEDGTA.key(20.0, "softmax temperature of the confidence", bound=gt(0))

@@ -9,12 +9,25 @@ Generation*, NeurIPS 2021 (the math: :mod:`models.fedsage`; the client parts:
 classifiers' weights (:math:`n_i` training nodes); the generators stay with their
 clients, so no generated or real feature reaches the server.
 
-**fedsage+**: federated NeighGen training, then the same FedAvg of the clients' mended
-classifiers. Before the classifier's first round the strategy drives
-``fedsage-gen-rounds`` (:math:`T`) federated generator steps over every connected
-client, with query messages (the ``FEDSAGE_*`` names of :mod:`contract.protocol`)
-through the run's grid, so the phase runs on every transport without a hook in the
-round loop:
+**fedsage+**: federated NeighGen training and the same FedAvg of the clients' mended
+classifiers. The strategy drives ``fedsage-gen-rounds`` (:math:`T`) federated generator
+steps over every connected client, with query messages (the ``FEDSAGE_*`` names of
+:mod:`contract.protocol`) through the run's grid, so the phase runs on every transport
+without a hook in the round loop. When, is ``fedsage-schedule``
+(:class:`~contract.algorithms.FedSageSchedule`):
+
+- ``paper`` (the default): step :math:`t` just before the classifier's round :math:`t`,
+  for :math:`t \le T` (default 10 of the run's 100 rounds), each client's classifier
+  mending its graph with its generator as of that step; from round :math:`T` on the
+  generator is fixed. This is the reference code's schedule (OpenFGL's FedSage+, its
+  ``gen_rounds`` = 10 of the rounds; the authors' own code, github zkhku/fedsage, takes
+  20 federated generator epochs beside 20 classifier rounds): a few generator steps
+  within the run, not a long phase before it;
+- ``pretrain``: all :math:`T` steps before the classifier's first round (with
+  ``fedsage-gen-rounds=100``, Stamen's earlier schedule; wall times of both:
+  benchmarks/fedsage-schedule.md).
+
+A step's messages:
 
 1. ``start`` to every client: each replies its step-1 request
    :math:`(\{\mathbf{h}_v, k_v\}_{v \in A_i}, \boldsymbol{\theta}^f_i)`;
@@ -48,6 +61,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from contract import protocol as p
+from contract.algorithms import FedSageSchedule
 from contract.run_config import RunConfig
 from server.averaging import WeightedAverage
 from server.fedavg import strategy_options
@@ -76,6 +90,7 @@ class PhaseSettings:
 
     rounds: int  # fedsage-gen-rounds
     cross_weight: float  # fedsage-cross-weight
+    schedule: FedSageSchedule  # fedsage-schedule
     timeout: float  # round-timeout, per hop
     min_clients: int  # min-clients, per hop
 
@@ -87,6 +102,8 @@ class GeneratorPhase:
         self.grid, self.rounds, self.cross_weight, self.health = grid, settings.rounds, settings.cross_weight, health
         self.timeout, self.min_clients = settings.timeout, settings.min_clients
         self.cross_loss = float("nan")  # the last cross hop's mean over clients (logged)
+        self.replies: list[Message] = []  # the last hop's replies: the next step's requests
+        self.steps_taken = 0
 
     def _exchange(self, messages: Iterable[Message], what: str) -> list[Message]:
         return exchange(
@@ -94,29 +111,41 @@ class GeneratorPhase:
         )
 
     def run(self) -> None:
+        """Every step at once (``pretrain``)."""
+        self.start()
+        for step in range(1, self.rounds + 1):
+            self.step(step)
+
+    def start(self) -> None:
+        """Wait for ``min-clients`` nodes; each builds its generator and replies step 1's request."""
         while len(nodes := sorted(self.grid.get_node_ids())) < self.min_clients:
             log(INFO, "stamen: fedsage+ waits for clients: %d connected, %d needed", len(nodes), self.min_clients)
             time.sleep(WAIT_SECONDS)
-        replies = self._exchange([_query(node, p.FEDSAGE_START_QUERY, 1, {}) for node in nodes], "start")
-        for step in range(1, self.rounds + 1):
-            nodes_of = {_partition(reply): reply.metadata.src_node_id for reply in replies}
-            requests = {_partition(reply): reply.content[p.FEDSAGE_REQUEST] for reply in replies}
-            summed = self._cross(nodes_of, requests, step) if self.cross_weight > 0 and len(requests) > 1 else {}
-            last = step == self.rounds
-            messages = [
-                _query(node, p.FEDSAGE_STEP_QUERY, step, {p.FEDSAGE_GRADIENTS: summed[i]} if i in summed else {}, last)
-                for i, node in sorted(nodes_of.items())
-            ]
-            stepped = self._exchange(messages, f"step {step}/{self.rounds}")
-            if step % max(1, self.rounds // 10) == 0 or last:
-                cross = f", cross loss {self.cross_loss:.4f}" if summed else ""
-                log(
-                    INFO,
-                    "stamen: fedsage+ generator step %d/%d: clients %d, local loss d %.4f f %.4f%s",
-                    step, self.rounds, len(replies),
-                    _mean(replies, p.FEDSAGE_LOSS_D), _mean(replies, p.FEDSAGE_LOSS_F), cross,
-                )  # fmt: skip
-            replies = stepped
+        self.replies = self._exchange([_query(node, p.FEDSAGE_START_QUERY, 1, {}) for node in nodes], "start")
+        self.steps_taken = 0
+
+    def step(self, step: int) -> None:
+        """Generator step ``step`` (1..rounds) over the clients that replied the step before."""
+        replies = self.replies
+        nodes_of = {_partition(reply): reply.metadata.src_node_id for reply in replies}
+        requests = {_partition(reply): reply.content[p.FEDSAGE_REQUEST] for reply in replies}
+        summed = self._cross(nodes_of, requests, step) if self.cross_weight > 0 and len(requests) > 1 else {}
+        last = step == self.rounds
+        messages = [
+            _query(node, p.FEDSAGE_STEP_QUERY, step, {p.FEDSAGE_GRADIENTS: summed[i]} if i in summed else {}, last)
+            for i, node in sorted(nodes_of.items())
+        ]
+        stepped = self._exchange(messages, f"step {step}/{self.rounds}")
+        if step % max(1, self.rounds // 10) == 0 or last:
+            cross = f", cross loss {self.cross_loss:.4f}" if summed else ""
+            log(
+                INFO,
+                "stamen: fedsage+ generator step %d/%d: clients %d, local loss d %.4f f %.4f%s",
+                step, self.rounds, len(replies),
+                _mean(replies, p.FEDSAGE_LOSS_D), _mean(replies, p.FEDSAGE_LOSS_F), cross,
+            )  # fmt: skip
+        self.replies = stepped
+        self.steps_taken = step
 
     def _cross(self, nodes_of: dict[int, int], requests: dict[int, ArrayRecord], step: int) -> dict[int, ArrayRecord]:
         """Each client's requests to every other one; the gradients they return, summed per requesting client."""
@@ -136,21 +165,29 @@ class GeneratorPhase:
 
 
 class FedSagePlus(WeightedAverage, ReportsHealth):
-    """Flower's FedAvg whose first ``configure_train`` runs the generator phase first (its client
-    failures count in the run's health, as a round's do)."""
+    """Flower's FedAvg whose ``configure_train`` first takes the generator steps the schedule puts
+    there (their client failures count in the run's health, as a round's do)."""
 
     def __init__(self, phase: PhaseSettings, **fedavg) -> None:
         super().__init__(**fedavg)
         self.phase = phase
-        self.generators_trained = False
+        self.generator: GeneratorPhase | None = None  # the phase, once started
+        self.step_rounds: list[int] = []  # the classifier round before which each step was taken (in order)
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        if not self.generators_trained:
-            if self.phase.rounds > 0:
-                GeneratorPhase(grid, self.phase, self.health).run()
-            self.generators_trained = True
+        if self.phase.rounds > 0 and self.generator is None:
+            self.generator = GeneratorPhase(grid, self.phase, self.health)
+            self.generator.start()
+        if self.generator is not None:
+            if self.phase.schedule == FedSageSchedule.PRETRAIN:
+                steps = range(self.generator.steps_taken + 1, self.phase.rounds + 1)
+            else:  # paper: one step before each of the first rounds
+                steps = range(self.generator.steps_taken + 1, min(server_round, self.phase.rounds) + 1)
+            for step in steps:
+                self.generator.step(step)
+                self.step_rounds.append(server_round)
         return super().configure_train(server_round, arrays, config, grid)
 
 
@@ -162,6 +199,10 @@ def make_strategy(config: RunConfig) -> Strategy:
 def make_plus_strategy(config: RunConfig) -> Strategy:
     """fedsage+: the generator phase, then FedAvg of the classifiers."""
     phase = PhaseSettings(
-        config.fedsage_gen_rounds, config.fedsage_cross_weight, config.round_timeout, config.min_clients
+        config.fedsage_gen_rounds,
+        config.fedsage_cross_weight,
+        FedSageSchedule(config.fedsage_schedule),
+        config.round_timeout,
+        config.min_clients,
     )
     return FedSagePlus(phase, **strategy_options(config))

@@ -26,6 +26,7 @@ RUN = {
     "model": "sage",
     "fedsage-gen-rounds": STEPS,
     "fedsage-gen-epochs": STEPS,  # fedsage-local trains as many epochs as fedsage+ takes steps
+    "fedsage-schedule": "pretrain",  # every step before the first round (test_fedsage_schedule.py: paper)
 }
 TIMING = ("seconds", "devices", "process")
 
@@ -150,6 +151,7 @@ def test_stamen_run_inprocess_fedsage_plus_reports_test_accuracy(tmp_path):
         ["run", "--engine", "inprocess", "--quiet", "--clients", "3", "-c"]
         + [
             "algorithm='fedsage+' model='sage' num-server-rounds=3 csbm-nodes=600 fedsage-gen-rounds=5 "
+            "fedsage-schedule='pretrain' "
             f"output-dir='{tmp_path}' run-name='plus'"
         ]
     )

@@ -15,7 +15,7 @@ from simulations.cli import main as stamen
 
 SMALL = (
     "num-server-rounds=2 csbm-nodes=300 local-epochs=2 num-malicious-nodes=0 fedlog-warmup-epochs=3 "
-    "fedlog-generator-epochs=3 fedsage-gen-epochs=3 fedsage-gen-rounds=3 rep-head-epochs=2"
+    "fedlog-generator-epochs=3 fedsage-gen-epochs=3 fedsage-gen-rounds=2 rep-head-epochs=2"
 )
 TIMING = ("seconds", "devices", "process")
 
