@@ -59,21 +59,23 @@ def pyg_datasets() -> list[str]:
     return [f"pyg:{cls}/{name}" if name else f"pyg:{cls}" for cls, names in PYG.items() for name in names or ("",)]
 
 
-def accepted_datasets(also: tuple[str, ...] = ()) -> str:
+def accepted_datasets(also: tuple[str, ...] = (), graph_sets: bool = True) -> str:
     """Every accepted dataset name and form, in words (one line, for help texts); ``also``: a
-    caller's own names first (``stamen certify``'s ``csbm-paper``)."""
+    caller's own names first (``stamen certify``'s ``csbm-paper``); ``graph_sets``: the graph sets too."""
     classes = ", ".join(f"{cls}/{'|'.join(names)}" if names else cls for cls, names in PYG.items())
-    return (
-        f"{', '.join((*also, *DATASETS))}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes}); "
-        f"graph sets: {', '.join(GRAPH_SETS)}, tu:NAME"
-    )
+    sets = f"; graph sets: {', '.join(GRAPH_SETS)}, tu:NAME" if graph_sets else ""
+    return f"{', '.join((*also, *DATASETS))}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes}){sets}"
 
 
-def dataset_problem(name: str, also: tuple[str, ...] = ()) -> str | None:
+def dataset_problem(name: str, also: tuple[str, ...] = (), graph_sets: bool = True) -> str | None:
     """What is wrong with the dataset name ``name`` (one line naming what to write), or ``None``.
 
-    ``also``: names a caller accepts besides the datasets (``stamen certify``'s ``csbm-paper``).
+    ``also``: names a caller accepts besides the datasets (``stamen certify``'s ``csbm-paper``);
+    ``graph_sets``: whether the caller reads graph sets (``stamen certify`` reads one graph).
     """
+    if not graph_sets and is_graph_set(name):
+        one_graph = accepted_datasets(also, graph_sets=False)
+        return f"dataset {name!r} is a set of small graphs (graph classification's); give one graph: {one_graph}"
     prefix, colon, rest = name.partition(":")
     if not colon:
         names = (*also, *DATASETS, *GRAPH_SETS)
