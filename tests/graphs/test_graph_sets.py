@@ -79,3 +79,25 @@ def test_a_graph_set_is_not_one_graph_for_the_loaders():
         load_dataset("graphs-synth")
     with pytest.raises(ValueError, match="partitioner='louvain' cuts one graph"):
         build_federation(FederationSpec(dataset="graphs-synth", num_clients=3, partitioner="louvain"))
+
+
+def test_a_graph_sets_partitions_are_not_exported_and_nothing_is_written(tmp_path):
+    from graphs.node_data import export_partitions
+
+    spec = FederationSpec(dataset="graphs-synth", num_clients=3, partitioner="random")
+    with pytest.raises(ValueError, match="set of graphs, whose partitions are not exported yet"):
+        export_partitions(spec, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_partition_command_counts_a_graph_sets_graphs(capsys):
+    import json
+
+    from simulations.cli import main as stamen
+
+    assert (
+        stamen(["partition", "--dataset", "graphs-synth", "--clients", "3", "--partitioner", "random", "--json"]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["num_graphs"] == 400 and [c["graphs"] for c in report["clients"]] == [134, 133, 133]
+    assert all(sum(c["class_counts"]) == c["graphs"] for c in report["clients"])
