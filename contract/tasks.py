@@ -62,6 +62,8 @@ class TaskSpec:
         privacy_refused: why the privacy modes outside ``privacy`` cannot run it.
         graph_sets: its clients hold sets of small graphs: it reads the graph sets and only those (every other
             task reads one graph cut into subgraphs, never a graph set).
+        examples: what a client's examples are, in words (``nodes``, ``edges``, ``graphs``): what its
+            figures are pooled over, as the run's table and lines say.
         fixed: run-config keys whose default value it needs, each with why.
         unavailable: non-empty: the task is declared but refused, with this reason.
     """
@@ -76,6 +78,7 @@ class TaskSpec:
     privacy: tuple[str, ...] = ("none", "dp-sgd", "client-dp")
     privacy_refused: str = ""
     graph_sets: bool = False
+    examples: str = "nodes"
     fixed: tuple[tuple[str, str], ...] = ()
     unavailable: str = ""
 
@@ -95,6 +98,7 @@ TASKS: dict[str, TaskSpec] = {
             refused="its client part trains a node classifier (class prototypes, label moments, heads, "
             "generated neighbours), not an edge scorer",
             privacy=("none",),
+            examples="edges",
             privacy_refused="DP-SGD's accounting samples nodes, not edges, and client-level DP is not yet tested "
             "with it",
             fixed=(
@@ -118,6 +122,7 @@ TASKS: dict[str, TaskSpec] = {
             privacy_refused="DP-SGD's accounting samples nodes, not graphs, and client-level DP is not yet tested "
             "with it",
             graph_sets=True,
+            examples="graphs",
             fixed=(
                 ("unseen-node-frac", "hides nodes of one graph from node classification's training split"),
                 ("missing-classes", "withholds node labels"),
@@ -183,6 +188,13 @@ def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:
             f"partitioner={config.partitioner!r} cuts one graph by its edges; task={spec.name!r} shares out whole "
             f"graphs: use partitioner {one_of(GRAPH_SET_PARTITIONERS)}"
         )
+
+
+def examples(task: str | None) -> str:
+    """What task ``task``'s figures are pooled over (``nodes`` for an unknown or missing task: a record of an
+    earlier version)."""
+    spec = TASKS.get(task or NODE_CLASSIFICATION)
+    return spec.examples if spec is not None else "nodes"
 
 
 def available() -> tuple[str, ...]:

@@ -25,6 +25,6 @@ def test_graph_classification_gives_the_same_rows_on_both_engines(tmp_path, stam
     assert summary["task"] == "graph-classification" and summary["degraded"] is False
     assert summary["dataset"] == "graphs-synth" and summary["model"] == "gin"
     assert summary["final"][f.GLOBAL_TEST_ACC] == rows[-1][f.GLOBAL_TEST_ACC]
-    assert "global test accuracy" in result.stdout
+    assert "global test accuracy (pooled over all clients' test graphs)" in result.stdout
     assert "accuracy per round" in (run_dir / "curves.svg").read_text()
     same_in_process(run_dir, run_config)  # the in-process engine computes the same rows
