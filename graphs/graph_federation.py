@@ -19,6 +19,8 @@ The federation's ``graph`` is the batch of every graph; ``parts`` hold graph ids
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
@@ -30,6 +32,9 @@ from graphs.partition import partition_nodes
 from graphs.spec import FederationSpec
 from graphs.splits import split_masks
 from graphs.tu_folder import read_tu_folder, tu_source
+
+if TYPE_CHECKING:
+    from graphs.federation import Federation
 
 
 def load_graph_set(name: str, root: str | None, seed: int) -> list[Data]:
@@ -48,9 +53,9 @@ def load_graph_set(name: str, root: str | None, seed: int) -> list[Data]:
     return read_tu_folder(tu_source(name, folder))
 
 
-def build_graph_federation(spec: FederationSpec):  # -> graphs.federation.Federation (imported late: no cycle)
+def build_graph_federation(spec: FederationSpec) -> Federation:
     """The clients' graph batches of ``spec`` (see the module docstring)."""
-    from graphs.federation import Federation
+    from graphs.federation import Federation  # imported here: graphs.federation imports this module on use
 
     if spec.partitioner not in GRAPH_SET_PARTITIONERS:
         raise ValueError(

@@ -20,6 +20,7 @@ that does not fit is a one-line ``ValueError`` naming it and what is wrong.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +98,10 @@ def read_tu_folder(source: Source) -> list[Data]:
     return graphs
 
 
-def _features(path: dict[str, Path], num_nodes: int, edges: np.ndarray, name: str, bad) -> np.ndarray:
+def _features(
+    path: dict[str, Path], num_nodes: int, edges: np.ndarray, name: str, bad: Callable[[str, str], ValueError]
+) -> np.ndarray:
+    """The node features (see the module docstring); ``bad(part, what)``: the error naming a file's problem."""
     columns = []
     if path["node_attributes"].is_file():
         attributes = _table(path["node_attributes"], np.float32, name)
