@@ -31,13 +31,17 @@ from graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
 from models.names import NTK_ARCHITECTURES
 
 PAPER_CSBM = "csbm-paper"  # the paper's binary CSBM (graphs.csbm.make_paper_csbm), certify's own dataset
-PARTITIONS = {"random": "certify's seeded split of the labelled nodes", **dict.fromkeys(PARTITIONERS, "")}
+PARTITIONS = {
+    "random": "certify's seeded split of the labelled nodes",
+    **dict.fromkeys((name for name in PARTITIONERS if name != "random"), ""),
+}
 ATTACKERS = ("any",)
 
 
 def _is_dataset(name: str) -> bool:
-    """True for what ``stamen run``'s ``dataset`` accepts and ``csbm-paper``; otherwise the run config's line."""
-    problem = dataset_problem(name, also=(PAPER_CSBM,))
+    """True for what ``stamen run``'s ``dataset`` accepts (but graph sets: certify reads one graph) and
+    ``csbm-paper``; otherwise the run config's line."""
+    problem = dataset_problem(name, also=(PAPER_CSBM,), graph_sets=False)
     if problem:
         raise ValueError(problem)
     return True
@@ -84,7 +88,7 @@ def _is_classes(text: str) -> bool:
     return len(ids) == 2 and ids[0] != ids[1] and min(ids) >= 0
 
 
-DATASET = Form(_is_dataset, accepted_datasets(also=(PAPER_CSBM,)))
+DATASET = Form(_is_dataset, accepted_datasets(also=(PAPER_CSBM,), graph_sets=False))
 ARCHITECTURES = Form(_is_architectures, f"a comma list of: {', '.join(NTK_ARCHITECTURES)}")
 BUDGETS = Form(_is_budgets, "a comma list of integers >= 0, like '1,2,3'")
 C_VALUE = Form(_is_c, "a positive number or 'cv'")

@@ -47,6 +47,11 @@ NUM_CUT = "num-cut"
 LINK_KEY_SETS = {"val": NUM_VAL, "test": NUM_TEST, "cut": NUM_CUT}  # each edge set's positive-edge count
 
 
+# Graph classification (task='graph-classification', client/graph_classification.py) replies the counts above
+# over graphs: NUM_EXAMPLES training graphs, NUM_VAL and NUM_TEST validation and test graphs, *_CORRECT the
+# graphs classified right; the server pools them into accuracies as it pools nodes.
+
+
 def link_key(model: str, edges: str, figure: str) -> str:
     """``link_key("global", "test", "auc") == "global-test-auc"``."""
     return f"{model}-{edges}-{figure}"

@@ -30,7 +30,7 @@ from contract.tracking import TRACKING_FORM_TEXT, is_tracking, trackers, transla
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
 from graphs.spec import FederationSpec
-from models.names import LINK_DECODERS, MODELS, NTK_ARCHITECTURES
+from models.names import ALL_MODELS, LINK_DECODERS, NTK_ARCHITECTURES
 
 PRIVACY = {
     "none": "no differential privacy",
@@ -123,6 +123,7 @@ PRIVACY_SECTION = Section("privacy", "differential privacy (docs/privacy.md)")
 RESUME = Section("resume", "deployment: continue a run from its checkpoint")
 PERSONAL = Section("personal", "personalised FL's options (algorithm='fedrep', 'ditto', 'fedproto')")
 LINK = Section("link", "link prediction's options (task='link-prediction', contract/tasks.py)")
+GRAPHS = Section("graphs", "graph classification's options (task='graph-classification', contract/tasks.py)")
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,9 @@ class RunConfig:
     missing_classes: int = SETTINGS.key(
         0, "classes whose labels each client withholds: its rarest ones (missing class)", bound=ge(0)
     )
-    model: str = MODEL.key("gcn", "the GNN (encoder -> linear head)", choices=MODELS)
+    model: str = MODEL.key(
+        "gcn", "the GNN (encoder -> linear head; graph classification: a readout between)", choices=ALL_MODELS
+    )
     hidden: int = MODEL.key(64, "hidden width", bound=ge(1))
     num_layers: int = MODEL.key(2, "layers", bound=ge(1))
     dropout: float = MODEL.key(0.5, "dropout rate", bound=within(0, 1, "[)"))
@@ -339,6 +342,7 @@ class RunConfig:
     )
     link_test_frac: float = LINK.key(0.1, "share of each client's edges held out for test", bound=within(0, 1, "()"))
     hits_k: int = LINK.key(50, "K of Hits@K: share of positive edges scored above the K-th best non-edge", bound=ge(1))
+    graph_batch_size: int = GRAPHS.key(32, "graphs per mini-batch of a client's local step", bound=ge(1))
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -430,7 +434,7 @@ SECTIONS: dict[str, Section] = {
     section.name: section
     for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
                     PERSONAL, FEDOPT, ROBUST, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME,
-                    LINK)
+                    LINK, GRAPHS)
 }  # fmt: skip
 
 

@@ -11,7 +11,11 @@ A task says what a client learns from its subgraph and how it is scored:
   and Hits@K (:mod:`models.link_metrics`); the edges the partition cut, which no client
   sees, are scored by the same model too (the ``cut`` figures).
 - ``graph-classification``: a class per small graph, for clients that each hold a set of
-  graphs. Declared so the run config knows the name; refused, as not yet available.
+  graphs (a *graph set*, :func:`graphs.names.is_graph_set`: ``graphs-synth`` or ``tu:NAME``),
+  shared out whole by ``label-dirichlet`` or ``random`` (:mod:`graphs.graph_federation`). A GIN
+  or GCN with a readout per graph (:mod:`models.graph_classifier`) trains on mini-batches of
+  graphs and is scored by accuracy over the clients' validation and test graphs, under node
+  classification's figure names.
 
 What a task admits comes from its spec here, never from a second list: the algorithms
 (by name, from :mod:`contract.algorithms`), the models (:mod:`models.names`), the
@@ -31,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from contract.algorithms import ALGORITHMS
 from contract.suggest import one_of
-from models.names import MODELS
+from graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS, is_graph_set
+from models.names import GRAPH_MODELS, MODELS
 
 if TYPE_CHECKING:
     from contract.run_config import RunConfig
@@ -54,6 +59,11 @@ class TaskSpec:
         models: the models it admits.
         datasets: the datasets it admits (None: every dataset a run may read).
         privacy: the privacy modes it admits.
+        privacy_refused: why the privacy modes outside ``privacy`` cannot run it.
+        graph_sets: its clients hold sets of small graphs: it reads the graph sets and only those (every other
+            task reads one graph cut into subgraphs, never a graph set).
+        examples: what a client's examples are, in words (``nodes``, ``edges``, ``graphs``): what its
+            figures are pooled over, as the run's table and lines say.
         fixed: run-config keys whose default value it needs, each with why.
         unavailable: non-empty: the task is declared but refused, with this reason.
     """
@@ -66,6 +76,9 @@ class TaskSpec:
     models: tuple[str, ...] = MODELS
     datasets: tuple[str, ...] | None = None
     privacy: tuple[str, ...] = ("none", "dp-sgd", "client-dp")
+    privacy_refused: str = ""
+    graph_sets: bool = False
+    examples: str = "nodes"
     fixed: tuple[tuple[str, str], ...] = ()
     unavailable: str = ""
 
@@ -85,6 +98,9 @@ TASKS: dict[str, TaskSpec] = {
             refused="its client part trains a node classifier (class prototypes, label moments, heads, "
             "generated neighbours), not an edge scorer",
             privacy=("none",),
+            examples="edges",
+            privacy_refused="DP-SGD's accounting samples nodes, not edges, and client-level DP is not yet tested "
+            "with it",
             fixed=(
                 ("unseen-node-frac", "hides nodes from node classification's training split"),
                 ("missing-classes", "withholds node labels"),
@@ -96,8 +112,25 @@ TASKS: dict[str, TaskSpec] = {
         ),
         TaskSpec(
             GRAPH_CLASSIFICATION,
-            "a class per graph, for clients that each hold small graphs (not yet available)",
-            unavailable="not yet available: no dataset of many small graphs and no graph-level readout yet",
+            "a class per small graph, for clients that each hold a set of graphs (accuracy over graphs)",
+            client="client.graph_classification",
+            algorithms=_WEIGHT_ALGORITHMS,
+            refused="its client part trains a node classifier (class prototypes, label moments, heads, "
+            "generated neighbours), not a graph classifier",
+            models=GRAPH_MODELS,
+            privacy=("none",),
+            privacy_refused="DP-SGD's accounting samples nodes, not graphs, and client-level DP is not yet tested "
+            "with it",
+            graph_sets=True,
+            examples="graphs",
+            fixed=(
+                ("unseen-node-frac", "hides nodes of one graph from node classification's training split"),
+                ("missing-classes", "withholds node labels"),
+                ("new-client", "holds out a subgraph for node classification"),
+                ("certify-budgets", "certifies node predictions against label flips"),
+                ("unlearn-request", "forgets nodes, classes or clients from a node classifier"),
+                ("secure-aggregation", "is not yet tested with graph sets"),
+            ),
         ),
     )
 }
@@ -117,10 +150,11 @@ def check_task(config: RunConfig) -> None:
         raise ValueError(f"task={spec.name!r} cannot train model={config.model!r}; use model {one_of(spec.models)}")
     if spec.datasets is not None and config.dataset not in spec.datasets:
         raise ValueError(f"task={spec.name!r} cannot read dataset={config.dataset!r}; use {one_of(spec.datasets)}")
+    _check_graph_sets(spec, config)
     if config.privacy not in spec.privacy:
         raise ValueError(
-            f"task={spec.name!r} does not yet admit privacy={config.privacy!r} (DP-SGD's accounting samples "
-            f"nodes, not edges, and client-level DP is not yet tested with it); use privacy {one_of(spec.privacy)}"
+            f"task={spec.name!r} does not yet admit privacy={config.privacy!r} ({spec.privacy_refused}); "
+            f"use privacy {one_of(spec.privacy)}"
         )
     defaults = _defaults()
     for key, why in spec.fixed:
@@ -134,6 +168,33 @@ def check_task(config: RunConfig) -> None:
             f"attack='label-flip' flips node labels, which task={spec.name!r} does not train on; "
             "use attack 'sign-flip' or 'gaussian'"
         )
+
+
+def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:
+    """A graph set for a task whose clients hold graph sets, one graph for every other; graph sets are
+    shared out by a partitioner over graphs."""
+    if is_graph_set(config.dataset) and not spec.graph_sets:
+        raise ValueError(
+            f"dataset={config.dataset!r} is a set of small graphs, for task {GRAPH_CLASSIFICATION!r}; "
+            f"task={spec.name!r} cuts one graph into subgraphs: use a dataset such as 'csbm' or 'cora'"
+        )
+    if spec.graph_sets and not is_graph_set(config.dataset):
+        raise ValueError(
+            f"task={spec.name!r} needs clients that each hold many small graphs; dataset={config.dataset!r} is one "
+            f"graph cut into subgraphs: use dataset {one_of((*GRAPH_SETS, 'tu:NAME'))}"
+        )
+    if spec.graph_sets and config.partitioner not in GRAPH_SET_PARTITIONERS:
+        raise ValueError(
+            f"partitioner={config.partitioner!r} cuts one graph by its edges; task={spec.name!r} shares out whole "
+            f"graphs: use partitioner {one_of(GRAPH_SET_PARTITIONERS)}"
+        )
+
+
+def examples(task: str | None) -> str:
+    """What task ``task``'s figures are pooled over (``nodes`` for an unknown or missing task: a record of an
+    earlier version)."""
+    spec = TASKS.get(task or NODE_CLASSIFICATION)
+    return spec.examples if spec is not None else "nodes"
 
 
 def available() -> tuple[str, ...]:

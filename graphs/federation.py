@@ -3,7 +3,8 @@
 :class:`FederationSpec` names everything that defines the clients' data; the same
 spec always gives the same clients. :func:`build_federation` is cached per process
 and keyed by the spec, so a process that serves many clients (a simulation actor)
-loads and partitions the graph once.
+loads and partitions the graph once. A graph set (many small graphs, graph classification's)
+is shared out graph by graph instead (:mod:`graphs.graph_federation`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from torch_geometric.data import Data
 
 from graphs.datasets import cache_dir, load_dataset
+from graphs.names import is_graph_set
 from graphs.partition import client_subgraph, cut_edges, partition_nodes
 from graphs.settings import with_settings
 from graphs.spec import FederationSpec
@@ -56,6 +58,10 @@ def partition_digest(parts: list[np.ndarray]) -> str:
 @functools.lru_cache(maxsize=4)
 def build_federation(spec: FederationSpec) -> Federation:
     """Load, partition and split once per process for a given spec."""
+    if is_graph_set(spec.dataset):
+        from graphs.graph_federation import build_graph_federation
+
+        return build_graph_federation(spec)
     graph = load_dataset(spec.dataset, spec.data_root or None, seed=spec.seed, **dict(spec.dataset_options))
     num_parts = spec.num_clients + int(spec.new_client)
     parts = cached_partition(graph, num_parts, spec.partitioner, spec.seed, spec.dirichlet_alpha)

@@ -12,7 +12,13 @@ under the data root (:data:`DATASET_FORMS`; where each reads from: :mod:`graphs.
   those whose raw files are data Stamen can read without PyG's processing, which
   would unpickle its processed ``.pt`` files;
 - ``ogb:ogbn-NAME``: an OGB node-property folder ``<root>/ogbn_NAME/raw/*.csv.gz``
-  (:mod:`graphs.ogb_folder`), read without the ``ogb`` package.
+  (:mod:`graphs.ogb_folder`), read without the ``ogb`` package;
+- ``tu:NAME``: a set of small graphs in the TU layout, ``<root>/NAME/raw/NAME_*.txt`` as PyG's
+  ``TUDataset`` places it (:mod:`graphs.tu_folder`), for graph classification only.
+
+*Graph sets* (:data:`GRAPH_SETS` and ``tu:NAME``, :func:`is_graph_set`) are many small graphs
+with a class each, which the clients share out graph by graph; every other dataset is one
+graph that the clients cut into subgraphs. Which task reads which is :mod:`contract.tasks`.
 
 :func:`dataset_problem` checks a name's shape (no files are touched), in one line.
 """
@@ -24,7 +30,9 @@ import re
 
 PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 DATASETS = ("csbm", *PLANETOID, "cora_ml")
-PARTITIONERS = ("louvain", "metis", "label-dirichlet")
+GRAPH_SETS = ("graphs-synth",)  # generated from the seed, no files (graphs/graph_sets.py)
+PARTITIONERS = ("louvain", "metis", "label-dirichlet", "random")
+GRAPH_SET_PARTITIONERS = ("label-dirichlet", "random")  # over graphs: the others cut one graph by its edges
 
 # PyG class -> its dataset names (empty: the class holds one dataset and takes no name).
 PYG: dict[str, tuple[str, ...]] = {
@@ -34,10 +42,16 @@ PYG: dict[str, tuple[str, ...]] = {
     "Planetoid": ("Cora", "CiteSeer", "PubMed"),
     "WikiCS": (),
 }
-DATASET_FORMS = ("npz:STEM", "pyg:CLASS/NAME", "ogb:ogbn-NAME")
+DATASET_FORMS = ("npz:STEM", "pyg:CLASS/NAME", "ogb:ogbn-NAME", "tu:NAME")
 
 NPZ_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 OGB_NAME = re.compile(r"ogbn-[A-Za-z0-9]{1,40}")
+TU_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+
+
+def is_graph_set(name: str) -> bool:
+    """Whether dataset ``name`` is a set of small graphs (graph classification's), not one graph."""
+    return name in GRAPH_SETS or name.startswith("tu:")
 
 
 def pyg_datasets() -> list[str]:
@@ -45,21 +59,26 @@ def pyg_datasets() -> list[str]:
     return [f"pyg:{cls}/{name}" if name else f"pyg:{cls}" for cls, names in PYG.items() for name in names or ("",)]
 
 
-def accepted_datasets(also: tuple[str, ...] = ()) -> str:
+def accepted_datasets(also: tuple[str, ...] = (), graph_sets: bool = True) -> str:
     """Every accepted dataset name and form, in words (one line, for help texts); ``also``: a
-    caller's own names first (``stamen certify``'s ``csbm-paper``)."""
+    caller's own names first (``stamen certify``'s ``csbm-paper``); ``graph_sets``: the graph sets too."""
     classes = ", ".join(f"{cls}/{'|'.join(names)}" if names else cls for cls, names in PYG.items())
-    return f"{', '.join((*also, *DATASETS))}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes})"
+    sets = f"; graph sets: {', '.join(GRAPH_SETS)}, tu:NAME" if graph_sets else ""
+    return f"{', '.join((*also, *DATASETS))}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes}){sets}"
 
 
-def dataset_problem(name: str, also: tuple[str, ...] = ()) -> str | None:
+def dataset_problem(name: str, also: tuple[str, ...] = (), graph_sets: bool = True) -> str | None:
     """What is wrong with the dataset name ``name`` (one line naming what to write), or ``None``.
 
-    ``also``: names a caller accepts besides the datasets (``stamen certify``'s ``csbm-paper``).
+    ``also``: names a caller accepts besides the datasets (``stamen certify``'s ``csbm-paper``);
+    ``graph_sets``: whether the caller reads graph sets (``stamen certify`` reads one graph).
     """
+    if not graph_sets and is_graph_set(name):
+        one_graph = accepted_datasets(also, graph_sets=False)
+        return f"dataset {name!r} is a set of small graphs (graph classification's); give one graph: {one_graph}"
     prefix, colon, rest = name.partition(":")
     if not colon:
-        names = (*also, *DATASETS)
+        names = (*also, *DATASETS, *GRAPH_SETS)
         if name in names:
             return None
         return (
@@ -77,6 +96,13 @@ def dataset_problem(name: str, also: tuple[str, ...] = ()) -> str | None:
         if OGB_NAME.fullmatch(rest):
             return None
         return f"dataset {name!r}: ogb: takes an OGB node-property dataset name such as ogbn-arxiv"
+    if prefix == "tu":
+        if TU_NAME.fullmatch(rest):
+            return None
+        return (
+            f"dataset {name!r}: tu:NAME takes a TU dataset name (letters, digits, _ -; no folder) "
+            "and reads <root>/NAME/raw/NAME_*.txt"
+        )
     if prefix == "pyg":
         cls, slash, sub = rest.partition("/")
         if cls in PYG and ((not PYG[cls] and not slash) or sub in PYG[cls]):

@@ -22,6 +22,7 @@ import torch
 from torch_geometric.data import Data
 
 from graphs.federation import FederationSpec, build_federation
+from graphs.names import is_graph_set
 
 PARTITION_FILE = "stamen-partition.pt"
 _TENSORS = ("x", "edge_index", "y", "global_id", "train_mask", "val_mask", "test_mask")
@@ -35,7 +36,16 @@ def spec_fingerprint(spec: FederationSpec) -> str:
 
 
 def export_partitions(spec: FederationSpec, folder: Path) -> list[Path]:
-    """Write each client's subgraph to ``folder/node-<i>/stamen-partition.pt``; return the files."""
+    """Write each client's subgraph to ``folder/node-<i>/stamen-partition.pt``; return the files.
+
+    Raises:
+        ValueError: ``spec``'s dataset is a graph set, whose clients' graphs are not exported (yet).
+    """
+    if is_graph_set(spec.dataset):
+        raise ValueError(
+            f"dataset {spec.dataset!r} is a set of graphs, whose partitions are not exported yet: each host builds "
+            "its client's graphs itself (graphs-synth from the seed; tu:NAME from the TU files in its data-root)"
+        )
     federation = build_federation(spec)
     written = []
     for index, client in enumerate(federation.clients):

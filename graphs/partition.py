@@ -13,6 +13,11 @@ inside its own part (:func:`client_subgraph`); the edges between parts are *cut*
   proportions drawn from ``Dirichlet(alpha)``: small ``alpha`` gives skewed label
   distributions, large ``alpha`` near-uniform ones. It ignores structure, so it cuts
   many edges.
+- ``random``: a seeded random permutation dealt into K parts of sizes differing by at most one
+  (structure and labels ignored: the i.i.d. baseline).
+
+The same partitioners share out a graph set's graphs (``label-dirichlet``, ``random``), by
+their labels (:mod:`graphs.graph_federation`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ def partition_nodes(
     method: str = "louvain",
     seed: int = 0,
     alpha: float = 0.5,
+    unit: str = "nodes",
 ) -> list[np.ndarray]:
     """Split the nodes of ``data`` into ``num_parts`` disjoint, covering, sorted id arrays.
 
@@ -42,18 +48,21 @@ def partition_nodes(
         method: one of :data:`PARTITIONERS`.
         seed: random seed; the same seed gives the same parts.
         alpha: Dirichlet concentration of ``label-dirichlet``.
+        unit: what ``data``'s items are, for messages (``graphs`` when a graph set's graphs are shared out).
     """
     if method not in PARTITIONERS:
         raise ValueError(f"unknown partitioner {method!r}; choose one of: {', '.join(PARTITIONERS)}")
     num_nodes = int(data.num_nodes)
     if not 1 <= num_parts <= num_nodes:
         raise ValueError(
-            f"cannot cut {num_nodes} nodes into {num_parts} clients: use between 1 and {num_nodes} clients"
+            f"cannot cut {num_nodes} {unit} into {num_parts} clients: use between 1 and {num_nodes} clients"
         )
     if method == "louvain":
         parts = _louvain(data, num_parts, seed)
     elif method == "metis":
         parts = _metis(data, num_parts, seed)
+    elif method == "random":
+        parts = np.array_split(np.random.default_rng(seed).permutation(num_nodes), num_parts)
     else:
         if alpha <= 0:
             raise ValueError(f"label-dirichlet needs alpha > 0, got {alpha}")
@@ -61,8 +70,8 @@ def partition_nodes(
     empty = [i for i, part in enumerate(parts) if part.size == 0]
     if empty:
         raise ValueError(
-            f"{method} left client(s) {empty} without nodes for {num_parts} clients on "
-            f"{num_nodes} nodes; use fewer clients or another partitioner"
+            f"{method} left client(s) {empty} without {unit} for {num_parts} clients on "
+            f"{num_nodes} {unit}; use fewer clients or another partitioner"
         )
     return [np.sort(part) for part in parts]
 

@@ -18,7 +18,9 @@ Files to place (``<root>`` is ``data-root`` or ``$STAMEN_DATA``), and the reader
   lower case (``cora_ml``, ``dblp``, ...), npz;
 - ``pyg:Planetoid/<Name>``: ``<root>/Planetoid/<Name>/raw/ind.<name>.*``, Planetoid;
 - ``pyg:WikiCS``: ``<root>/WikiCS/raw/data.json``, WikiCS;
-- ``ogb:ogbn-<name>``: ``<root>/ogbn_<name>/raw/{edge,node-feat,node-label}.csv.gz``, OGB.
+- ``ogb:ogbn-<name>``: ``<root>/ogbn_<name>/raw/{edge,node-feat,node-label}.csv.gz``, OGB;
+- ``tu:<NAME>``: ``<root>/<NAME>/raw/<NAME>_{A,graph_indicator,graph_labels}.txt``, TU (a graph set:
+  :mod:`graphs.tu_folder`, located there, not by :func:`locate`).
 
 The ``pyg:`` folders are PyG's own ``raw/`` folders (``Amazon(root='<root>/Amazon', name=...)``
 and so on), so a root that PyG once filled can be pointed at directly; its ``processed/``
@@ -32,7 +34,7 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphs.names import PLANETOID, dataset_problem
+from graphs.names import PLANETOID, dataset_problem, is_graph_set
 
 PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 PYG_NPZ_FILES = {
@@ -52,6 +54,7 @@ class Layout(enum.Enum):
     NPZ = "npz"  # graphs.npz_graph
     WIKICS = "wikics"  # graphs.wikics
     OGB = "ogb"  # graphs.ogb_folder
+    TU = "tu"  # graphs.tu_folder: a set of small graphs (graphs.graph_federation reads it)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,11 @@ def locate(name: str, root: Path | None) -> Source:
     problem = dataset_problem(name)
     if problem:
         raise ValueError(problem)
+    if is_graph_set(name):
+        raise ValueError(
+            f"dataset {name!r} is a set of small graphs, read by task='graph-classification' only; "
+            "give a single-graph dataset such as csbm or cora"
+        )
     if name == "csbm":
         return Source(name, Layout.GENERATED)
     if root is None:

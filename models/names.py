@@ -2,6 +2,12 @@
 
 MODELS = ("gcn", "sgc", "sage", "gat", "appnp", "mlp")
 
+# Graph classification's models: message passing, then a readout over each graph (models/graph_classifier.py).
+GRAPH_MODELS = ("gin", "gcn")
+
+# Every model a run config may name (which task trains which: contract/tasks.py).
+ALL_MODELS = (*MODELS, *(name for name in GRAPH_MODELS if name not in MODELS))
+
 # How link prediction scores an edge from its ends' embeddings (models/link_predictor.py).
 LINK_DECODERS = {
     "dot": "score(u, v) = <z_u, z_v>, the graph autoencoder's inner product",

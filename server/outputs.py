@@ -26,7 +26,7 @@ from contract.figures import (
 )
 from contract.protocol import SETTINGS
 from contract.run_config import RunConfig
-from contract.tasks import LINK_PREDICTION
+from contract.tasks import LINK_PREDICTION, examples
 from server.curves import curves_svg
 from server.loop import FailureCategory, Row
 from server.rundir import CURVES_FILE, atomic_write
@@ -169,18 +169,17 @@ def privacy_table(privacy: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-POOLED_OVER = {"test": "test nodes", "val": "validation nodes"} | {
-    setting.replace("-", "_"): f"{setting} nodes" for setting in SETTINGS
-}
+POOLED_OVER = {"test": "test", "val": "validation"} | {setting.replace("-", "_"): setting for setting in SETTINGS}
 
 
-def figure_label(key: str, label: str) -> str:
+def figure_label(key: str, label: str, unit: str = "nodes") -> str:
     """A summary figure's label saying how it pools: an accuracy is pooled over all clients' nodes (each node
-    counts once), never a mean over clients (that is the per-client line's)."""
+    counts once; ``unit``: a graph-classification run's graphs), never a mean over clients (that is the
+    per-client line's)."""
     if not key.endswith("_acc"):
         return label
     kind = key.removeprefix("global_").removesuffix("_acc")
-    pooled = f"pooled over all clients' {POOLED_OVER.get(kind, 'nodes')}"
+    pooled = f"pooled over all clients' {POOLED_OVER[kind] + ' ' if kind in POOLED_OVER else ''}{unit}"
     return f"{label[:-1]}, {pooled})" if label.endswith(")") else f"{label} ({pooled})"
 
 
@@ -200,7 +199,11 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
         return _shown(value, ".4f")
 
     rows = [
-        (figure_label(key, label), fmt(summary["final"].get(key)), fmt(summary["best"].get(key)))
+        (
+            figure_label(key, label, examples(summary.get("task"))),
+            fmt(summary["final"].get(key)),
+            fmt(summary["best"].get(key)),
+        )
         for key, label in SUMMARY_FIGURES
         if (summary["final"].get(key) is not None or summary["best"].get(key) is not None)
         and _shown_setting(key, summary)
@@ -239,7 +242,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     if fair:
         label = dict(SUMMARY_FIGURES).get(fair["figure"], fair["figure"])
         lines.append(
-            f"{label} per client ({fair['clients']} clients, each on its own test nodes): "
+            f"{label} per client ({fair['clients']} clients, each on its own test {examples(summary.get('task'))}): "
             f"min {_shown(fair['min'])} (client {fair['worst_client']}), "
             f"mean over clients {_shown(fair['mean'])}, max {_shown(fair['max'])}, std {_shown(fair['std'])}"
         )

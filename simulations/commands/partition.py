@@ -8,6 +8,7 @@ import numpy as np
 
 from contract import strict_json
 from graphs import DATASETS, PARTITIONERS, FederationSpec, build_federation
+from graphs.names import is_graph_set
 from simulations.options import finite_float, renamed
 
 
@@ -35,15 +36,18 @@ def partition_report(args: argparse.Namespace) -> dict:
     )
     federation = build_federation(spec)
     num_classes = int(federation.graph.num_classes)
+    graph_set = is_graph_set(args.dataset)
     clients = [
         {
             "nodes": int(client.num_nodes),
             "edges": int(client.edge_index.size(1)) // 2,
             "class_counts": np.bincount(client.y.numpy(), minlength=num_classes).tolist(),
+            **({"graphs": int(client.num_graphs)} if graph_set else {}),  # a graph set's classes count graphs
         }
         for client in federation.clients
     ]
     return {
+        **({"num_graphs": int(federation.graph.num_graphs)} if graph_set else {}),
         "dataset": args.dataset,
         "method": args.method,
         "seed": args.seed,
@@ -64,11 +68,14 @@ def main(args: argparse.Namespace) -> int:
     from simulations.screen import output_console
 
     table = Table(title=f"{args.dataset}: {args.clients} clients by {args.method} (seed {args.seed})")
-    for column in ("client", "nodes", "internal edges", "class histogram"):
-        table.add_column(column, justify="left" if column == "class histogram" else "right", overflow="fold")
+    graph_set = "num_graphs" in report
+    histogram_column = "class histogram (graphs)" if graph_set else "class histogram"
+    for column in ("client", *(("graphs",) if graph_set else ()), "nodes", "internal edges", histogram_column):
+        table.add_column(column, justify="left" if column == histogram_column else "right", overflow="fold")
     for index, client in enumerate(report["clients"]):
         histogram = " ".join(map(str, client["class_counts"]))
-        table.add_row(str(index), str(client["nodes"]), str(client["edges"]), histogram)
+        graphs = (str(client["graphs"]),) if graph_set else ()
+        table.add_row(str(index), *graphs, str(client["nodes"]), str(client["edges"]), histogram)
     console = output_console()
     console.print(table)
     kept = report["num_edges"] - report["cut_edges"]

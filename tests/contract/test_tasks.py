@@ -44,10 +44,43 @@ def test_link_prediction_refuses_what_it_cannot_run(changes, named):
     assert "\n" not in str(refused.value)
 
 
-def test_graph_classification_is_declared_but_not_yet_available():
-    assert "graph-classification" in TASKS and "graph-classification" not in available()
-    with pytest.raises(ValueError, match="task='graph-classification' is not yet available"):
-        RunConfig.from_flower({"task": "graph-classification"})
+GRAPH_RUN = {"task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random", "model": "gin"}
+
+
+def test_graph_classification_is_available_on_graph_sets():
+    assert "graph-classification" in available()
+    for name in TASKS["graph-classification"].algorithms:
+        RunConfig.from_flower({**GRAPH_RUN, "algorithm": name})
+    RunConfig.from_flower({**GRAPH_RUN, "dataset": "tu:MUTAG", "partitioner": "label-dirichlet", "model": "gcn"})
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"dataset": "csbm"}, "dataset='csbm' is one graph cut into subgraphs: use dataset graphs-synth or tu:NAME"),
+        ({"partitioner": "louvain"}, "partitioner='louvain' cuts one graph by its edges"),
+        ({"model": "sage"}, "cannot train model='sage'; use model gin or gcn"),
+        ({"algorithm": "fedlog"}, "not a graph classifier"),
+        ({"privacy": "dp-sgd"}, "samples nodes, not graphs"),
+        ({"missing-classes": 1}, "cannot honour missing-classes=1"),
+        ({"new-client": True}, "cannot honour new-client=True"),
+        ({"unlearn-request": "client:0"}, "cannot honour unlearn-request='client:0'"),
+        ({"certify-budgets": "1"}, "cannot honour certify-budgets='1'"),
+        ({"attack": "label-flip", "malicious-clients": "1"}, "attack='label-flip' flips node labels"),
+    ],
+)
+def test_graph_classification_refuses_what_it_cannot_run(changes, named):
+    with pytest.raises(ValueError) as refused:
+        RunConfig.from_flower({**GRAPH_RUN, **changes})
+    assert named in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("task", ["node-classification", "link-prediction"])
+def test_a_graph_set_is_refused_by_the_tasks_on_one_graph(task):
+    with pytest.raises(ValueError, match="dataset='graphs-synth' is a set of small graphs"):
+        RunConfig.from_flower({"task": task, "dataset": "graphs-synth"})
+    with pytest.raises(ValueError, match="cannot train model='gin'"):
+        RunConfig.from_flower({"task": task, "model": "gin"})
 
 
 def test_the_command_refuses_in_one_line_with_exit_2(tmp_path, capsys):

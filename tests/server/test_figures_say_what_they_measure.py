@@ -78,3 +78,13 @@ def test_pooled_and_per_client_means_are_named_apart():
     assert "global test accuracy (pooled over all clients' test nodes)" in labels
     (spread,) = [line for line in summary_lines(summary) if "per client" in line]
     assert "mean over clients 0.600" in spread and "pooled" not in spread
+
+
+@pytest.mark.parametrize(("task", "unit"), [("node-classification", "nodes"), ("graph-classification", "graphs")])
+def test_an_accuracy_names_what_it_is_pooled_over(task, unit):
+    summary = summarize(_rows(), 1.0, RunConfig())
+    summary["task"] = task  # as a graph-classification run's summary records it
+    labels = [label for label, _, _ in summary_table(summary)]
+    assert f"global test accuracy (pooled over all clients' test {unit})" in labels
+    (spread,) = [line for line in summary_lines(summary) if "per client" in line]
+    assert f"each on its own test {unit})" in spread

@@ -207,8 +207,8 @@ def test_help_lists_every_declared_option_its_choices_and_default(capsys):
             assert f"(default {key.default})" in text, key.name
     for name in (*MODELS, *MODES, *METHODS, *SOLVERS, *VARIANTS, *NTK_ARCHITECTURES, *DATASETS, "csbm-paper"):
         assert name in text, name
-    for form in DATASET_FORMS:
-        assert form.split(":")[0] + ":" in text, form
+    for form in DATASET_FORMS:  # but the graph sets' (graph classification's, not certify's)
+        assert (form.split(":")[0] + ":" in text) == (form != "tu:NAME"), form
     for name, entry in MODELS.items():
         assert f"{name}: {entry.help}" in text
 
