@@ -68,8 +68,13 @@ def sample_csbm(
             targets.append(dst)
     src = np.concatenate(sources)
     dst = np.concatenate(targets)
-    edge_index = torch.from_numpy(np.stack([np.concatenate([src, dst]), np.concatenate([dst, src])]))
-    edge_index = torch.unique(edge_index, dim=1)
+    # Both directions, sorted by (source, target) without repeats, as ``torch.unique(dim=1)``
+    # gives them: one sort of int64 keys ``source * n + target``.
+    keys = np.sort(np.concatenate([src * labels.size + dst, dst * labels.size + src]))
+    first = np.ones(keys.size, dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    keys = keys[first]
+    edge_index = torch.from_numpy(np.stack([keys // labels.size, keys % labels.size]))
     return Data(
         x=torch.from_numpy(features).float(),
         edge_index=edge_index,
@@ -88,22 +93,23 @@ def _sample_block(
     if count == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     # Oversample, then drop self pairs and duplicates; a block is sparse, so one or two
-    # draws suffice.
-    chosen: set[tuple[int, int]] = set()
-    while len(chosen) < count:
-        need = count - len(chosen)
+    # draws suffice. A pair is the key ``min * base + max``. The draws are read in order
+    # and each new pair is kept until ``count`` are chosen, as a loop over them would:
+    # the first occurrence of every key, in draw order, that no earlier draw chose.
+    base = int(max(left.max(), right.max())) + 1
+    chosen = np.empty(0, np.int64)
+    while chosen.size < count:
+        need = count - chosen.size
         u = left[rng.integers(0, left.size, size=2 * need + 8)]
         v = right[rng.integers(0, right.size, size=2 * need + 8)]
-        for a, b in zip(u.tolist(), v.tolist()):
-            if a == b:
-                continue
-            pair = (a, b) if a < b else (b, a)
-            if pair not in chosen:
-                chosen.add(pair)
-                if len(chosen) == count:
-                    break
-    pairs = np.array(sorted(chosen), dtype=np.int64)
-    return pairs[:, 0], pairs[:, 1]
+        apart = u != v
+        keys = np.minimum(u, v)[apart] * base + np.maximum(u, v)[apart]
+        _, first = np.unique(keys, return_index=True)
+        fresh = keys[np.sort(first)]
+        fresh = fresh[~np.isin(fresh, chosen)]
+        chosen = np.concatenate([chosen, fresh[:need]])
+    chosen.sort()
+    return chosen // base, chosen % base
 
 
 def make_csbm(
