@@ -11,10 +11,11 @@ import pymetis
 import pytest
 import torch
 from torch_geometric.data import Data
-from torch_geometric.utils import subgraph
+from torch_geometric.utils import coalesce, remove_self_loops, subgraph, to_undirected
 
 from graphs import client_subgraph, make_csbm, partition_nodes
 from graphs.csbm import make_paper_csbm, sample_csbm
+from graphs.datasets import canonical_edges
 from graphs.partition import client_subgraphs
 
 
@@ -147,3 +148,23 @@ def test_metis_input_in_csr_gives_the_same_parts(num_parts, seed):
     old = _old_metis(data, num_parts, seed)
     assert all(np.array_equal(a, b) for a, b in zip(fast, old))
     assert len({part.size for part in fast}) > 0 and sum(part.size for part in fast) == 300
+
+
+def _pyg_canonical(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    edge_index, _ = remove_self_loops(edge_index)
+    return coalesce(to_undirected(edge_index, num_nodes=num_nodes), num_nodes=num_nodes)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_canonical_edges_equal_pyg_on_a_directed_multigraph(seed):
+    """Self-loops, repeats, one-way edges, unsorted input, int32 ids, isolated nodes: PyG's three passes' tensor."""
+    rng = np.random.default_rng(seed)
+    edges = torch.from_numpy(rng.integers(0, 40, size=(2, 300)))
+    edges[:, :5] = torch.tensor([[3, 3, 7, 7, 9], [3, 5, 8, 8, 9]])
+    expected = _pyg_canonical(edges, 50)
+    for given in (edges, edges.int(), edges[:, rng.permutation(300)]):
+        assert torch.equal(canonical_edges(given, 50), expected)
+    assert expected.size(1) > 0
+    assert torch.equal(
+        canonical_edges(torch.empty(2, 0, dtype=torch.long), 5), _pyg_canonical(torch.empty(2, 0, dtype=torch.long), 5)
+    )
