@@ -57,7 +57,9 @@ def sample_csbm(
         raise ValueError(f"CSBM sigma must be >= 0, got {sigma}")
     rng = np.random.default_rng(seed)
     num_classes = means.shape[0]
-    features = means[labels] + sigma * rng.standard_normal((labels.size, means.shape[1]))
+    features = rng.standard_normal((labels.size, means.shape[1]))  # in place: one n x d array, not three
+    features *= sigma
+    features += means[labels]
 
     members = [np.flatnonzero(labels == c) for c in range(num_classes)]
     sources, targets = [], []

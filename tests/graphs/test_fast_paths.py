@@ -71,8 +71,9 @@ def test_csbm_sampling_equals_the_per_pair_loop(num_nodes, num_classes, p, q, se
     rng = np.random.default_rng(seed)
     labels = rng.permutation(np.arange(num_nodes) % num_classes)
     means = rng.standard_normal((num_classes, 6))
-    new = sample_csbm(labels, means, 1.0, p, q, seed=seed)
-    x, edge_index = _old_sample_csbm(labels, means, 1.0, p, q, seed=seed)
+    sigma = 0.5 + seed / 7  # not 1: the scaling of the noise is compared too
+    new = sample_csbm(labels, means, sigma, p, q, seed=seed)
+    x, edge_index = _old_sample_csbm(labels, means, sigma, p, q, seed=seed)
     assert new.edge_index.dtype == edge_index.dtype == torch.int64
     assert torch.equal(new.edge_index, edge_index) and torch.equal(new.x, x)
     if p > 0:
