@@ -57,9 +57,7 @@ def sample_csbm(
         raise ValueError(f"CSBM sigma must be >= 0, got {sigma}")
     rng = np.random.default_rng(seed)
     num_classes = means.shape[0]
-    features = rng.standard_normal((labels.size, means.shape[1]))  # in place: one n x d array, not three
-    features *= sigma
-    features += means[labels]
+    features = _features(labels, means, sigma, rng)
 
     members = [np.flatnonzero(labels == c) for c in range(num_classes)]
     sources, targets = [], []
@@ -78,11 +76,32 @@ def sample_csbm(
     keys = keys[first]
     edge_index = torch.from_numpy(np.stack([keys // labels.size, keys % labels.size]))
     return Data(
-        x=torch.from_numpy(features).float(),
+        x=torch.from_numpy(features),
         edge_index=edge_index,
         y=torch.from_numpy(labels),
         num_classes=num_classes,
     )
+
+
+FEATURE_ROWS = 65_536
+"""Rows of features drawn at a time: the float64 draws never take more than this many rows."""
+
+
+def _features(labels: np.ndarray, means: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """``float32(means[labels] + sigma * N(0, 1))``, drawn in blocks of :data:`FEATURE_ROWS` rows.
+
+    The generator hands out its normals in order whatever the block sizes, so the
+    values are those of one ``(n, d)`` draw, without the three ``n x d`` float64
+    arrays that draw's arithmetic needs (15 GB at ten million nodes).
+    """
+    features = np.empty((labels.size, means.shape[1]), dtype=np.float32)
+    for start in range(0, labels.size, FEATURE_ROWS):
+        rows = slice(start, start + FEATURE_ROWS)
+        block = rng.standard_normal((labels[rows].size, means.shape[1]))
+        block *= sigma
+        block += means[labels[rows]]
+        features[rows] = block
+    return features
 
 
 def _sample_block(

@@ -66,15 +66,16 @@ def _old_sample_csbm(labels, means, sigma, p, q, seed):
     "num_nodes,num_classes,p,q,seed",
     [(300, 7, 0.1, 0.01, 1), (40, 3, 0.9, 0.6, 2), (25, 2, 1.0, 1.0, 3), (30, 4, 0.0, 0.0, 4), (300, 5, 0.02, 0.0, 5)],
 )
-def test_csbm_sampling_equals_the_per_pair_loop(num_nodes, num_classes, p, q, seed):
-    """Dense blocks (p, q near 1) need several oversampling rounds; empty ones none."""
+def test_csbm_sampling_equals_the_per_pair_loop(monkeypatch, num_nodes, num_classes, p, q, seed):
+    """Dense blocks (p, q near 1) need several oversampling rounds; empty ones none; features come in blocks."""
+    monkeypatch.setattr("graphs.csbm.FEATURE_ROWS", 7)  # several blocks and a ragged last one
     rng = np.random.default_rng(seed)
     labels = rng.permutation(np.arange(num_nodes) % num_classes)
     means = rng.standard_normal((num_classes, 6))
     sigma = 0.5 + seed / 7  # not 1: the scaling of the noise is compared too
     new = sample_csbm(labels, means, sigma, p, q, seed=seed)
     x, edge_index = _old_sample_csbm(labels, means, sigma, p, q, seed=seed)
-    assert new.edge_index.dtype == edge_index.dtype == torch.int64
+    assert new.edge_index.dtype == edge_index.dtype == torch.int64 and new.x.dtype == x.dtype == torch.float32
     assert torch.equal(new.edge_index, edge_index) and torch.equal(new.x, x)
     if p > 0:
         assert edge_index.size(1) > 0  # the comparison saw edges
