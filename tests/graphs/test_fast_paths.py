@@ -13,10 +13,9 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, subgraph, to_undirected
 
-from graphs import client_subgraph, make_csbm, partition_nodes
+from graphs import client_subgraph, client_subgraphs, make_csbm, partition_nodes
 from graphs.csbm import make_paper_csbm, sample_csbm
 from graphs.datasets import canonical_edges
-from graphs.partition import client_subgraphs
 
 
 def _old_sample_block(left, right, prob, rng):
