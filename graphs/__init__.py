@@ -20,6 +20,7 @@ _SOURCES = {
     "DATASETS": "graphs.names",
     "PARTITIONERS": "graphs.names",
     "client_subgraph": "graphs.partition",
+    "client_subgraphs": "graphs.partition",
     "cut_edges": "graphs.partition",
     "partition_nodes": "graphs.partition",
     "split_masks": "graphs.splits",

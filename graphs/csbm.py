@@ -57,7 +57,7 @@ def sample_csbm(
         raise ValueError(f"CSBM sigma must be >= 0, got {sigma}")
     rng = np.random.default_rng(seed)
     num_classes = means.shape[0]
-    features = means[labels] + sigma * rng.standard_normal((labels.size, means.shape[1]))
+    features = _features(labels, means, sigma, rng)
 
     members = [np.flatnonzero(labels == c) for c in range(num_classes)]
     sources, targets = [], []
@@ -68,14 +68,40 @@ def sample_csbm(
             targets.append(dst)
     src = np.concatenate(sources)
     dst = np.concatenate(targets)
-    edge_index = torch.from_numpy(np.stack([np.concatenate([src, dst]), np.concatenate([dst, src])]))
-    edge_index = torch.unique(edge_index, dim=1)
+    # Both directions, sorted by (source, target) without repeats, as ``torch.unique(dim=1)``
+    # gives them: one sort of int64 keys ``source * n + target``.
+    keys = np.sort(np.concatenate([src * labels.size + dst, dst * labels.size + src]))
+    first = np.ones(keys.size, dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    keys = keys[first]
+    edge_index = torch.from_numpy(np.stack([keys // labels.size, keys % labels.size]))
     return Data(
-        x=torch.from_numpy(features).float(),
+        x=torch.from_numpy(features),
         edge_index=edge_index,
         y=torch.from_numpy(labels),
         num_classes=num_classes,
     )
+
+
+FEATURE_ROWS = 65_536
+"""Rows of features drawn at a time: the float64 draws never take more than this many rows."""
+
+
+def _features(labels: np.ndarray, means: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """``float32(means[labels] + sigma * N(0, 1))``, drawn in blocks of :data:`FEATURE_ROWS` rows.
+
+    The generator hands out its normals in order whatever the block sizes, so the
+    values are those of one ``(n, d)`` draw, without the three ``n x d`` float64
+    arrays that draw's arithmetic needs (15 GB at ten million nodes).
+    """
+    features = np.empty((labels.size, means.shape[1]), dtype=np.float32)
+    for start in range(0, labels.size, FEATURE_ROWS):
+        rows = slice(start, start + FEATURE_ROWS)
+        block = rng.standard_normal((labels[rows].size, means.shape[1]))
+        block *= sigma
+        block += means[labels[rows]]
+        features[rows] = block
+    return features
 
 
 def _sample_block(
@@ -88,22 +114,23 @@ def _sample_block(
     if count == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     # Oversample, then drop self pairs and duplicates; a block is sparse, so one or two
-    # draws suffice.
-    chosen: set[tuple[int, int]] = set()
-    while len(chosen) < count:
-        need = count - len(chosen)
+    # draws suffice. A pair is the key ``min * base + max``. The draws are read in order
+    # and each new pair is kept until ``count`` are chosen, as a loop over them would:
+    # the first occurrence of every key, in draw order, that no earlier draw chose.
+    base = int(max(left.max(), right.max())) + 1
+    chosen = np.empty(0, np.int64)
+    while chosen.size < count:
+        need = count - chosen.size
         u = left[rng.integers(0, left.size, size=2 * need + 8)]
         v = right[rng.integers(0, right.size, size=2 * need + 8)]
-        for a, b in zip(u.tolist(), v.tolist()):
-            if a == b:
-                continue
-            pair = (a, b) if a < b else (b, a)
-            if pair not in chosen:
-                chosen.add(pair)
-                if len(chosen) == count:
-                    break
-    pairs = np.array(sorted(chosen), dtype=np.int64)
-    return pairs[:, 0], pairs[:, 1]
+        apart = u != v
+        keys = np.minimum(u, v)[apart] * base + np.maximum(u, v)[apart]
+        _, first = np.unique(keys, return_index=True)
+        fresh = keys[np.sort(first)]
+        fresh = fresh[~np.isin(fresh, chosen)]
+        chosen = np.concatenate([chosen, fresh[:need]])
+    chosen.sort()
+    return chosen // base, chosen % base
 
 
 def make_csbm(

@@ -22,7 +22,7 @@ from torch_geometric.data import Data
 
 from graphs.datasets import cache_dir, load_dataset
 from graphs.names import is_graph_set
-from graphs.partition import client_subgraph, cut_edges, partition_nodes
+from graphs.partition import client_subgraphs, cut_edges, partition_nodes
 from graphs.settings import with_settings
 from graphs.spec import FederationSpec
 from graphs.splits import split_masks
@@ -65,20 +65,21 @@ def build_federation(spec: FederationSpec) -> Federation:
     graph = load_dataset(spec.dataset, spec.data_root or None, seed=spec.seed, **dict(spec.dataset_options))
     num_parts = spec.num_clients + int(spec.new_client)
     parts = cached_partition(graph, num_parts, spec.partitioner, spec.seed, spec.dirichlet_alpha)
+    subgraphs = client_subgraphs(graph, parts)  # one pass over the edges for every client
     clients = [
         with_settings(
-            client_subgraph(graph, nodes),
+            sub,
             spec.train_frac,
             spec.val_frac,
             spec.unseen_node_frac,
             spec.missing_classes,
             seed=spec.seed * 100_003 + index,
         )
-        for index, nodes in enumerate(parts[: spec.num_clients])
+        for index, sub in enumerate(subgraphs[: spec.num_clients])
     ]
     new_client = None
     if spec.new_client:  # never trains: every node is an evaluation node
-        new_client = client_subgraph(graph, parts[spec.num_clients])
+        new_client = subgraphs[spec.num_clients]
         new_client.train_mask, new_client.val_mask, new_client.test_mask = split_masks(
             new_client.num_nodes, spec.train_frac, spec.val_frac, seed=spec.seed * 100_003 + spec.num_clients
         )

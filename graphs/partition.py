@@ -93,6 +93,43 @@ def client_subgraph(data: Data, nodes: np.ndarray) -> Data:
     )
 
 
+def client_subgraphs(data: Data, parts: list[np.ndarray]) -> list[Data]:
+    """:func:`client_subgraph` of every part of a partition, in one pass over the edges.
+
+    Each node gets its owner (its part) and its local id (its position in that part);
+    an edge is kept when both ends have the same owner, and a stable sort by owner
+    groups the kept edges by client in their global order. So every client's
+    ``edge_index`` equals :func:`client_subgraph`'s bit for bit, at the cost of one
+    sort instead of one pass over all edges per client (K passes: minutes at 1,000
+    clients on a million nodes). ``parts`` must be disjoint (as a partition's are).
+    """
+    num_nodes = int(data.num_nodes)
+    owner = torch.full((num_nodes,), -1, dtype=torch.long)
+    local = torch.zeros(num_nodes, dtype=torch.long)
+    index = [torch.as_tensor(nodes, dtype=torch.long) for nodes in parts]
+    if index and int(torch.bincount(torch.cat(index), minlength=num_nodes).max()) > 1:
+        raise ValueError("a node lies in two parts (or twice in one); a partition's parts are disjoint")
+    for i, nodes in enumerate(index):
+        owner[nodes] = i
+        local[nodes] = torch.arange(nodes.numel())
+    src, dst = data.edge_index
+    inside = (owner[src] == owner[dst]) & (owner[src] >= 0)
+    kept_owner = owner[src[inside]]
+    order = torch.sort(kept_owner, stable=True).indices
+    edges = local[data.edge_index[:, inside][:, order]]
+    counts = torch.bincount(kept_owner, minlength=len(parts)).tolist()
+    return [
+        Data(
+            x=data.x[nodes],
+            y=data.y[nodes],
+            edge_index=edge_index.contiguous(),
+            global_id=nodes,
+            num_classes=data.num_classes,
+        )
+        for nodes, edge_index in zip(index, torch.split(edges, counts, dim=1))
+    ]
+
+
 def cut_edges(data: Data, parts: list[np.ndarray]) -> int:
     """Number of undirected edges whose ends lie in different parts."""
     owner = np.empty(int(data.num_nodes), dtype=np.int64)
@@ -176,8 +213,15 @@ def _metis(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
     order = np.random.default_rng(seed).permutation(int(data.num_nodes))
     relabel = np.empty_like(order)
     relabel[order] = np.arange(order.size)
-    neighbours = _adjacency_lists(data)
-    adjacency = [relabel[neighbours[node]] for node in order]
+    # The relabelled graph in CSR form: node j (old node order[j]) lists relabel[its neighbours]
+    # in edge order. A stable sort of the edges by their relabelled source gives exactly the
+    # lists a per-node loop builds, without a million small arrays.
+    src, dst = data.edge_index.numpy()
+    new_src = relabel[src]
+    by_source = np.argsort(new_src, kind="stable")
+    starts = np.zeros(order.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(new_src, minlength=order.size), out=starts[1:])
+    adjacency = pymetis.CSRAdjacency(adj_starts=starts, adjacent=relabel[dst[by_source]])
     _, membership = pymetis.part_graph(num_parts, adjacency=adjacency, options=pymetis.Options(seed=seed))
     membership = np.asarray(membership)[relabel]
     return [np.flatnonzero(membership == i) for i in range(num_parts)]
