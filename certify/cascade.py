@@ -38,7 +38,7 @@ from certify.milp import check_inputs
 from certify.milp_collective import CollectiveMILP
 from certify.milp_sample import SampleWiseMILP
 from certify.outcome import BudgetOutcome, CollectiveOutcome, Method, MILPResult, SolveStatus, Status, TargetOutcome
-from certify.parallel import run_targets
+from certify.parallel import decide_in_order
 from certify.registry import ENUMERATE_LIMIT, METHODS
 from certify.screening import RetrainCache, greedy_attack, stability_radius
 from certify.solvers import SolverSpec
@@ -107,17 +107,7 @@ def certify_samplewise(
         ctx.enum_share = sw.seconds / max(k_tl.shape[0], 1) / max(n_enum, 1)
         ctx.enum_worst = {b: sw.upto(b) for b in budgets if 0 < b <= ctx.k_enum}
     pending = [t for t in range(k_tl.shape[0]) if t not in skip]
-    results: dict[int, TargetOutcome] = {}
-
-    def done(out: TargetOutcome) -> None:
-        results[out.position] = out
-        if on_target is not None:
-            on_target(out)
-        if progress is not None:
-            progress(1)
-
-    run_targets(decide_target, ctx, pending, workers, done)
-    return [results[t] for t in pending]
+    return decide_in_order(decide_target, ctx, pending, workers, on_target, progress)
 
 
 @dataclass

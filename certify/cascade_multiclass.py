@@ -38,7 +38,7 @@ import numpy as np
 from certify.milp import check_inputs
 from certify.milp_sample import PairwiseMILP
 from certify.outcome import BudgetOutcome, Method, SolveStatus, Status, TargetOutcome
-from certify.parallel import run_targets
+from certify.parallel import decide_in_order
 from certify.registry import ENUMERATE_LIMIT, METHODS
 from certify.relabel import RelabelCache, SweepResult, greedy, num_relabellings, sweep, verified_margin
 from certify.screening import stability_radius
@@ -146,17 +146,7 @@ def certify_multiclass(
         ctx.sweep_row = {t: r for r, t in enumerate(pending)}
         swept_budgets = sum(1 for b in budgets if 0 < b <= ctx.k_enum)
         ctx.sweep_share = ctx.swept.seconds / len(pending) / max(swept_budgets, 1)
-    results: dict[int, TargetOutcome] = {}
-
-    def done(out: TargetOutcome) -> None:
-        results[out.position] = out
-        if on_target is not None:
-            on_target(out)
-        if progress is not None:
-            progress(1)
-
-    run_targets(decide_target, ctx, pending, workers, done)
-    return [results[t] for t in pending]
+    return decide_in_order(decide_target, ctx, pending, workers, on_target, progress)
 
 
 def decide_target(ctx: MulticlassContext, t: int) -> TargetOutcome:

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from unittest import mock
 
 #: thread-count variables of the BLAS/OpenMP libraries NumPy, SciPy and HiGHS may load
 THREAD_VARS = (
@@ -52,16 +53,8 @@ def available_cores() -> int:
 @contextmanager
 def _single_threaded_env() -> Iterator[None]:
     """Set every thread variable to 1 while worker processes are started (they inherit it)."""
-    saved = {name: os.environ.get(name) for name in THREAD_VARS}
-    os.environ.update({name: "1" for name in THREAD_VARS})
-    try:
+    with mock.patch.dict(os.environ, {name: "1" for name in THREAD_VARS}):  # restored as it was
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _init(decide: Callable[[Any, int], Any], context: Any) -> None:
@@ -105,3 +98,26 @@ def run_targets(
         raise
     finally:
         pool.join()
+
+
+def decide_in_order(
+    decide: Callable[[Any, int], Any],
+    context: Any,
+    positions: list[int],
+    workers: int,
+    on_target: Callable[[Any], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """:func:`run_targets`, with each outcome (which has a ``position``) passed to ``on_target`` and counted
+    by ``progress`` as it arrives; returns the outcomes in the order of ``positions``."""
+    results: dict[int, Any] = {}
+
+    def done(outcome: Any) -> None:
+        results[outcome.position] = outcome
+        if on_target is not None:
+            on_target(outcome)
+        if progress is not None:
+            progress(1)
+
+    run_targets(decide, context, positions, workers, done)
+    return [results[position] for position in positions]

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from contract.provenance import COMMAND_ENV, COMMIT_ENV, code_version
 from simulations.experiment_file import is_experiment_file, run_config_file
@@ -87,16 +88,8 @@ def federation_items(clients: int | None, federation: Mapping[str, Any] | None) 
 def handed_down(command: str) -> Iterator[None]:
     """Inside the block, the runs started record ``command`` and this checkout's commit as their provenance
     (as the ``stamen`` command hands them down); the environment is restored after."""
-    saved = {name: os.environ.get(name) for name in (COMMIT_ENV, COMMAND_ENV)}
-    os.environ.update({COMMIT_ENV: code_version() or "", COMMAND_ENV: command})
-    try:
+    with mock.patch.dict(os.environ, {COMMIT_ENV: code_version() or "", COMMAND_ENV: command}):  # restored as it was
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def call_text(function: str, *args: Any, **kwargs: Any) -> str:
