@@ -131,7 +131,12 @@ TASKS: dict[str, TaskSpec] = {
                 ("missing-classes", "withholds node labels"),
                 ("new-client", "holds out a client for node classification"),
                 ("certify-budgets", _CERTIFIES),
-                ("unlearn-request", "forgets nodes, classes or clients from a node classifier"),
+                (
+                    "unlearn-request",
+                    "forgets nodes, classes or clients from a node classifier: its methods edit a classifier's head, "
+                    "relabel or mask training nodes, none forgets a link predictor's training edges (no 'edges:' "
+                    "request yet)",
+                ),
             ),
         ),
         TaskSpec(
