@@ -26,6 +26,11 @@ Gaussian mechanism; the RDP accountant composes all steps the client ever took
 Neighbouring datasets differ in one training sample of one client: one node's label
 and its propagated row. A node's raw features also enter its neighbours' rows
 through :math:`\mathbf{P}`, which this guarantee does not cover (see the README).
+
+Graph classification needs no decoupling: a graph is a record whose loss depends on it alone,
+so :func:`train_private_graphs` runs the same Poisson epochs and accountant over a client's
+training graphs, each graph's gradient taken whole (:mod:`models.graph_dp_sgd`); the guarantee
+is then for one whole training graph.
 """
 
 from __future__ import annotations
