@@ -12,7 +12,10 @@ weights its local training produced, a malicious client
   :math:`y \mapsto (y + r) \bmod C` with :math:`r` uniform in :math:`1..C-1`. The
   :math:`k` nodes and the :math:`r` are drawn once from the run's seed and the partition
   id, so the client's poisoned labels are the same in every round and every run;
-  validation and test labels stay clean;
+  validation and test labels stay clean. A training example is what the run's task
+  classifies: a node, or for graph classification a whole graph (its class, the
+  client's ``y`` over graphs, under its graph-level ``train_mask``); link prediction's
+  labels are edges of its message graph, which its task refuses to flip (:mod:`contract.tasks`);
 - ``sign-flip`` (model poisoning; the sign-flipping attack of Li, Xu, Chen, Giannakis,
   Ling, "RSA: Byzantine-Robust Stochastic Aggregation Methods", AAAI 2019) sends
   :math:`w_g - s\,(w_\ell - w_g)`, its update reversed and scaled by :math:`s` = ``attack-scale``;

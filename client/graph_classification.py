@@ -6,7 +6,8 @@ with graph-level train/validation/test masks), trains the run's graph classifier
 (:func:`models.graph_training.fit_graphs`) and scores a model by the number of its validation
 and test graphs classified right. It replies node classification's counts, over graphs
 (:mod:`contract.protocol`), so the server's rows, summary, table and curves show accuracies
-over graphs under the usual names.
+over graphs under the usual names. With ``privacy='dp-sgd'`` the local step is per-graph DP-SGD
+(:func:`client.privacy.train_private_graphs`): each training graph is one record.
 
 A client's graphs are unbatched once per process and kept, as its batch is.
 """
@@ -57,6 +58,10 @@ class GraphClassificationTask(ClientTask):
             p.NUM_VAL: int(data.val_mask.sum()),
             p.NUM_TEST: int(data.test_mask.sum()),
         }
+
+    def private_records(self, job: LocalJob) -> list[Data]:
+        """The training graphs: each graph is one record of per-graph DP-SGD (:mod:`models.graph_dp_sgd`)."""
+        return self.graphs(job)[0]
 
     def graphs(self, job: LocalJob) -> tuple[list[Data], list[Data], list[Data]]:
         """The client's training, validation and test graphs (on its device), unbatched once per process."""

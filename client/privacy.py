@@ -26,12 +26,18 @@ Gaussian mechanism; the RDP accountant composes all steps the client ever took
 Neighbouring datasets differ in one training sample of one client: one node's label
 and its propagated row. A node's raw features also enter its neighbours' rows
 through :math:`\mathbf{P}`, which this guarantee does not cover (see the README).
+
+Graph classification needs no decoupling: a graph is a record whose loss depends on it alone,
+so :func:`train_private_graphs` runs the same Poisson epochs and accountant over a client's
+training graphs, each graph's gradient taken whole (:mod:`models.graph_dp_sgd`); the guarantee
+is then for one whole training graph.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,10 +48,13 @@ from torch import Tensor, nn
 from torch_geometric.data import Data
 
 from client.job import LocalJob
+from client.tasks import client_task
 from contract import protocol as p
 from contract.run_config import RunConfig
 from models import NodeClassifier
 from models.dp_sgd import DpSgdSettings, LinearTape, expected_batch_size, poisson_epoch, private_step
+from models.graph_classifier import GraphClassifier
+from models.graph_dp_sgd import private_graph_step
 from models.names import check_decoupled
 from models.opacus_quiet import opacus_quietly
 
@@ -78,11 +87,12 @@ def propagated_rows(model: NodeClassifier, data: Data) -> Tensor:
     return data.x if final is None else final(data.x, data.edge_index)
 
 
-def sample_rate(num_samples: int, batch_size: int) -> float:
-    """Opacus's Poisson rate for an expected batch of ``batch_size``: one over the steps per epoch."""
+def sample_rate(num_samples: int, batch_size: int, examples: str = "nodes") -> float:
+    """Opacus's Poisson rate for an expected batch of ``batch_size``: one over the steps per epoch (``examples``:
+    what the samples are, for the refusal)."""
     if batch_size > num_samples:
         raise ValueError(
-            f"dp-batch-size={batch_size} is larger than this client's {num_samples} training nodes; "
+            f"dp-batch-size={batch_size} is larger than this client's {num_samples} training {examples}; "
             f"lower dp-batch-size to at most {num_samples}"
         )
     return 1.0 / math.ceil(num_samples / batch_size)
@@ -239,12 +249,51 @@ def train_private(
     )
 
 
-def train_round(model: NodeClassifier, job: LocalJob, server_round: int) -> tuple[float, dict[str, float]]:
-    """One round of DP-SGD for a client: its accountant and Adam state resume from ``job.state``."""
+def train_private_graphs(
+    model: GraphClassifier,
+    graphs: Sequence[Data],
+    config: RunConfig,
+    optimizer: torch.optim.Optimizer,
+    accountant: RDPAccountant,
+    generator: torch.Generator,
+) -> PrivateTraining:
+    """``local-epochs`` epochs of per-graph DP-SGD on a client's training ``graphs`` (graph classification).
+
+    Each graph is one record (:mod:`models.graph_dp_sgd`); the batches are Poisson samples of the
+    graphs drawn from ``generator`` as :func:`train_private` draws them of nodes, so the accountant
+    composes the same subsampled Gaussian steps.
+    """
+    rate = sample_rate(len(graphs), config.dp_batch_size, "graphs")
+    sigma = noise_multiplier(config, len(graphs))
+    settings = DpSgdSettings(sigma, config.max_grad_norm, expected_batch_size(len(graphs), rate))
+    model.train()
+    losses, steps = [], 0
+    for _ in range(config.local_epochs):
+        for index in poisson_epoch(len(graphs), rate, generator):
+            loss = private_graph_step(model, optimizer, [graphs[i] for i in index.tolist()], settings)
+            accountant.step(noise_multiplier=sigma, sample_rate=rate)  # an empty batch is a step too
+            steps += 1
+            if loss is not None:
+                losses.append(loss)
+    return PrivateTraining(
+        loss=sum(losses) / max(len(losses), 1),
+        epsilon=spent_epsilon(accountant, config.target_delta),
+        noise_multiplier=sigma,
+        steps=steps,
+    )
+
+
+def train_round(model: torch.nn.Module, job: LocalJob, server_round: int) -> tuple[float, dict[str, float]]:
+    """One round of DP-SGD for a client: its accountant and Adam state resume from ``job.state``. The run's
+    task says what a record is: a node (the decoupled model's rows) or a graph (its task part's graphs)."""
     accountant = load_accountant(job.state)
     optimizer = job.optimizer(model)
     generator = torch.Generator().manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
-    result = train_private(model, job.data, job.config, optimizer, accountant, generator)
+    task = client_task(job.config.task)
+    if task is None:
+        result = train_private(model, job.data, job.config, optimizer, accountant, generator)  # type: ignore[arg-type]
+    else:
+        result = train_private_graphs(model, task.private_records(job), job.config, optimizer, accountant, generator)  # type: ignore[arg-type]
     job.keep_optimizer(optimizer)
     save_accountant(job.state, accountant)
     return result.loss, {

@@ -34,6 +34,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, M
 from flwr.client.mod import secaggplus_mod
 
 from contract import protocol as p
+from contract.tasks import examples
 
 _SEED_BASE = 2_654_435_761  # mixes the run's seed with the round and partition (odd, < 2^32)
 
@@ -54,7 +55,9 @@ def secure_aggregation_mod(message: Message, context: Context, call_next: Client
     def train(inner: Message, inner_context: Context) -> Message:
         reply = call_next(inner, inner_context)
         _seed_rounding(inner, inner_context)
-        return _legacy_layout(reply, float(inner_context.run_config.get("secagg-max-weight", 1000.0)))
+        run_config = inner_context.run_config
+        unit = examples(str(run_config["task"]) if "task" in run_config else None)
+        return _legacy_layout(reply, float(run_config.get("secagg-max-weight", 1000.0)), unit)
 
     saved = np.random.get_state()
     try:
@@ -72,19 +75,20 @@ def _seed_rounding(message: Message, context: Context) -> None:
     np.random.seed((seed * _SEED_BASE + server_round * 1_009 + partition) % 2**32)
 
 
-def _legacy_layout(reply: Message, max_weight: float) -> Message:
-    """Stamen's training reply plus the ``fitres.*`` records ``secaggplus_mod`` reads, and the weights' layout."""
+def _legacy_layout(reply: Message, max_weight: float, unit: str = "nodes") -> Message:
+    """Stamen's training reply plus the ``fitres.*`` records ``secaggplus_mod`` reads, and the weights' layout
+    (``unit``: what the run's task trains on, for the refusal)."""
     content = reply.content
     arrays = cast(ArrayRecord, content[p.ARRAYS])
-    examples = int(cast(MetricRecord, content[p.METRICS])[p.NUM_EXAMPLES])
-    if examples > max_weight:
+    count = int(cast(MetricRecord, content[p.METRICS])[p.NUM_EXAMPLES])
+    if count > max_weight:
         raise ValueError(
-            f"secure aggregation: this client trains on {examples} nodes, more than secagg-max-weight={max_weight:g} "
+            f"secure aggregation: this client trains on {count} {unit}, more than secagg-max-weight={max_weight:g} "
             "(its weight would overflow the quantisation); raise secagg-max-weight to the largest client's "
-            "training nodes"
+            f"training {unit}"
         )
     content["fitres.parameters"] = ArrayRecord(array_dict=dict(arrays.items()))
-    content["fitres.num_examples"] = MetricRecord({"num_examples": examples})
+    content["fitres.num_examples"] = MetricRecord({"num_examples": count})
     content["fitres.metrics"] = ConfigRecord()
     content["fitres.status"] = ConfigRecord({"code": 0, "message": "Success"})
     content[p.SECAGG_LAYOUT] = ConfigRecord(

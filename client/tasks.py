@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
+from torch_geometric.data import Data
 
 from contract.tasks import TASKS
 
@@ -41,6 +43,11 @@ class ClientTask:
     def sizes(self, job: LocalJob) -> dict[str, int]:
         """The reply's sizes: NUM_EXAMPLES (the averaging weight), NUM_VAL, NUM_TEST and the task's own."""
         raise NotImplementedError
+
+    def private_records(self, job: LocalJob) -> Sequence[Data]:
+        """The client's training records for DP-SGD, each one graph whose loss depends on it alone
+        (:func:`client.privacy.train_private_graphs`). Only a task whose spec admits ``dp-sgd`` has them."""
+        raise NotImplementedError(f"task {job.config.task!r} has no per-record DP-SGD (contract/tasks.py says why)")
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """The rules between run-config keys, read from the registries (never from a second list).
 
 - ``privacy`` x ``algorithm``: the algorithm's spec admits the privacy mode
-  (:mod:`contract.algorithms`); DP-SGD needs a decoupled model (:mod:`models.names`).
+  (:mod:`contract.algorithms`); node classification's DP-SGD needs a decoupled model
+  (:mod:`models.names`; graph classification's records are whole graphs, :mod:`models.graph_dp_sgd`).
 - ``resume-from``: not with a privacy mode (the clients' accountants would start
   empty), not with an algorithm whose spec is not ``resumable``, not with an unlearning
   method whose spec ``replays_history`` (:mod:`contract.unlearn_methods`).
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from contract.algorithms import ALGORITHMS, FedSageSchedule, admitting, averaging
 from contract.suggest import one_of
-from contract.tasks import LINK_PREDICTION, check_task
+from contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, check_task
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from models.names import check_decoupled, encoder_has_weights
 
@@ -110,7 +111,7 @@ def check_rules(config: RunConfig) -> None:
 
 
 def _check_privacy(config: RunConfig) -> None:
-    if config.privacy == "dp-sgd":
+    if config.privacy == "dp-sgd" and config.task == NODE_CLASSIFICATION:  # a graph is a record of its own
         check_decoupled(config.model)
     if not ALGORITHMS[config.algorithm].admits(config.privacy):
         raise ValueError(

@@ -34,7 +34,8 @@ from models.names import ALL_MODELS, LINK_DECODERS, NTK_ARCHITECTURES
 
 PRIVACY = {
     "none": "no differential privacy",
-    "dp-sgd": "DP-SGD with Opacus on each client (per-node gradients clipped and noised)",
+    "dp-sgd": "DP-SGD with Opacus's accountant on each client (per-record gradients clipped and noised: a training "
+    "node's, or a graph's for graph classification)",
     "client-dp": "client-level DP: Flower's DP strategy wrappers clip and noise each client's update",
 }
 CLIPPINGS = ("server-fixed", "client-fixed", "server-adaptive", "client-adaptive")
@@ -303,7 +304,7 @@ class RunConfig:
     target_delta: float = PRIVACY_SECTION.key(1e-5, "the delta of every reported epsilon", bound=within(0, 1, "()"))
     max_grad_norm: float = PRIVACY_SECTION.key(1.0, "dp-sgd: per-sample gradient clipping norm", bound=gt(0))
     dp_batch_size: int = PRIVACY_SECTION.key(
-        32, "dp-sgd: expected Poisson batch size (at most a client's training nodes)", bound=ge(1)
+        32, "dp-sgd: expected Poisson batch size (at most a client's training nodes, or graphs)", bound=ge(1)
     )
     clipping: str = PRIVACY_SECTION.key(
         "server-fixed", "client-dp: where and how updates are clipped", choices=CLIPPINGS

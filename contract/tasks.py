@@ -23,6 +23,15 @@ datasets (:mod:`graphs.names`; ``None``: every one a run may read), the privacy 
 and the settings it cannot honour (a run-config key with the one value it must keep).
 A refusal names the reason (:func:`check_task`): one line, before any work.
 
+Privacy and robustness act on weights and carry over to every task: client-level DP (the
+server clips and noises updates), secure aggregation (the server sums weights), the
+model-poisoning attacks and the robust aggregators. DP-SGD needs a record whose gradient is its
+own: a graph of graph classification is one (:mod:`models.graph_dp_sgd`); an edge of link
+prediction is not (``privacy_refused``). ``label-flip`` flips a training example's class: a
+node's, or a graph's; a link's label is an edge of the message graph (``attacks_refused``). The
+label-flip certificates (:mod:`certify`) certify a node classifier and stay with node
+classification (``fixed``).
+
 Adding a task: its spec below, its client part (``client``: a module whose ``PART`` is a
 :class:`client.tasks.ClientTask`; empty for node classification, the handlers' own path) and
 its figures in :mod:`contract.figures`.
@@ -60,6 +69,7 @@ class TaskSpec:
         datasets: the datasets it admits (None: every dataset a run may read).
         privacy: the privacy modes it admits.
         privacy_refused: why the privacy modes outside ``privacy`` cannot run it.
+        attacks_refused: the attacks (``attack``) it cannot run, each with why.
         graph_sets: its clients hold sets of small graphs: it reads the graph sets and only those (every other
             task reads one graph cut into subgraphs, never a graph set).
         examples: what a client's examples are, in words (``nodes``, ``edges``, ``graphs``): what its
@@ -77,11 +87,18 @@ class TaskSpec:
     datasets: tuple[str, ...] | None = None
     privacy: tuple[str, ...] = ("none", "dp-sgd", "client-dp")
     privacy_refused: str = ""
+    attacks_refused: tuple[tuple[str, str], ...] = ()
     graph_sets: bool = False
     examples: str = "nodes"
     fixed: tuple[tuple[str, str], ...] = ()
     unavailable: str = ""
 
+
+# Why the label-flip certificates (certify/) stay with node classification.
+_CERTIFIES = (
+    "certifies a node classifier's predictions against flipped node labels (the NTK of its GNN and a kernel SVM "
+    "over one graph's nodes), which this task does not train"
+)
 
 # Algorithms whose clients run the task's local step and whose server only combines weights (see AlgorithmSpec).
 _WEIGHT_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.any_task)
@@ -97,17 +114,29 @@ TASKS: dict[str, TaskSpec] = {
             algorithms=_WEIGHT_ALGORITHMS,
             refused="its client part trains a node classifier (class prototypes, label moments, heads, "
             "generated neighbours), not an edge scorer",
-            privacy=("none",),
+            privacy=("none", "client-dp"),
             examples="edges",
-            privacy_refused="DP-SGD's accounting samples nodes, not edges, and client-level DP is not yet tested "
-            "with it",
+            privacy_refused="DP-SGD clips per-record gradients, and an edge is no record here: it is both a "
+            "training label and a message path of the encoder, so one edge moves the gradients of every edge "
+            "near its endpoints",
+            attacks_refused=(
+                (
+                    "label-flip",
+                    "flipping a link's label adds a non-edge to or removes an edge from the client's training "
+                    "graph, which is also the encoder's message graph: a structure attack, not a label flip",
+                ),
+            ),
             fixed=(
                 ("unseen-node-frac", "hides nodes from node classification's training split"),
                 ("missing-classes", "withholds node labels"),
                 ("new-client", "holds out a client for node classification"),
-                ("certify-budgets", "certifies node predictions against label flips"),
-                ("unlearn-request", "forgets nodes, classes or clients from a node classifier"),
-                ("secure-aggregation", "is not yet wired to the link figures"),
+                ("certify-budgets", _CERTIFIES),
+                (
+                    "unlearn-request",
+                    "forgets nodes, classes or clients from a node classifier: its methods edit a classifier's head, "
+                    "relabel or mask training nodes, none forgets a link predictor's training edges (no 'edges:' "
+                    "request yet)",
+                ),
             ),
         ),
         TaskSpec(
@@ -118,18 +147,14 @@ TASKS: dict[str, TaskSpec] = {
             refused="its client part trains a node classifier (class prototypes, label moments, heads, "
             "generated neighbours), not a graph classifier",
             models=GRAPH_MODELS,
-            privacy=("none",),
-            privacy_refused="DP-SGD's accounting samples nodes, not graphs, and client-level DP is not yet tested "
-            "with it",
             graph_sets=True,
             examples="graphs",
             fixed=(
                 ("unseen-node-frac", "hides nodes of one graph from node classification's training split"),
                 ("missing-classes", "withholds node labels"),
                 ("new-client", "holds out a subgraph for node classification"),
-                ("certify-budgets", "certifies node predictions against label flips"),
+                ("certify-budgets", _CERTIFIES),
                 ("unlearn-request", "forgets nodes, classes or clients from a node classifier"),
-                ("secure-aggregation", "is not yet tested with graph sets"),
             ),
         ),
     )
@@ -153,7 +178,7 @@ def check_task(config: RunConfig) -> None:
     _check_graph_sets(spec, config)
     if config.privacy not in spec.privacy:
         raise ValueError(
-            f"task={spec.name!r} does not yet admit privacy={config.privacy!r} ({spec.privacy_refused}); "
+            f"task={spec.name!r} does not admit privacy={config.privacy!r} ({spec.privacy_refused}); "
             f"use privacy {one_of(spec.privacy)}"
         )
     defaults = _defaults()
@@ -163,11 +188,11 @@ def check_task(config: RunConfig) -> None:
             raise ValueError(
                 f"task={spec.name!r} cannot honour {key}={value!r}: it {why}; leave {key} at {defaults[key]!r}"
             )
-    if config.attack == "label-flip" and spec.name != NODE_CLASSIFICATION:
-        raise ValueError(
-            f"attack='label-flip' flips node labels, which task={spec.name!r} does not train on; "
-            "use attack 'sign-flip' or 'gaussian'"
-        )
+    for attack, why in spec.attacks_refused:
+        if config.attack == attack:
+            raise ValueError(
+                f"task={spec.name!r} cannot run attack={attack!r}: {why}; use attack 'sign-flip' or 'gaussian'"
+            )
 
 
 def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:

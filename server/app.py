@@ -265,5 +265,5 @@ def train_and_report(
         run_dir.write_json(SUMMARY_FILE, summary)
     log(INFO, "stamen: results of %s\n%s", run_dir.path, format_table(summary))
     if "privacy" in summary:
-        log(INFO, "stamen: privacy spent\n%s", outputs.privacy_table(summary["privacy"]))
+        log(INFO, "stamen: privacy spent\n%s", outputs.privacy_table(summary["privacy"], summary.get("task")))
     return summary

@@ -157,15 +157,17 @@ def privacy_summary(final_row: Row, final: dict[str, Any], config: RunConfig) ->
     return figures
 
 
-def privacy_table(privacy: dict[str, Any]) -> str:
-    """Final epsilon per client (DP-SGD) or for all clients (client-level DP), and the test accuracy."""
+def privacy_table(privacy: dict[str, Any], task: str | None = None) -> str:
+    """Final epsilon per client (DP-SGD) or for all clients (client-level DP), and the headline test figure
+    of the run's ``task`` (a link-prediction run's is its test AUC)."""
     lines = [f"{'client':>8}  {'epsilon':>10}", "-" * 20]
     for client, epsilon in privacy.get("epsilon", {}).items():
         lines.append(f"{client:>8}  {_shown(epsilon, '>10.4f'):>10}")
     if privacy["privacy"] == "client-dp":
         lines.append(f"{'all':>8}  {_shown(privacy['epsilon_max'], '>10.4f'):>10}")
     accuracy = _shown(privacy[FINAL_TEST_ACC], ".4f")
-    lines.append(f"{privacy['privacy']} at delta={privacy['delta']:g}; test accuracy {accuracy}")
+    figure = "test AUC" if task == LINK_PREDICTION else "test accuracy"
+    lines.append(f"{privacy['privacy']} at delta={privacy['delta']:g}; {figure} {accuracy}")
     return "\n".join(lines)
 
 

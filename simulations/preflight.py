@@ -171,10 +171,11 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
         client_noise_multiplier(config, num_clients)
     if config.privacy == "dp-sgd":
         from client.privacy import noise_multiplier, sample_rate
+        from contract.tasks import examples
 
-        for index, client in enumerate(federation.clients):
+        for index, client in enumerate(federation.clients):  # train_mask: over nodes, or over a graph set's graphs
             try:
-                sample_rate(int(client.train_mask.sum()), config.dp_batch_size)
+                sample_rate(int(client.train_mask.sum()), config.dp_batch_size, examples(config.task))
                 noise_multiplier(config, int(client.train_mask.sum()))
             except ValueError as error:
                 raise ValueError(f"client {index}: {error}") from None

@@ -27,13 +27,12 @@ def test_link_prediction_admits_the_weight_averaging_algorithms():
     [
         ({"algorithm": "fedlog"}, "cannot run algorithm='fedlog': its client part trains a node classifier"),
         ({"algorithm": "fedper"}, "cannot run algorithm='fedper'"),
-        ({"privacy": "client-dp"}, "does not yet admit privacy='client-dp'"),
+        ({"privacy": "dp-sgd", "model": "sgc"}, "an edge is no record here: it is both a training label and a message"),
         ({"new-client": True}, "cannot honour new-client=True"),
         ({"unseen-node-frac": 0.2}, "cannot honour unseen-node-frac=0.2"),
-        ({"certify-budgets": "1"}, "cannot honour certify-budgets='1'"),
+        ({"certify-budgets": "1"}, "cannot honour certify-budgets='1': it certifies a node classifier's predictions"),
         ({"unlearn-request": "client:0"}, "cannot honour unlearn-request='client:0'"),
-        ({"secure-aggregation": True}, "cannot honour secure-aggregation=True"),
-        ({"attack": "label-flip", "malicious-clients": "1"}, "attack='label-flip' flips node labels"),
+        ({"attack": "label-flip", "malicious-clients": "1"}, "cannot run attack='label-flip': flipping a link's label"),
         ({"link-val-frac": 0.5, "link-test-frac": 0.5}, "link-val-frac + link-test-frac must be < 1"),
     ],
 )
@@ -61,18 +60,37 @@ def test_graph_classification_is_available_on_graph_sets():
         ({"partitioner": "louvain"}, "partitioner='louvain' cuts one graph by its edges"),
         ({"model": "sage"}, "cannot train model='sage'; use model gin or gcn"),
         ({"algorithm": "fedlog"}, "not a graph classifier"),
-        ({"privacy": "dp-sgd"}, "samples nodes, not graphs"),
         ({"missing-classes": 1}, "cannot honour missing-classes=1"),
         ({"new-client": True}, "cannot honour new-client=True"),
         ({"unlearn-request": "client:0"}, "cannot honour unlearn-request='client:0'"),
         ({"certify-budgets": "1"}, "cannot honour certify-budgets='1'"),
-        ({"attack": "label-flip", "malicious-clients": "1"}, "attack='label-flip' flips node labels"),
     ],
 )
 def test_graph_classification_refuses_what_it_cannot_run(changes, named):
     with pytest.raises(ValueError) as refused:
         RunConfig.from_flower({**GRAPH_RUN, **changes})
     assert named in str(refused.value) and "\n" not in str(refused.value)
+
+
+PRIVATE_AND_ROBUST = (
+    {"privacy": "client-dp"},
+    {"secure-aggregation": True},
+    {"attack": "sign-flip", "malicious-clients": "1"},
+    {"attack": "gaussian", "malicious-clients": "1", "algorithm": "fedmedian"},
+)
+
+
+@pytest.mark.parametrize("changes", PRIVATE_AND_ROBUST)
+@pytest.mark.parametrize("task", [LINK_PREDICTION, "graph-classification"])
+def test_the_weight_level_privacy_and_attacks_carry_over_to_every_task(task, changes):
+    base = GRAPH_RUN if task == "graph-classification" else {"task": task}
+    RunConfig.from_flower({**base, **changes})
+
+
+def test_graph_classification_admits_per_graph_dp_sgd_and_graph_label_flips_on_any_graph_model():
+    for model in TASKS["graph-classification"].models:  # a graph is a record: no decoupled model needed
+        RunConfig.from_flower({**GRAPH_RUN, "model": model, "privacy": "dp-sgd"})
+    RunConfig.from_flower({**GRAPH_RUN, "attack": "label-flip", "malicious-clients": "1"})
 
 
 @pytest.mark.parametrize("task", ["node-classification", "link-prediction"])

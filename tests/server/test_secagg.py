@@ -155,3 +155,20 @@ def test_secure_aggregation_is_refused_where_the_server_needs_each_update(run, n
 def test_secure_aggregation_is_accepted_with_averaging_algorithms(algorithm):
     privacy = "none" if algorithm == "fedprox" else "dp-sgd"
     RunConfig.from_flower({"secure-aggregation": True, "algorithm": algorithm, "privacy": privacy, "model": "sgc"})
+
+
+TASK_RUNS = {
+    "link-prediction": {"task": "link-prediction", "csbm-nodes": 300, "local-epochs": 5},
+    "graph-classification": {"task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random",
+                             "model": "gin"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("task", list(TASK_RUNS))
+def test_every_tasks_secure_aggregate_is_fedavgs_within_the_quantisation_error(task, same_figures):
+    """SecAgg+ sums weights whatever they score: a link predictor's and a graph classifier's aggregates are
+    FedAvg's within the quantisation error, and the rows' figures (pooled by edges or graphs) agree to 1e-6."""
+    plain, plain_replies, plain_rows, _ = _run(False, **TASK_RUNS[task])
+    secure, _, rows, _ = _run(True, **TASK_RUNS[task])
+    assert 0 < _gap(secure, plain) <= _bound(plain_replies)
+    same_figures(rows, plain_rows, task)
