@@ -6,6 +6,9 @@ names another attribute, when one module holds the parts of several variants). T
 :meth:`ClientAlgorithm.train`; an algorithm whose model or messages differ from a plain
 weight exchange overrides the hooks, whose defaults are FedAvg's:
 
+- :meth:`~ClientAlgorithm.data_view`: the job with the data the algorithm's model reads
+  (default: the client's own; FedStar's adds the nodes' structural embeddings), for
+  training and every evaluation of the message;
 - :meth:`~ClientAlgorithm.new_model`: the model (default: the run's seeded model);
 - :meth:`~ClientAlgorithm.receive`: install what the server sent (default: load the
   ``arrays`` record when it is not empty; round 1 sends none, as every client builds
@@ -35,6 +38,9 @@ from contract.algorithms import AlgorithmSpec, algorithm_spec
 
 class ClientAlgorithm:
     """The client part of an FL algorithm (see the module docstring)."""
+
+    def data_view(self, job: LocalJob) -> LocalJob:
+        return job
 
     def new_model(self, job: LocalJob) -> torch.nn.Module:
         return job.model()

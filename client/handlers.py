@@ -205,6 +205,7 @@ def begin_training(message: Message, context: Context, evaluate: bool = True) ->
     round_config = message.content[p.CONFIG]
     job = _job(context, head=round_config)
     spec, algorithm = client_algorithm(job.config.algorithm)
+    job = algorithm.data_view(job)
     server_round = int(round_config.get(p.SERVER_ROUND, 1))
     _seed(job, server_round, EVALUATION)
     unlearning = any(key in round_config for key in p.UNLEARN_TRAIN_KEYS)
@@ -294,6 +295,7 @@ def evaluate_received(message: Message, context: Context) -> Message:
     job = _job(context)
     _seed(job, int(message.content[p.CONFIG].get(p.SERVER_ROUND, 0)) if p.CONFIG in message.content else 0, EVALUATION)
     _, algorithm = client_algorithm(job.config.algorithm)
+    job = algorithm.data_view(job)
     model = _received_model(job, algorithm, message)
     laps.lap(p.SETUP_SECONDS)
     metrics = _figures(model, job, GLOBAL_KEYS)

@@ -30,6 +30,9 @@ docs know about an algorithm comes from its spec here, never from a second list:
 - ``any_task``: its clients run FedAvg's local step, which is the run's task's own
   (:mod:`client.tasks`), and its server only combines weights: it knows nothing of what the
   model predicts, so every task of :mod:`contract.tasks` may use it.
+- ``task``: non-empty: the one task the algorithm is made for (GCFL and FedStar are graph-FL
+  methods, for clients holding graph sets: ``graph-classification``); every other task refuses
+  it, with that reason (:func:`contract.tasks.check_task`).
 
 Adding an algorithm: its server module, its client module (or an existing one) and
 one line in :data:`ALGORITHMS`.
@@ -74,6 +77,7 @@ class AlgorithmSpec:
     least_clients: tuple[int, int] | None = None
     unlearnable: bool = False
     any_task: bool = False
+    task: str = ""
 
     def least_replies(self, malicious: int) -> int:
         """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
@@ -96,6 +100,9 @@ _FEDSAGE_OPTIONS = tuple(f"fedsage-{n}" for n in ("hidden-portion", "max-pred", 
 _FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "proxy-graphs", "l1", "prune", "loc-l2"))
 _FEDGTA_OPTIONS = tuple(f"fedgta-{n}" for n in ("prop-steps", "lp-alpha", "temperature", "moments", "accept"))
 _FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
+_GCFL_OPTIONS = tuple(f"gcfl-{n}" for n in ("eps1", "eps2", "warmup-rounds", "sequence-length"))
+_FEDSTAR_OPTIONS = ("fedstar-rw-length", "fedstar-degree-length")
+GRAPH_FL_TASK = "graph-classification"  # the task of the graph-FL methods (contract.tasks names it too)
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     spec.name: spec
@@ -218,6 +225,28 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "client.fedproto",
             options=("fedproto-lambda",),
             resumable=False,
+        ),  # noqa: E501
+        # graph-FL over clients holding graph sets: the cluster assignment and the personal parts are server
+        # and client state outside the checkpoint: not resumable
+        AlgorithmSpec(
+            "gcfl",
+            "GCFL, clusters of clients split by their updates' similarity, one model per cluster (Xie et al. 2021; "
+            "gcfl-sequence-length > 0: GCFL+, by DTW over update-norm sequences)",
+            "server.gcfl",
+            "client.fedavg",
+            options=_GCFL_OPTIONS,
+            resumable=False,
+            task=GRAPH_FL_TASK,
+        ),  # noqa: E501
+        AlgorithmSpec(
+            "fedstar",
+            "FedStar, a structure encoder over random-walk and degree embeddings shared, the feature encoder "
+            "and head local (Tan et al. 2023)",
+            "server.fedavg",
+            "client.fedstar",
+            options=_FEDSTAR_OPTIONS,
+            resumable=False,
+            task=GRAPH_FL_TASK,
         ),  # noqa: E501
         # Flower's strategies as algorithms (server/fedopt.py, server/median.py, server/krum.py)
         AlgorithmSpec(

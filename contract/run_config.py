@@ -125,6 +125,7 @@ RESUME = Section("resume", "deployment: continue a run from its checkpoint")
 PERSONAL = Section("personal", "personalised FL's options (algorithm='fedrep', 'ditto', 'fedproto')")
 LINK = Section("link", "link prediction's options (task='link-prediction', contract/tasks.py)")
 GRAPHS = Section("graphs", "graph classification's options (task='graph-classification', contract/tasks.py)")
+GRAPH_FL = Section("graphfl", "graph-FL methods' options (algorithm='gcfl', 'fedstar'; task='graph-classification')")
 
 
 @dataclass(frozen=True)
@@ -344,6 +345,24 @@ class RunConfig:
     link_test_frac: float = LINK.key(0.1, "share of each client's edges held out for test", bound=within(0, 1, "()"))
     hits_k: int = LINK.key(50, "K of Hits@K: share of positive edges scored above the K-th best non-edge", bound=ge(1))
     graph_batch_size: int = GRAPHS.key(32, "graphs per mini-batch of a client's local step", bound=ge(1))
+    gcfl_eps1: float = GRAPH_FL.key(
+        0.05, "gcfl: a cluster splits only when the norm of its clients' mean update is below it", bound=ge(0)
+    )
+    gcfl_eps2: float = GRAPH_FL.key(
+        0.1, "gcfl: ... and the largest norm of a client's update in it is above it", bound=ge(0)
+    )
+    gcfl_warmup_rounds: int = GRAPH_FL.key(20, "gcfl: no cluster splits in the first rounds", bound=ge(0))
+    gcfl_sequence_length: int = GRAPH_FL.key(
+        0,
+        "gcfl: 0 plain GCFL (cosine of the updates); L > 0 GCFL+ (DTW over the last L update norms; authors: 5)",
+        bound=ge(0),
+    )
+    fedstar_rw_length: int = GRAPH_FL.key(
+        16, "fedstar: random-walk steps of the structural embedding (landing probabilities)", bound=ge(1)
+    )
+    fedstar_degree_length: int = GRAPH_FL.key(
+        16, "fedstar: columns of the one-hot degree embedding (degrees above it share the last)", bound=ge(1)
+    )
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -435,7 +454,7 @@ SECTIONS: dict[str, Section] = {
     section.name: section
     for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
                     PERSONAL, FEDOPT, ROBUST, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME,
-                    LINK, GRAPHS)
+                    LINK, GRAPHS, GRAPH_FL)
 }  # fmt: skip
 
 

@@ -18,7 +18,8 @@ A task says what a client learns from its subgraph and how it is scored:
   classification's figure names.
 
 What a task admits comes from its spec here, never from a second list: the algorithms
-(by name, from :mod:`contract.algorithms`), the models (:mod:`models.names`), the
+(by name, from :mod:`contract.algorithms`; an algorithm made for one task, its spec's ``task``,
+is admitted by that task alone and refused by the others for that reason), the models (:mod:`models.names`), the
 datasets (:mod:`graphs.names`; ``None``: every one a run may read), the privacy modes,
 and the settings it cannot honour (a run-config key with the one value it must keep).
 A refusal names the reason (:func:`check_task`): one line, before any work.
@@ -42,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from contract.algorithms import ALGORITHMS
+from contract.algorithms import ALGORITHMS, GRAPH_FL_TASK
 from contract.suggest import one_of
 from graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS, is_graph_set
 from models.names import GRAPH_MODELS, MODELS
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 NODE_CLASSIFICATION = "node-classification"
 LINK_PREDICTION = "link-prediction"
 GRAPH_CLASSIFICATION = "graph-classification"
+assert GRAPH_FL_TASK == GRAPH_CLASSIFICATION  # the graph-FL methods' task, as contract.algorithms names it
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class TaskSpec:
     name: str
     help: str
     client: str = ""
-    algorithms: tuple[str, ...] = tuple(ALGORITHMS)
+    algorithms: tuple[str, ...] = ()
     refused: str = ""
     models: tuple[str, ...] = MODELS
     datasets: tuple[str, ...] | None = None
@@ -103,10 +105,19 @@ _CERTIFIES = (
 # Algorithms whose clients run the task's local step and whose server only combines weights (see AlgorithmSpec).
 _WEIGHT_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.any_task)
 
+
+def _made_for(task: str) -> tuple[str, ...]:
+    """The algorithms made for ``task`` alone (their spec's ``task``), in registry order."""
+    return tuple(name for name, spec in ALGORITHMS.items() if spec.task == task)
+
+
+# Every algorithm but those made for another task.
+_NODE_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.task in ("", NODE_CLASSIFICATION))
+
 TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
-        TaskSpec(NODE_CLASSIFICATION, "a class per node (accuracy)"),
+        TaskSpec(NODE_CLASSIFICATION, "a class per node (accuracy)", algorithms=_NODE_ALGORITHMS),
         TaskSpec(
             LINK_PREDICTION,
             "whether an edge joins two nodes, on each client's own edges and on the cut ones (AUC, AP, Hits@K)",
@@ -143,7 +154,7 @@ TASKS: dict[str, TaskSpec] = {
             GRAPH_CLASSIFICATION,
             "a class per small graph, for clients that each hold a set of graphs (accuracy over graphs)",
             client="client.graph_classification",
-            algorithms=_WEIGHT_ALGORITHMS,
+            algorithms=(*_WEIGHT_ALGORITHMS, *_made_for(GRAPH_CLASSIFICATION)),
             refused="its client part trains a node classifier (class prototypes, label moments, heads, "
             "generated neighbours), not a graph classifier",
             models=GRAPH_MODELS,
@@ -166,6 +177,12 @@ def check_task(config: RunConfig) -> None:
     spec = TASKS[config.task]
     if spec.unavailable:
         raise ValueError(f"task={spec.name!r} is {spec.unavailable}; use task {one_of(available())}")
+    made_for = ALGORITHMS[config.algorithm].task
+    if made_for and made_for != spec.name:
+        raise ValueError(
+            f"task={spec.name!r} cannot run algorithm={config.algorithm!r}: it is a method for task {made_for!r} "
+            f"only; use task={made_for!r}, or algorithm {one_of(spec.algorithms)}"
+        )
     if config.algorithm not in spec.algorithms:
         raise ValueError(
             f"task={spec.name!r} cannot run algorithm={config.algorithm!r}: {spec.refused}; "

@@ -37,7 +37,7 @@ class GraphClassifier(nn.Module):
             raise ValueError(f"a graph classifier needs num-layers >= 1, got {num_layers}")
         widths = [in_dim] + [hidden] * num_layers
         self.layers = nn.ModuleList(
-            _gin(a, b) if name == "gin" else GCNConv(a, b) for a, b in zip(widths, widths[1:], strict=False)
+            gin_layer(a, b) if name == "gin" else GCNConv(a, b) for a, b in zip(widths, widths[1:], strict=False)
         )
         self.readout = global_add_pool if name == "gin" else global_mean_pool
         self.dropout = dropout
@@ -50,7 +50,8 @@ class GraphClassifier(nn.Module):
         return self.head(nn.functional.dropout(pooled, self.dropout, self.training))
 
 
-def _gin(in_dim: int, out_dim: int) -> GINConv:
+def gin_layer(in_dim: int, out_dim: int) -> GINConv:
+    """A GIN layer (epsilon 0) whose MLP is Linear, ReLU, Linear."""
     return GINConv(nn.Sequential(nn.Linear(in_dim, out_dim), nn.ReLU(), nn.Linear(out_dim, out_dim)), train_eps=False)
 
 

@@ -95,6 +95,9 @@ def test_a_private_run_cannot_be_resumed():
 @pytest.mark.parametrize("privacy", ["dp-sgd", "client-dp"])
 def test_privacy_compatibility_comes_from_the_algorithm_specs(privacy):
     for name, spec in ALGORITHMS.items():
+        if spec.task:  # an algorithm made for one task: its task's privacy modes (tests/contract/test_tasks.py)
+            assert not spec.admits(privacy)
+            continue
         values = {"privacy": privacy, "model": "sgc", "algorithm": name}
         if spec.admits(privacy):
             assert RunConfig.from_flower(values).algorithm == name
@@ -102,6 +105,14 @@ def test_privacy_compatibility_comes_from_the_algorithm_specs(privacy):
             with pytest.raises(ValueError, match=re.escape(f"not {name!r}")) as error:
                 RunConfig.from_flower(values)
             assert all(other in str(error.value) for other in admitting(privacy))
+
+
+# A run of each task an algorithm may be made for (AlgorithmSpec.task).
+TASK_RUNS = {
+    "graph-classification": {
+        "task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random", "model": "gin"
+    }
+}  # fmt: skip
 
 
 def test_resume_rules_come_from_the_specs():
@@ -113,7 +124,7 @@ def test_resume_rules_come_from_the_specs():
         else:
             assert RunConfig.from_flower(values).unlearn_method == name
     for name, spec in ALGORITHMS.items():
-        values = {"algorithm": name, "resume-from": "runs/earlier"}
+        values = {"algorithm": name, "resume-from": "runs/earlier", **TASK_RUNS.get(spec.task, {})}
         if spec.resumable:
             assert RunConfig.from_flower(values).algorithm == name
         else:

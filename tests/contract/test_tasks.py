@@ -9,10 +9,23 @@ from contract.tasks import LINK_PREDICTION, TASKS, available
 from simulations.cli import main as stamen
 
 
-def test_node_classification_is_the_default_and_admits_everything():
+def test_node_classification_is_the_default_and_admits_every_algorithm_not_made_for_another_task():
     assert RunConfig().task == "node-classification"
-    assert TASKS["node-classification"].algorithms == tuple(ALGORITHMS)
+    assert TASKS["node-classification"].algorithms == tuple(name for name in ALGORITHMS if not ALGORITHMS[name].task)
+    assert {"gcfl", "fedstar"} <= {name for name in ALGORITHMS if ALGORITHMS[name].task == "graph-classification"}
     assert KEYS["task"].choices is not None and set(KEYS["task"].choices) == set(TASKS)
+
+
+@pytest.mark.parametrize("task", ["node-classification", "link-prediction"])
+@pytest.mark.parametrize("algorithm", ["gcfl", "fedstar"])
+def test_the_graph_fl_methods_are_refused_by_the_tasks_on_one_graph(task, algorithm):
+    with pytest.raises(ValueError) as refused:
+        RunConfig.from_flower({"task": task, "algorithm": algorithm})
+    assert (
+        f"task={task!r} cannot run algorithm={algorithm!r}: it is a method for task 'graph-classification' only"
+        in str(refused.value)
+        and "\n" not in str(refused.value)
+    )
 
 
 def test_link_prediction_admits_the_weight_averaging_algorithms():

@@ -28,3 +28,18 @@ def test_graph_classification_gives_the_same_rows_on_both_engines(tmp_path, stam
     assert "global test accuracy (pooled over all clients' test graphs)" in result.stdout
     assert "accuracy per round" in (run_dir / "curves.svg").read_text()
     same_in_process(run_dir, run_config)  # the in-process engine computes the same rows
+
+
+@pytest.mark.slow
+def test_fedstar_gives_the_same_rows_on_both_engines(tmp_path, stamen_run, same_in_process):
+    """FedStar's clients keep their feature branch and head in Flower's node state, which the Ray engine
+    carries between its actors: the rows are the in-process engine's."""
+    run_config = (
+        f"output-dir='{tmp_path}' run-name='fedstar' task='graph-classification' dataset='graphs-synth' "
+        "partitioner='label-dirichlet' model='gin' algorithm='fedstar' num-server-rounds=2 dropout=0.0 seed=1"
+    )
+    result = stamen_run(run_config)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "fedstar" / "metrics.jsonl").read_text().splitlines()]
+    assert [row["round"] for row in rows] == [0, 1, 2] and not rows[-1]["failed_clients"]
+    same_in_process(tmp_path / "fedstar", run_config)
