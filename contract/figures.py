@@ -67,6 +67,14 @@ LINK_FIGURES: tuple[tuple[str, str], ...] = tuple(
     for metric, label in LINK_METRICS.items()
 )  # fmt: skip
 
+
+def clients_mean(figure: str) -> str:
+    """The bench key of a figure's unweighted mean over the clients' own ``per_client`` values
+    (``clients_mean("global_test_auc") == "global_test_auc_clients_mean"``): beside the pooled figure,
+    which weights clients by their examples, it shows whether small clients fare worse."""
+    return f"{figure}_clients_mean"
+
+
 # What `stamen tune` maximises: the headline validation accuracy at the round of best validation accuracy
 BEST_VAL_ACC = "best_val_acc"
 FINAL_VAL_ACC = "final_val_acc"  # beside it: a config that peaks and then diverges shows here

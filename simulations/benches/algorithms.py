@@ -1,7 +1,8 @@
 """``stamen bench algorithms``: every registered FL algorithm, per dataset and partitioner, over seeds.
 
-The algorithms are those of the registry (:data:`contract.algorithms.ALGORITHMS`), in
-its order, so an algorithm added there is benched with no change here. Each
+The algorithms are those the run's task admits (``--task``; :data:`contract.tasks.TASKS`: for node
+classification, the default, every one of :data:`contract.algorithms.ALGORITHMS`), in the
+registry's order, so an algorithm added there is benched with no change here. Each
 (algorithm, dataset, partitioner, seed) is one federated run of the app's own round
 loop, strategies and ClientApp, in this process (:mod:`simulations.inprocess`), with
 the run config's defaults for everything the options below do not set.
@@ -16,6 +17,9 @@ models'), and at :math:`r^*` and at the final round
 - the clients' models' test accuracy ``test_acc``: every client's model after its
   local training, pooled over the clients' test nodes (the personalised figure of
   FedPer, FedRep, Ditto, FED-PUB, FedGTA, FedProto, FedLoG and ``local``).
+
+Link prediction and graph classification tabulate their own figures
+(:mod:`simulations.benches.task_tables`); the rest of this docstring is node classification's.
 
 The table gives, per algorithm, the mean and population standard deviation of each
 figure over the seeds, and the mean wall seconds per run. A setting an algorithm's
@@ -38,12 +42,15 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import mean, pstdev
+from statistics import mean
 from typing import Any
 
 from contract.algorithms import ALGORITHMS
-from contract.figures import GLOBAL_TEST_ACC, TEST_ACC
+from contract.figures import GLOBAL_TEST_ACC, GLOBAL_TEST_AUC, TEST_AUC
 from contract.run_config import RunConfig
+from contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, TASKS, available
+from graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS
+from simulations.benches import task_tables
 from simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
 from simulations.long_job import LongJob
 from simulations.overrides import parse_overrides
@@ -95,18 +102,37 @@ class AlgorithmRun:
 
 
 # The run-config keys each run records, for the footnote's comparison of settings.
-SETTING_KEYS = ("model", "hidden", "local-epochs", "lr", "weight-decay", "dropout", "train-frac", "val-frac")
+SETTING_KEYS = task_tables.SETTING_KEYS[NODE_CLASSIFICATION]
 
 
 # The summary figures a run keeps: (summary key, column label).
-FIGURES = ((GLOBAL_TEST_ACC, "global model"), (TEST_ACC, "client models"))
+FIGURES = task_tables.ACCURACIES
+
+
+# The datasets and partitioners benched when none are given: a graph cut into subgraphs, or, for a task
+# whose clients hold graph sets, every graph set and every partitioner of graph sets.
+DATASETS, PARTITIONERS = "cora,csbm", "louvain,label-dirichlet"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--datasets", default="cora,csbm", help="comma-separated datasets")
-    parser.add_argument("--partitioners", default="louvain,label-dirichlet", help="comma-separated partitioners")
     parser.add_argument(
-        "--algorithms", default="all", help=f"comma-separated, or all (default) of: {', '.join(ALGORITHMS)}"
+        "--task",
+        default=NODE_CLASSIFICATION,
+        choices=available(),
+        help="what the clients learn (contract/tasks.py); the table shows its own figures",
+    )
+    parser.add_argument(
+        "--datasets", help=f"comma-separated datasets (default: {DATASETS}; {', '.join(GRAPH_SETS)} for graph sets)"
+    )
+    parser.add_argument(
+        "--partitioners",
+        help=f"comma-separated partitioners (default: {PARTITIONERS}; {','.join(GRAPH_SET_PARTITIONERS)} for graph "
+        "sets)",
+    )
+    parser.add_argument(
+        "--algorithms",
+        default="all",
+        help=f"comma-separated, or all (default: those the task admits) of: {', '.join(ALGORITHMS)}",
     )
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--rounds", type=int, default=100)
@@ -124,10 +150,23 @@ def names(text: str, what: str) -> list[str]:
     return values
 
 
-def chosen_algorithms(text: str) -> list[str]:
-    """``--algorithms``: ``all`` (the registry, in order) or names of it; ValueError naming the choices."""
+def datasets(args: argparse.Namespace) -> list[str]:
+    """``--datasets``, or the task's default ones."""
+    default = ",".join(GRAPH_SETS) if TASKS[args.task].graph_sets else DATASETS
+    return names(args.datasets or default, "--datasets")
+
+
+def partitioners(args: argparse.Namespace) -> list[str]:
+    """``--partitioners``, or the task's default ones."""
+    default = ",".join(GRAPH_SET_PARTITIONERS) if TASKS[args.task].graph_sets else PARTITIONERS
+    return names(args.partitioners or default, "--partitioners")
+
+
+def chosen_algorithms(text: str, task: str = NODE_CLASSIFICATION) -> list[str]:
+    """``--algorithms``: ``all`` (those ``task`` admits, in the registry's order) or names of the registry;
+    ValueError naming the choices. A named algorithm the task does not admit is listed n/a with the reason."""
     if text.strip() == "all":
-        return list(ALGORITHMS)
+        return list(TASKS[task].algorithms)
     chosen = names(text, "--algorithms")
     unknown = [name for name in chosen if name not in ALGORITHMS]
     if unknown:
@@ -151,7 +190,11 @@ def run_values(args: argparse.Namespace, algorithm: str, dataset: str, partition
     if dataset == "csbm":
         values["csbm-nodes"] = args.csbm_nodes
     values.update(parse_overrides(args.set, "--run-config"))  # as stamen run -c: a bad value is one line
+    if values.get("task", args.task) != args.task:
+        raise ValueError(f"bench algorithms takes the task from --task, not -c task={values['task']!r}; give --task")
     values["algorithm"] = algorithm
+    if args.task != NODE_CLASSIFICATION:
+        values["task"] = args.task
     return values
 
 
@@ -162,20 +205,19 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, int]], lis
     """
     from simulations.preflight import check_with_data
 
-    algorithms = chosen_algorithms(args.algorithms)
-    datasets, partitioners = names(args.datasets, "--datasets"), names(args.partitioners, "--partitioners")
+    algorithms = chosen_algorithms(args.algorithms, args.task)
     seeds = parse_seeds(args.seeds)
     if args.jobs < 1 or args.clients < 1 or args.rounds < 1:
         raise ValueError(
             f"--jobs, --clients and --rounds must be at least 1, got {args.jobs}, {args.clients}, {args.rounds}"
         )
-    for dataset in datasets:
-        for partitioner in partitioners:
+    for dataset in datasets(args):
+        for partitioner in partitioners(args):
             reference = RunConfig.from_flower(run_values(args, "fedavg", dataset, partitioner, seeds[0]))
             check_with_data(reference, args.clients)  # the dataset, its files and the partitioner
     tasks, excluded = [], []
-    for dataset in datasets:
-        for partitioner in partitioners:
+    for dataset in datasets(args):
+        for partitioner in partitioners(args):
             for seed in seeds:
                 for algorithm in algorithms:
                     try:
@@ -219,9 +261,9 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
 def _order(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
     return [
         (dataset, partitioner, algorithm, seed)
-        for dataset in names(args.datasets, "--datasets")
-        for partitioner in names(args.partitioners, "--partitioners")
-        for algorithm in chosen_algorithms(args.algorithms)
+        for dataset in datasets(args)
+        for partitioner in partitioners(args)
+        for algorithm in chosen_algorithms(args.algorithms, args.task)
         for seed in parse_seeds(args.seeds)
     ]
 
@@ -242,9 +284,8 @@ def one_run(values: dict[str, Any], num_clients: int) -> AlgorithmRun:
     summary = summarize(rows, wall, config)
     entry.wall_seconds = wall
     entry.best_round = summary["best_round"]
-    entry.best = {key: summary["best"][key] for key, _ in FIGURES}
-    entry.final = {key: summary["final"][key] for key, _ in FIGURES}
-    entry.setting = {key: config.to_flower()[key] for key in SETTING_KEYS}
+    entry.best, entry.final = task_tables.kept(config.task, summary, rows)
+    entry.setting = {key: config.to_flower()[key] for key in task_tables.SETTING_KEYS[config.task]}
     return entry
 
 
@@ -253,17 +294,10 @@ def _label(entry: AlgorithmRun) -> str:
 
 
 def _short(entry: AlgorithmRun) -> str:
-    shown = [f"{label} {entry.best[key]:.3f}" for key, label in FIGURES if entry.best.get(key) is not None]
-    return "test acc at best round: " + (", ".join(shown) or "-")
-
-
-def _cell(values: list[float | None]) -> str:
-    numbers = [100 * value for value in values if value is not None]
-    if not numbers:
-        return "-"
-    return f"{mean(numbers):.1f} ± {pstdev(numbers):.1f}" + (
-        "" if len(numbers) == len(values) else f" ({len(numbers)} of {len(values)} runs)"
-    )
+    figures = FIGURES if GLOBAL_TEST_ACC in entry.best else ((GLOBAL_TEST_AUC, "global"), (TEST_AUC, "clients"))
+    shown = [f"{label} {entry.best[key]:.3f}" for key, label in figures if entry.best.get(key) is not None]
+    what = "acc" if GLOBAL_TEST_ACC in entry.best else "AUC"
+    return f"test {what} at best round: " + (", ".join(shown) or "-")
 
 
 def openfgl(algorithm: str, dataset: str, partitioner: str, clients: int) -> str:
@@ -272,63 +306,82 @@ def openfgl(algorithm: str, dataset: str, partitioner: str, clients: int) -> str
     return f"{found[0]} [1]" if found else "not found [1]"
 
 
-def summarize(results: list[dict[str, Any]], dataset: str, partitioner: str, clients: int) -> list[list[str]]:
-    """Rows = algorithms of the setting: each figure's mean ± std over seeds, wall seconds, OpenFGL's figure."""
+def summarize(
+    results: list[dict[str, Any]], dataset: str, partitioner: str, clients: int, task: str = NODE_CLASSIFICATION
+) -> list[list[str]]:
+    """Rows = algorithms of the setting: each figure's mean ± std over seeds, wall seconds (node classification:
+    and OpenFGL's figure)."""
     entries = [r for r in results if r["dataset"] == dataset and r["partitioner"] == partitioner]
     table = []
     for algorithm in dict.fromkeys(r["algorithm"] for r in entries):
+        beside = [openfgl(algorithm, dataset, partitioner, clients)] if task == NODE_CLASSIFICATION else []
         runs = [r for r in entries if r["algorithm"] == algorithm]
         ran = [r for r in runs if r["status"] == Status.RAN.value]
         if not ran:
             reasons = "; ".join(dict.fromkeys(r["reason"] for r in runs))
-            cells = [f"n/a: {reasons}", *(["n/a"] * (2 * len(FIGURES) - 1))]
-            table.append([algorithm, *cells, "-", openfgl(algorithm, dataset, partitioner, clients)])
+            cells = [f"n/a: {reasons}", *(["n/a"] * (len(task_tables.figure_columns(task)) - 1))]
+            table.append([algorithm, *cells, "-", *beside])
             continue
         missing = [r for r in runs if r["status"] != Status.RAN.value]
         note = "; ".join(dict.fromkeys(f"seed {r['seed']} n/a: {r['reason']}" for r in missing))
-        row = [algorithm + (f" ({note})" if note else "")]
-        for key, _ in FIGURES:
-            row += [_cell([r["best"].get(key) for r in ran]), _cell([r["final"].get(key) for r in ran])]
-        row += [f"{mean(r['wall_seconds'] for r in ran):.1f}", openfgl(algorithm, dataset, partitioner, clients)]
-        table.append(row)
+        model, cells = task_tables.cells(task, ran)
+        row = [algorithm + model + (f" ({note})" if note else ""), *cells]
+        table.append([*row, f"{mean(r['wall_seconds'] for r in ran):.1f}", *beside])
     return table
 
 
-def columns() -> list[str]:
-    figures = [f"{label} {when}" for _, label in FIGURES for when in ("at best val", "final")]
-    return ["algorithm", *figures, "wall s / run", "OpenFGL"]
+def columns(task: str = NODE_CLASSIFICATION, hits_k: Any = "K") -> list[str]:
+    beside = ["OpenFGL"] if task == NODE_CLASSIFICATION else []
+    return ["algorithm", *task_tables.figure_columns(task, hits_k), "wall s / run", *beside]
 
 
 def settings(results: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return list(dict.fromkeys((r["dataset"], r["partitioner"]) for r in results))
 
 
+def _task(record: dict[str, Any]) -> str:
+    """The record's task (node classification: a record of an earlier version, which had none)."""
+    return record["setting"].get("task") or NODE_CLASSIFICATION
+
+
+def _hits_k(results: list[dict[str, Any]]) -> Any:
+    found = sorted({str(r["setting"]["hits-k"]) for r in results if "hits-k" in r.get("setting", {})})
+    return "/".join(found) or "K"
+
+
 def markdown(record: dict[str, Any]) -> list[str]:
-    results, setting = record["results"], record["setting"]
+    results, setting, task = record["results"], record["setting"], _task(record)
     seeds = sorted({r["seed"] for r in results})
-    lines = [
-        f"Test accuracy (%), mean ± std over seeds {seeds}, {setting.get('clients')} clients, "
-        f"{setting.get('rounds')} rounds, in process; each figure is the run's own summary: at the round of best "
-        "validation accuracy (the global model's where the algorithm keeps one, else the client models') and at "
-        "the final round. Global model: the weights every client received (- where the algorithm keeps none); "
-        "client models: every client's model after its local training, pooled over the clients' test nodes "
-        "(the personalised figure)." + _overlap_note(setting.get("jobs", 1)),
-    ]
+    if task == NODE_CLASSIFICATION:
+        caption = (
+            f"Test accuracy (%), mean ± std over seeds {seeds}, {setting.get('clients')} clients, "
+            f"{setting.get('rounds')} rounds, in process; each figure is the run's own summary: at the round of best "
+            "validation accuracy (the global model's where the algorithm keeps one, else the client models') and at "
+            "the final round. Global model: the weights every client received (- where the algorithm keeps none); "
+            "client models: every client's model after its local training, pooled over the clients' test nodes "
+            "(the personalised figure)."
+        )
+    else:
+        caption = task_tables.caption(task, seeds, setting)
+    lines = [caption + _overlap_note(setting.get("jobs", 1))]
     for dataset, partitioner in settings(results):
         lines += ["", f"### {dataset}, {partitioner}", ""]
-        lines += markdown_table(columns(), summarize(results, dataset, partitioner, setting.get("clients", 0)))
-    lines += ["", _footnote(results)]
+        rows = summarize(results, dataset, partitioner, setting.get("clients", 0), task)
+        lines += markdown_table(columns(task, _hits_k(results)), rows)
+    lines += ["", _footnote(results, task)]
     return lines
 
 
-def _ours(results: list[dict[str, Any]]) -> str:
+def _ours(results: list[dict[str, Any]], task: str = NODE_CLASSIFICATION) -> str:
     """The settings our runs used (each key's values over the runs), from the record."""
     ran = [r for r in results if r["status"] == Status.RAN.value]
-    values = {key: sorted({str(r["setting"].get(key)) for r in ran}) for key in SETTING_KEYS}
+    values = {key: sorted({str(r["setting"].get(key)) for r in ran}) for key in task_tables.SETTING_KEYS[task]}
     return ", ".join(f"{key} {'/'.join(found)}" for key, found in values.items() if found)
 
 
-def _footnote(results: list[dict[str, Any]]) -> str:
+def _footnote(results: list[dict[str, Any]], task: str = NODE_CLASSIFICATION) -> str:
+    if task != NODE_CLASSIFICATION:
+        return f"Settings: {_ours(results, task) or '-'} (`stamen config` describes the keys)."
     sources = sorted({source for _, source in OPENFGL.values()})
     found = (
         f"Figures from: {'; '.join(sources)}. "
@@ -352,13 +405,15 @@ def _overlap_note(jobs: int) -> str:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    results, clients = record["results"], record["setting"].get("clients", 0)
+    results, clients, task = record["results"], record["setting"].get("clients", 0), _task(record)
+    what = "link figures" if task == LINK_PREDICTION else "test accuracy %"
     print_tables(
         [
             (
-                f"stamen bench {record['name']}: {dataset}, {partitioner}, test accuracy % (mean ± std over seeds)",
-                columns(),
-                summarize(results, dataset, partitioner, clients),
+                f"stamen bench {record['name']}: {task + ', ' if task != NODE_CLASSIFICATION else ''}{dataset}, "
+                f"{partitioner}, {what} (mean ± std over seeds)",
+                columns(task, _hits_k(results)),
+                summarize(results, dataset, partitioner, clients, task),
             )
             for dataset, partitioner in settings(results)
         ]

@@ -81,13 +81,25 @@ def test_a_graph_set_is_not_one_graph_for_the_loaders():
         build_federation(FederationSpec(dataset="graphs-synth", num_clients=3, partitioner="louvain"))
 
 
-def test_a_graph_sets_partitions_are_not_exported_and_nothing_is_written(tmp_path):
-    from graphs.node_data import export_partitions
+def test_a_host_reads_back_exactly_its_clients_graphs_and_a_graph_leaving_edge_is_refused(tmp_path):
+    """A deployment's host holds its client's exported graphs: the batch it rebuilds is the simulation's."""
+    from client.job import client_data
+    from graphs.node_data import PARTITION_FILE, export_partitions, load_partition
 
-    spec = FederationSpec(dataset="graphs-synth", num_clients=3, partitioner="random")
-    with pytest.raises(ValueError, match="set of graphs, whose partitions are not exported yet"):
-        export_partitions(spec, tmp_path / "out")
-    assert not (tmp_path / "out").exists()
+    spec = FederationSpec(dataset="graphs-synth", num_clients=3, partitioner="label-dirichlet", seed=2)
+    roots = [path.parent for path in export_partitions(spec, tmp_path / "out")]
+    expected = build_federation(spec).clients
+    for index, root in enumerate(roots):
+        data = client_data(FederationSpec(**{**spec.__dict__, "data_root": str(root)}), index, torch.device("cpu"))
+        for name in ("x", "edge_index", "y", "batch", "ptr", "train_mask", "val_mask", "test_mask"):
+            assert torch.equal(getattr(data, name), getattr(expected[index], name)), (index, name)
+        assert data.num_classes == expected[index].num_classes and data.num_graphs == expected[index].num_graphs
+        assert _same(data.to_data_list(), expected[index].to_data_list())
+    stored = torch.load(roots[0] / PARTITION_FILE, weights_only=True)
+    stored["edge_index"][1, 0] = int(stored["graph_nodes"][0])  # the first graph's first edge ends in the second
+    torch.save(stored, roots[0] / PARTITION_FILE)
+    with pytest.raises(ValueError, match="edge_index joins nodes of different graphs"):
+        load_partition(FederationSpec(**{**spec.__dict__, "data_root": str(roots[0])}), 0)
 
 
 def test_the_partition_command_counts_a_graph_sets_graphs(capsys):

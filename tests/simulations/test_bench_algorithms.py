@@ -129,3 +129,52 @@ def test_ctrl_c_stops_the_bench_and_its_worker_processes_at_once(tmp_path):
     assert not alive
     assert not (out / "algorithms.json").exists() and not (out / "README.md").exists()
     assert "[bench algorithms 12/12]" not in rest
+
+
+TASK_SETTINGS = {
+    "link-prediction": ["--datasets", "csbm", "--csbm-nodes", "300", "--partitioners", "louvain"],
+    "graph-classification": ["--datasets", "graphs-synth", "--partitioners", "random"],
+}
+
+
+@pytest.mark.parametrize("task", sorted(TASK_SETTINGS))
+def test_a_tasks_bench_has_a_row_per_admitted_algorithm_under_the_tasks_own_figures(tmp_path, task):
+    from contract.figures import GLOBAL_TEST_AUC, clients_mean
+    from contract.tasks import TASKS
+    from simulations.benches.task_tables import figure_columns, kept
+
+    out = tmp_path / "b"
+    command = ["bench", "algorithms", "--task", task, *TASK_SETTINGS[task], "--clients", "3", "--seeds", "0"]
+    assert main([*command, "--rounds", "1", "--out", str(out)]) == 0
+    record = json.loads((out / "algorithms.json").read_text())
+    assert [r["algorithm"] for r in record["results"]] == list(TASKS[task].algorithms)  # all, in registry order
+    table = (out / "algorithms.md").read_text().splitlines()
+    header = next(line for line in table if line.startswith("| algorithm |"))
+    assert header == "| " + " | ".join(["algorithm", *figure_columns(task, 50), "wall s / run"]) + " |"
+    assert ("cut-edge AUC" in header) == (task == "link-prediction") and "OpenFGL" not in header
+    rows = [line.split(" | ")[0][2:].split(" (")[0] for line in table if line.startswith("| ") and line != header]
+    assert rows == list(TASKS[task].algorithms)
+    # fedavg's entry holds its own run's figures (the summary's pooled ones; link prediction: clients' means too)
+    values = {"task": task, "dataset": TASK_SETTINGS[task][1], "partitioner": TASK_SETTINGS[task][-1], "seed": 0}
+    values.update({"num-server-rounds": 1, "min-clients": 2, "algorithm": "fedavg"})
+    values.update({"csbm-nodes": 300} if values["dataset"] == "csbm" else {})
+    config, own = RunConfig.from_flower(values), []
+    run_in_process(config, 3, own.append)
+    best, final = kept(task, summarize(own, 0.0, config), own)
+    [entry] = [r for r in record["results"] if r["algorithm"] == "fedavg"]
+    assert entry["best"] == best and entry["final"] == final
+    if task == "link-prediction":
+        per_client = [c[GLOBAL_TEST_AUC] for c in own[entry["best_round"]]["per_client"].values()]
+        assert best[clients_mean(GLOBAL_TEST_AUC)] == pytest.approx(mean(per_client))
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [(["--datasets", "cora"], "dataset='cora' is one graph"), (["--partitioners", "louvain"], "partitioner='louvain'")],
+)
+def test_a_task_refuses_a_dataset_or_partitioner_it_does_not_admit_before_any_run(tmp_path, capsys, option, named):
+    command = ["bench", "algorithms", "--task", "graph-classification", *option, "--out", str(tmp_path)]
+    assert main(command) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and named in captured.err and "[bench algorithms" not in captured.out
+    assert not (tmp_path / "algorithms.json").exists()
