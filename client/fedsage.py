@@ -189,7 +189,7 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
         torch.manual_seed(generator_seed(job) * 31 + 7_919 * step + partition)  # fGen's dropout at this client
         loss, grads = cross_gradients(
             template.feature_head,
-            template.generate,
+            template.generate_used,
             _tensor(request[p.FEDSAGE_INPUT], job),
             _tensor(request[p.FEDSAGE_SLOTS], job),
             job.data.x,
