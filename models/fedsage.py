@@ -410,11 +410,12 @@ class MendedClassifier(nn.Module):
     the classifier only.
     """
 
-    def __init__(self, classifier: nn.Module, generator: NeighGen) -> None:
+    def __init__(self, classifier: nn.Module, generator: NeighGen, digest: str | None = None) -> None:
+        """``digest``: :func:`weights_digest` of ``generator`` where the caller knows it (computed otherwise)."""
         super().__init__()
         self.classifier = classifier
         self.generator = generator.eval().requires_grad_(False)
-        self.generator_digest = weights_digest(generator)
+        self.generator_digest = digest if digest is not None else weights_digest(generator)
 
     def train(self, mode: bool = True) -> MendedClassifier:
         super().train(mode)
