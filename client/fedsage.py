@@ -58,7 +58,9 @@ from models.fedsage import (
     local_gradients,
     new_optimizer,
     train_neighgen,
+    weights_digest,
 )
+from models.object_cache import kept
 from models.training import adam_state_record, fit
 
 GENERATOR = "fedsage-generator"  # state: the client's trained NeighGen
@@ -67,6 +69,15 @@ GENERATOR = "fedsage-generator"  # state: the client's trained NeighGen
 def new_generator(job: LocalJob) -> NeighGen:
     config = job.config
     return NeighGen(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred).to(job.device)
+
+
+def unset_generator(job: LocalJob) -> NeighGen:
+    """A generator whose weights are about to be loaded: built without drawing initial ones (fGen's last
+    layer alone is 0.9 M draws on Cora, and a client loads weights several times a step)."""
+    config = job.config
+    with torch.device("meta"):
+        generator = NeighGen(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred)
+    return generator.to_empty(device=job.device)
 
 
 def generator_seed(job: LocalJob) -> int:
@@ -89,12 +100,29 @@ def initial_generator(job: LocalJob) -> NeighGen:
     return new_generator(job)
 
 
+def stored_generator(job: LocalJob) -> tuple[NeighGen, str]:
+    """The frozen generator kept in the client's state, and its weights' digest: loaded once per stored record.
+
+    A client's state record of its generator is replaced, never written to, when the
+    generator changes, so the module loaded from it (and its digest, which keys the mended
+    graph, :func:`models.fedsage.mended_once`) is kept while the record lives
+    (:mod:`models.object_cache`): a classifier round no longer parses and hashes the
+    generator's 1.5 M weights (Cora) per client.
+    """
+
+    def load() -> tuple[NeighGen, str]:
+        generator = unset_generator(job)
+        generator.load_state_dict(private_tensors(job.state[GENERATOR]))
+        generator.eval().requires_grad_(False)
+        return generator, weights_digest(generator)
+
+    return kept(job.state[GENERATOR], ("fedsage-generator", str(job.device)), load)
+
+
 def trained_generator(job: LocalJob) -> NeighGen:
     """The client's NeighGen: from its state, or trained now on its impaired subgraph (seeded by client)."""
-    generator = new_generator(job)
     if GENERATOR in job.state:
-        generator.load_state_dict(private_tensors(job.state[GENERATOR]))
-        return generator.eval()
+        return stored_generator(job)[0]
     generator = initial_generator(job)
     epochs, lr = job.config.fedsage_gen_epochs, job.config.fedsage_gen_lr
     train_neighgen(
@@ -108,6 +136,8 @@ class FedSageClient(ClientAlgorithm):
     """The run's classifier on the graph mended by the client's own generator."""
 
     def new_model(self, job: LocalJob) -> MendedClassifier:
+        if GENERATOR in job.state:
+            return MendedClassifier(job.model(), *stored_generator(job))
         return MendedClassifier(job.model(), trained_generator(job))
 
     def receive(self, model: MendedClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
@@ -175,7 +205,7 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
     for key, array in content[p.FEDSAGE_REQUESTS].items():
         partition, name = key.split("/", 1)
         requests.setdefault(int(partition), {})[name] = array
-    template = new_generator(job)
+    template = unset_generator(job)  # fGen's weights loaded per request; the rest unused
     gradients: dict[str, torch.Tensor] = {}
     total = 0.0
     for partition in sorted(requests):
@@ -189,7 +219,7 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
         torch.manual_seed(generator_seed(job) * 31 + 7_919 * step + partition)  # fGen's dropout at this client
         loss, grads = cross_gradients(
             template.feature_head,
-            template.generate,
+            template.generate_used,
             _tensor(request[p.FEDSAGE_INPUT], job),
             _tensor(request[p.FEDSAGE_SLOTS], job),
             job.data.x,
@@ -205,7 +235,7 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
         raise RuntimeError(
             f"{p.FEDSAGE_STEP_QUERY} before {p.FEDSAGE_START_QUERY}: this client has no generator in training"
         )
-    generator = new_generator(job)
+    generator = unset_generator(job)
     generator.load_state_dict(private_tensors(job.state[WEIGHTS]))
     optimizer = new_optimizer(generator, job.config.fedsage_gen_lr)
     job.resume(optimizer, MOMENTS)
