@@ -7,6 +7,7 @@ import pytest
 
 from contract.algorithms import ALGORITHMS
 from contract.run_config import RunConfig
+from contract.tasks import GRAPH_CLASSIFICATION, NODE_CLASSIFICATION
 from server.outputs import summarize
 from simulations.benches.algorithms import chosen_algorithms
 from simulations.cli import main
@@ -62,7 +63,10 @@ def test_bench_algorithms_reports_each_runs_own_summary(tmp_path, capsys):
 
 
 def test_every_registered_algorithm_is_benched_by_default():
-    assert chosen_algorithms("all") == list(ALGORITHMS) and chosen_algorithms(" krum,fedavg ") == ["krum", "fedavg"]
+    """``all`` is every algorithm the task admits, in the registry's order; task-bound methods only under their task."""
+    node = [name for name, spec in ALGORITHMS.items() if spec.task in ("", NODE_CLASSIFICATION)]
+    assert chosen_algorithms("all") == node and chosen_algorithms(" krum,fedavg ") == ["krum", "fedavg"]
+    assert "gcfl" not in node and {"gcfl", "fedstar"} <= set(chosen_algorithms("all", GRAPH_CLASSIFICATION))
 
 
 def test_help_lists_the_options(capsys):
