@@ -63,8 +63,14 @@ def code_version() -> str | None:
     return (commit + ("+changes" if changed else "")) or None
 
 
+@functools.cache
 def stamen_version() -> str | None:
-    """Stamen's version: the staged app's (:data:`BUILD_FILE`), else the installed one's (``None``: neither)."""
+    """Stamen's version: the staged app's (:data:`BUILD_FILE`), else the installed one's (``None``: neither).
+
+    Once per process, like :func:`code_version`: a client compares it with the head's on every training
+    message, and reading the installed metadata scans and parses the environment's package records (about
+    10 ms a message in a Ray actor, a third of a small client's handler at 1,000 clients).
+    """
     return staged_build().get("version") or _version("stamen")
 
 

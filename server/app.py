@@ -202,6 +202,8 @@ def train_and_report(
         log(INFO, "stamen: round %d/%d %s", row["round"], config.num_server_rounds, shown)
         if observe is not None:
             observe(row)
+        if row["round"] < config.num_server_rounds:  # the clients have started: PyTorch's import can go beside
+            outputs.import_torch_behind()
 
     def on_checkpoint(checkpoint: Checkpoint) -> None:
         checkpoint.sampler_state = list(random.getstate())

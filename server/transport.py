@@ -8,6 +8,20 @@ deployment), so a round lasts a whole multiple of 3 s however fast the clients a
 short round ends within a few milliseconds of its last reply, a long one costs at most
 one pull per 0.1 s. A grid without that API (the in-process grid, which answers at
 once) is asked as it is.
+
+In a Flower simulation (the in-memory grid of ``flwr run``'s simulation process) at most
+:data:`SIMULATION_IN_FLIGHT` messages are out at a time; the next go as replies come in.
+The simulation hands messages to its Ray actors from a thread that asks Flower's link
+state, every 0.1 s, for one message per node, and each such question checks every
+message the state holds: with ``n`` nodes and ``m`` messages out, ``n * m`` checks a tick
+(a million at 1,000 clients, seconds of the process's time under its lock and the GIL,
+which the threads that feed the actors and the ServerApp itself share). With the window
+they are ``n * SIMULATION_IN_FLIGHT``; two local actors answer a window's messages in a
+fraction of a second, longer than the tick, so they stay busy. Below the window (the
+usual 3-100 clients) nothing changes. A deployment's nodes are machines of their own that
+train in parallel and pull their own messages: every message goes at once there.
+Replies are taken in partition order afterwards (:func:`server.loop.collect`), so the
+window changes no figure, only when each message leaves.
 """
 
 from __future__ import annotations
@@ -20,15 +34,28 @@ from flwr.app import Message
 FIRST_WAIT = 0.002  # seconds before the first pull
 LONGEST_WAIT = 0.1  # seconds between pulls, at most
 GROWTH = 1.5
+SIMULATION_IN_FLIGHT = 128  # messages out at a time on a simulation's in-memory grid
+SIMULATION_GRID = "InMemoryGrid"  # the class of the grid ``flwr run``'s simulation process hands the ServerApp
+
+
+def in_flight_limit(grid: object, count: int) -> int:
+    """How many of ``count`` messages may be out at a time on ``grid`` (see the module docstring)."""
+    simulated = any(cls.__name__ == SIMULATION_GRID for cls in type(grid).__mro__)
+    return min(count, SIMULATION_IN_FLIGHT) if simulated else count
 
 
 def send_and_receive(grid: object, messages: Iterable[Message], timeout: float | None) -> list[Message]:
-    """The replies that arrive within ``timeout`` seconds (``None``: wait for all of them)."""
+    """The replies that arrive within ``timeout`` seconds (``None``: wait for all of them).
+
+    A message still unsent at the timeout is never sent: it has no reply, like one sent and unanswered.
+    """
     messages = list(messages)
     push = getattr(grid, "push_messages", None)
     if push is None:
         return list(grid.send_and_receive(messages, timeout=timeout))  # type: ignore[attr-defined]
-    waiting = set(push(messages))
+    window = in_flight_limit(grid, len(messages))
+    unsent = messages[window:]
+    waiting = set(push(messages[:window]))
     deadline = None if timeout is None else time.monotonic() + timeout
     replies: list[Message] = []
     wait = FIRST_WAIT
@@ -36,10 +63,14 @@ def send_and_receive(grid: object, messages: Iterable[Message], timeout: float |
         arrived = list(grid.pull_messages(waiting))  # type: ignore[attr-defined]
         replies += arrived
         waiting -= {reply.metadata.reply_to_message_id for reply in arrived}
-        if not waiting:
-            break
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
+            break
+        if unsent and len(waiting) < window:
+            room = window - len(waiting)
+            waiting |= set(push(unsent[:room]))
+            unsent = unsent[room:]
+        if not waiting:
             break
         time.sleep(wait if left is None else min(wait, left))
         wait = FIRST_WAIT if arrived else min(wait * GROWTH, LONGEST_WAIT)
