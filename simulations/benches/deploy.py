@@ -47,6 +47,7 @@ from simulations.options import renamed
 from simulations.preflight import prepare
 
 NAME = "deploy"
+STARTUP_SECONDS_PER_NODE = 15.0  # a SuperNode and its launcher (PyTorch, PyG, Flower imported) start in ~4 CPU s
 HELP = "wall time per round: real deployment (TLS, node auth) against simulation"
 
 
@@ -141,6 +142,7 @@ def _measure(args: argparse.Namespace, nodes: int, out: Path, job: dict[str, Any
             roots,
             use_namespaces=False if args.loopback else None,
             clientapps=clientapps,
+            startup_timeout=max(120.0, STARTUP_SECONDS_PER_NODE * nodes),
         ) as deployment,
     ):
         set_up = time.perf_counter() - started
