@@ -113,11 +113,18 @@ def client_subgraphs(data: Data, parts: list[np.ndarray]) -> list[Data]:
         owner[nodes] = i
         local[nodes] = torch.arange(nodes.numel())
     src, dst = data.edge_index
-    inside = (owner[src] == owner[dst]) & (owner[src] >= 0)
-    kept_owner = owner[src[inside]]
-    order = torch.sort(kept_owner, stable=True).indices
-    edges = local[data.edge_index[:, inside][:, order]]
+    source_owner = owner[src]
+    inside = source_owner == owner[dst]
+    inside &= source_owner >= 0
+    del source_owner
+    kept = torch.nonzero(inside).flatten()  # the kept edges' positions, in global order
+    del inside
+    kept_owner = owner[src[kept]]
+    kept = kept[torch.sort(kept_owner, stable=True).indices]  # grouped by client, each in global order
     counts = torch.bincount(kept_owner, minlength=len(parts)).tolist()
+    del kept_owner
+    edges = torch.stack([local[src[kept]], local[dst[kept]]])
+    del kept
     return [
         Data(
             x=data.x[nodes],
@@ -204,6 +211,9 @@ def _breadth_first_order(members: np.ndarray, adjacency: list[np.ndarray]) -> np
     return np.array(order, dtype=np.int64)
 
 
+_GATHER = 1 << 22  # edges gathered at a time into METIS's adjacency lists
+
+
 def _metis(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
     import pymetis
 
@@ -216,12 +226,18 @@ def _metis(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
     # The relabelled graph in CSR form: node j (old node order[j]) lists relabel[its neighbours]
     # in edge order. A stable sort of the edges by their relabelled source gives exactly the
     # lists a per-node loop builds, without a million small arrays.
+    # Each temporary is freed before the next is made, and the lists are gathered a chunk at a time.
     src, dst = data.edge_index.numpy()
     new_src = relabel[src]
-    by_source = np.argsort(new_src, kind="stable")
     starts = np.zeros(order.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(new_src, minlength=order.size), out=starts[1:])
-    adjacency = pymetis.CSRAdjacency(adj_starts=starts, adjacent=relabel[dst[by_source]])
+    by_source = np.argsort(new_src, kind="stable")
+    del new_src
+    adjacent = np.empty(dst.size, dtype=np.int64)  # METIS's idx_t here: pymetis takes it without a copy
+    for begin in range(0, dst.size, _GATHER):
+        adjacent[begin : begin + _GATHER] = relabel[dst[by_source[begin : begin + _GATHER]]]
+    del by_source
+    adjacency = pymetis.CSRAdjacency(adj_starts=starts, adjacent=adjacent)
     _, membership = pymetis.part_graph(num_parts, adjacency=adjacency, options=pymetis.Options(seed=seed))
     membership = np.asarray(membership)[relabel]
     return [np.flatnonzero(membership == i) for i in range(num_parts)]

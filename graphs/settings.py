@@ -78,8 +78,10 @@ def with_settings(
     trained[sub.y[train]] = True
     missing = ~trained[sub.y]
 
-    seen_nodes = torch.nonzero(~unseen).flatten()
-    edge_index, _ = subgraph(seen_nodes, sub.edge_index, num_nodes=num_nodes)
+    if unseen.any():
+        edge_index, _ = subgraph(torch.nonzero(~unseen).flatten(), sub.edge_index, num_nodes=num_nodes)
+    else:  # every node seen: the training graph is the whole subgraph (what `subgraph` would copy, shared)
+        edge_index = sub.edge_index
     out = sub.clone()
     out.full_edge_index = sub.edge_index
     out.edge_index = edge_index

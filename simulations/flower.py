@@ -278,11 +278,15 @@ def flwr_run(
 
 
 class PeakMemory:
-    """Samples the resident memory of a process and all its descendants in a thread."""
+    """Samples the resident memory of a process and all its descendants in a thread.
 
-    def __init__(self, pid: int, interval: float = 0.25) -> None:
+    ``include_root=False`` counts the descendants only (what a command started, not the command itself).
+    """
+
+    def __init__(self, pid: int, interval: float = 0.25, include_root: bool = True) -> None:
         self.pid = pid
         self.interval = interval
+        self.include_root = include_root
         self.peak_bytes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -298,7 +302,7 @@ class PeakMemory:
             root = psutil.Process(self.pid)
             while not self._stop.wait(self.interval):
                 total = 0
-                for process in [root, *root.children(recursive=True)]:
+                for process in [root, *root.children(recursive=True)][0 if self.include_root else 1 :]:
                     try:
                         total += process.memory_info().rss
                     except psutil.NoSuchProcess:

@@ -20,6 +20,7 @@ once: SIGTERM to every group, a few seconds' grace, then SIGKILL.
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -63,6 +64,8 @@ class LocalDeployment:
             it with PyTorch, PyG and Flower imported keeps the ClientApp loaded and serves
             every message), ``"forked"`` (that launcher forks a process per message) or
             ``"cold"`` (Flower's own fresh ``flwr-clientapp`` per message).
+        startup_timeout: seconds the SuperLink may take to listen, and the SuperNodes to come online
+            (used by ``with``; many nodes on a loaded machine take longer).
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class LocalDeployment:
         data_roots: list[Path] | None = None,
         use_namespaces: bool | None = None,
         clientapps: str = "resident",
+        startup_timeout: float = 120.0,
     ) -> None:
         if clientapps not in CLIENTAPPS:
             raise ValueError(f"clientapps={clientapps!r}: choose one of {', '.join(CLIENTAPPS)}")
@@ -83,6 +87,7 @@ class LocalDeployment:
         self.node_config = dict(node_config or {})
         self.data_roots = data_roots
         self.clientapps = clientapps
+        self.startup_timeout = startup_timeout  # seconds for the SuperLink to listen and the SuperNodes to come online
         possible, reason = namespaces_available()
         if use_namespaces and not possible:
             raise RuntimeError(f"network namespaces are unavailable: {reason}")
@@ -131,7 +136,7 @@ class LocalDeployment:
 
     def __enter__(self) -> LocalDeployment:
         try:
-            self.start()
+            self.start(self.startup_timeout)
         except BaseException:
             self.stop()
             raise
@@ -242,15 +247,18 @@ class LocalDeployment:
     def wait_online(self, node_ids: list[int], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            statuses = supernode_statuses(self.operator_home, self.operator_prefix)
-            if all(statuses.get(node) == "online" for node in node_ids):
+            try:
+                statuses: dict[int, str] | str = supernode_statuses(self.operator_home, self.operator_prefix)
+            except subprocess.TimeoutExpired as error:  # a SuperLink too busy to answer (a loaded machine): ask again
+                statuses = f"`flwr supernode list` did not answer within {error.timeout:.0f} s"
+            if isinstance(statuses, dict) and all(statuses.get(node) == "online" for node in node_ids):
                 return
             dead = [
                 node
                 for node, node_id in zip(self.supernodes, self.node_ids, strict=False)
                 if node_id in node_ids and not node.alive()
             ]
-            if dead or time.monotonic() > deadline:
+            if dead or time.monotonic() > deadline:  # after `timeout` s, or at once when a SuperNode died
                 culprit = dead[0] if dead else self.supernodes[0]
                 raise RuntimeError(
                     f"SuperNodes not online ({statuses}); {culprit.name} log {culprit.log_file}:\n{culprit.log_tail()}"

@@ -71,6 +71,25 @@ def test_together_replies_as_alone(values, batched, monkeypatch):
             assert mine.keys() == yours.keys() and all(torch.equal(mine[k], yours[k]) for k in mine)
 
 
+def test_a_round_larger_than_a_batch_trains_in_batches_as_alone(monkeypatch):
+    """Clients beyond BATCH_NODES nodes train in several batches, one after another: the same replies."""
+    sizes = []
+
+    def counted(model, weights, *args):
+        sizes.append(len(weights))
+        return fit_together(model, weights, *args)
+
+    monkeypatch.setattr(together_module, "fit_together", counted)
+    monkeypatch.setattr(together_module, "BATCH_NODES", 175)  # clients of 86, 45, 85, 84 nodes: batches of two
+    batched, states = _run(True, 4)
+    assert sizes == [2, 2] * BASE["num-server-rounds"]
+    alone, alone_states = _run(False, 4)
+    assert batched == alone
+    for ours, theirs in zip(states, alone_states):
+        mine, yours = private_tensors(ours[OPTIMIZER_STATE]), private_tensors(theirs[OPTIMIZER_STATE])
+        assert mine.keys() == yours.keys() and all(torch.equal(mine[k], yours[k]) for k in mine)
+
+
 @pytest.mark.parametrize("method", ["finetune", "retrain", "laf+ft"])
 def test_unlearning_rounds_train_together_as_alone(method, tmp_path, monkeypatch):
     """Retraining and fine-tuning rounds (local training on the remaining subgraphs) train together;

@@ -169,3 +169,20 @@ def test_canonical_edges_equal_pyg_on_a_directed_multigraph(seed):
     assert torch.equal(
         canonical_edges(torch.empty(2, 0, dtype=torch.long), 5), _pyg_canonical(torch.empty(2, 0, dtype=torch.long), 5)
     )
+
+
+def test_canonical_input_is_recognised_and_nearly_canonical_input_is_not():
+    """Canonical edges come back as they are (no copy); each way of missing canonical form by one edge
+    (a reverse dropped, a self-loop, two edges swapped, a repeat) gives PyG's tensor, not the input."""
+    rng = np.random.default_rng(3)
+    canonical = _pyg_canonical(torch.from_numpy(rng.integers(0, 60, size=(2, 400))), 60)
+    assert canonical_edges(canonical, 60) is canonical
+    src, dst = canonical
+    one_way = canonical[:, 1:]  # its first edge's reverse stays
+    loop = torch.cat([torch.tensor([[int(src[0])], [int(src[0])]]), canonical], dim=1)
+    swapped = canonical[:, torch.tensor([1, 0, *range(2, canonical.size(1))])]
+    repeated = torch.cat([canonical[:, :1], canonical], dim=1)
+    for broken in (one_way, loop, swapped, repeated):
+        result = canonical_edges(broken, 60)
+        assert result is not broken and torch.equal(result, _pyg_canonical(broken, 60))
+    assert not torch.equal(_pyg_canonical(one_way, 60), one_way)  # the broken inputs really are not canonical
