@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.protocol import SETTINGS
+
 ROUND = "round"
 GLOBAL_TEST_ACC = "global_test_acc"
 GLOBAL_VAL_ACC = "global_val_acc"
@@ -131,8 +133,16 @@ ROW_KEYS: dict[str, str] = {
     **ROW_TIMINGS,
 }
 
+
+def setting_nodes(setting: str) -> str:
+    """A client's node count of an evaluation setting (``missing-class`` -> ``missing_class_nodes``): the
+    weights of a pooled figure, and of FedLoG's authors' round selection (simulations/benches/fedlog_selection.py)."""
+    return setting.replace("-", "_") + "_nodes"
+
+
 CLIENT_KEYS: tuple[str, ...] = (
-    GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, VAL_ACC, TRAIN_LOSS, "train_nodes", *(k for k, _ in LINK_FIGURES)
+    GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, VAL_ACC, TRAIN_LOSS, "train_nodes", *(k for k, _ in LINK_FIGURES),
+    *(setting_nodes(s) for s in SETTINGS),
 )  # fmt: skip
 
 SUMMARY_KEYS: dict[str, str] = {

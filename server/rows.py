@@ -27,6 +27,7 @@ from contract.figures import (
     VAL_ACC,
     link_figure,
     setting_acc,
+    setting_nodes,
 )
 
 Row = dict[str, Any]
@@ -112,7 +113,8 @@ def training_figures(metrics: list[MetricRecord]) -> Row:
 
 
 def client_figures(metrics: list[MetricRecord]) -> dict[str, Row]:
-    """Each client's own accuracies (global and local models), training loss and training nodes, by partition id."""
+    """Each client's own accuracies (global and local models), training loss, training nodes and the node
+    counts of the evaluation settings it reports, by partition id."""
     clients: dict[str, Row] = {}
     for m in metrics:
         figures: Row = {"train_nodes": int(m[p.NUM_EXAMPLES])} if p.NUM_EXAMPLES in m else {}
@@ -122,6 +124,8 @@ def client_figures(metrics: list[MetricRecord]) -> dict[str, Row]:
             if correct in m and int(m[total]) > 0:
                 figures[name] = int(m[correct]) / int(m[total])
         figures.update({name: float(m[key]) for name, key, _ in _link_entries() if key in m and math.isfinite(m[key])})
+        counts = {setting: p.setting_key("num", setting) for setting in p.SETTINGS}
+        figures.update({setting_nodes(setting): int(m[key]) for setting, key in counts.items() if key in m})
         clients[str(int(m[p.PARTITION_ID]))] = figures
     return clients
 

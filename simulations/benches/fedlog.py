@@ -25,6 +25,7 @@ from typing import Any
 
 from contract.figures import TEST_ACC
 from contract.run_config import RunConfig
+from simulations.benches.fedlog_selection import Selection, best_row
 from simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
 from simulations.inprocess import flower_log_level, run_in_process
 from simulations.long_job import LongJob
@@ -82,12 +83,13 @@ def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: i
     return RunConfig.from_flower(values)
 
 
-def at_best_validation(rows: list[dict[str, Any]], prefix: str) -> dict[str, float]:
-    """Every setting's accuracy at the round of best ``{prefix}val_acc`` (the earliest on ties)."""
-    candidates = [row for row in rows if f"{prefix}val_acc" in row]
-    if not candidates:
+def at_best_validation(
+    rows: list[dict[str, Any]], prefix: str, selection: Selection = Selection.STAMEN
+) -> dict[str, float]:
+    """Every setting's accuracy at the round ``selection`` picks (:mod:`simulations.benches.fedlog_selection`)."""
+    best = best_row(rows, selection, prefix)
+    if best is None:
         return {}
-    best = max(candidates, key=lambda row: row[f"{prefix}val_acc"])
     figures = {label: best.get(prefix + key, float("nan")) for label, key in SETTINGS}
     figures["round"] = best["round"]
     return figures
@@ -143,7 +145,7 @@ def one_run(args: argparse.Namespace, variant: str, num_clients: int, seed: int)
             print(f"  [{label}] round {row['round']}/{config.num_server_rounds} {shown}", flush=True)
 
     print(f"[bench fedlog] {label} ...", flush=True)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     with flower_log_level(logging.WARNING):  # Flower's per-round INFO lines would drown the progress
         run_in_process(config, num_clients, on_row)
     return {
@@ -151,8 +153,12 @@ def one_run(args: argparse.Namespace, variant: str, num_clients: int, seed: int)
         "clients": num_clients,
         "seed": seed,
         "wall_seconds": time.perf_counter() - started,
+        # this process's user + system CPU time: the clients train here (in process), one torch thread each
+        # with --jobs > 1; a machine's load moves it less than the wall time
+        "cpu_seconds": time.process_time() - cpu_started,
         "personalized": at_best_validation(rows, ""),
         "global": at_best_validation(rows, "global_"),
+        "personalized_authors": at_best_validation(rows, "", Selection.AUTHORS),
     }
 
 
@@ -204,6 +210,52 @@ def markdown(record: dict[str, Any]) -> list[str]:
             "FedProx matches FedAvg here (up to rounding): the baselines train full-batch, so one local epoch "
             "is one step, taken at the global weights, where the proximal term's gradient is zero.",
         ]
+    return lines + per_seed_lines(results)
+
+
+PER_SEED_COLUMNS = [
+    "K", "seed", "FedLoG seen", "FedAvg seen", "seen cost", "FedLoG missing class", "FedAvg missing class",
+    "missing-class gain", "rounds (FedLoG, FedAvg)", "wall s (FedLoG, FedAvg)", "CPU s (FedLoG, FedAvg)",
+]  # fmt: skip
+SELECTIONS = {
+    "personalized": "Stamen's selection (best pooled validation accuracy, earliest of ties)",
+    "personalized_authors": "the authors' selection (validation accuracies weighted by missing-class nodes, "
+    "latest of ties)",
+}
+
+
+def per_seed(results: list[dict[str, Any]], model: str) -> list[list[str]]:
+    """FedLoG against FedAvg per (client count, seed), the clients' models at the round ``model``'s rule picks:
+    the seen-graph cost (FedLoG minus FedAvg) and the missing-class gain, in points."""
+    entries = {(r["algorithm"], r["clients"], r["seed"]): r for r in results}
+    table = []
+    for k, seed in sorted({(k, seed) for a, k, seed in entries if a == "fedlog" and ("fedavg", k, seed) in entries}):
+        pair = entries[("fedlog", k, seed)], entries[("fedavg", k, seed)]
+        fedlog, fedavg = (entry.get(model) or {} for entry in pair)
+        if not fedlog or not fedavg:
+            table.append([str(k), str(seed), *["-"] * (len(PER_SEED_COLUMNS) - 2)])
+            continue
+        seen = [100 * fedlog["seen"], 100 * fedavg["seen"]]
+        missing = [100 * fedlog["missing class"], 100 * fedavg["missing class"]]
+        table.append(
+            [str(k), str(seed), f"{seen[0]:.1f}", f"{seen[1]:.1f}", f"{seen[0] - seen[1]:+.1f}", f"{missing[0]:.1f}",
+             f"{missing[1]:.1f}", f"{missing[0] - missing[1]:+.1f}", f"{fedlog['round']}, {fedavg['round']}",
+             ", ".join(f"{e['wall_seconds']:.0f}" for e in pair), ", ".join(_cpu(e) for e in pair)]
+        )  # fmt: skip
+    return table
+
+
+def _cpu(entry: dict[str, Any]) -> str:
+    return f"{entry['cpu_seconds']:.0f}" if "cpu_seconds" in entry else "-"  # not recorded before cpu_seconds
+
+
+def per_seed_lines(results: list[dict[str, Any]]) -> list[str]:
+    """The per-seed tables, one per selection rule, where the results hold FedLoG and FedAvg runs."""
+    lines: list[str] = []
+    for model, rule in SELECTIONS.items():
+        table = per_seed(results, model)
+        if table:
+            lines += ["", f"Per seed, the clients' models, {rule}:", "", *markdown_table(PER_SEED_COLUMNS, table)]
     return lines
 
 

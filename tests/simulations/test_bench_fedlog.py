@@ -29,9 +29,13 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
         assert entry["wall_seconds"] > 0 and entry["personalized"]["round"] in (1, 2)
         assert all(0 <= entry["personalized"][s] <= 1 for s in ("seen", "unseen node", "missing class", "new client"))
         assert bool(entry["global"]) == (entry["algorithm"] != "local")
+        assert entry["personalized_authors"]["round"] in (1, 2) and entry["cpu_seconds"] > 0
     table = (out / "fedlog.md").read_text()
     assert "| algorithm | K=2 seen | K=2 unseen node | K=2 missing class | K=2 new client | K=3 seen" in table
     assert "| fedlog-no-cd |" in table and "±" in table and "2 runs at once" in table
+    for rule in ("Stamen's selection", "the authors' selection"):  # FedLoG against FedAvg per K and seed
+        assert f"Per seed, the clients' models, {rule}" in table
+    assert table.count("| 2 | 0 | ") == table.count("| 3 | 0 | ") == 2
     assert "## fedlog" in (out / "README.md").read_text()
 
 
