@@ -20,15 +20,25 @@ bias-corrected :math:`\eta_t = \eta \sqrt{1 - \beta_2^{t+1}} / (1 - \beta_1^{t+1
 :math:`\beta_1, \beta_2` = ``fedopt-beta-1``, ``fedopt-beta-2`` (FedAdam, FedYogi),
 :math:`\tau` = ``fedopt-tau``.
 
-Stamen keeps Flower 1.42's :math:`\beta_1 = 0.9`, :math:`\beta_2 = 0.99`; ``fedopt-eta`` and
-``fedopt-tau`` 0 (their defaults) stand for the algorithm's own :math:`\eta, \tau`
-(:data:`contract.run_config.FEDOPT_DEFAULTS`). Flower's (:math:`\eta` 0.1 for FedAdam and
-FedAdagrad, 0.01 for FedYogi; :math:`\tau = 10^{-3}`) made FedAdam diverge on Cora and csbm
-and FedYogi on Cora: with a small :math:`\tau` a coordinate whose updates are small moves by about
-:math:`\eta` each round, far more than its clients' own step. ``stamen tune`` found FedAdam's
-:math:`\eta = \tau = 0.01` stable and better on both, which FedAdam now takes; FedYogi's
-:math:`\eta = \tau = 0.1` ends Cora's divergence but is not better on csbm, and Flower's own settings
-were FedAdagrad's best, so those two keep Flower's (benchmarks/tuning.md). Flower's
+Stamen keeps Flower 1.42's :math:`\beta_2 = 0.99` but takes :math:`\beta_1 = 0` (``fedopt-beta-1``'s
+default; Flower's is 0.9); ``fedopt-eta`` and ``fedopt-tau`` 0 (their defaults) stand for the algorithm's
+own :math:`\eta, \tau` (:data:`contract.run_config.FEDOPT_DEFAULTS`). Flower's settings
+(:math:`\eta` 0.1 for FedAdam and FedAdagrad, 0.01 for FedYogi; :math:`\tau = 10^{-3}`;
+:math:`\beta_1 = 0.9`) made FedAdam diverge on Cora and csbm and FedYogi on Cora. Two causes:
+
+- with a small :math:`\tau` a coordinate whose updates are small moves by about :math:`\eta` each round,
+  far more than its clients' own step (FedYogi's :math:`v` grows by only :math:`(1 - \beta_2)\Delta^2` a
+  round from 0, so for its first rounds the step is up to :math:`10\eta/\sqrt t` a coordinate);
+- :math:`\Delta_t` is not a gradient but the whole step to where the clients' training went; averaging
+  about :math:`1/(1 - \beta_1) = 10` of them, the model keeps moving after it arrives and rings
+  (heavy-ball dynamics with a damping of :math:`\sqrt{\beta_1} \approx 0.95` a round). FedAdagrad, whose
+  :math:`\beta_1` is 0, never diverged.
+
+With :math:`\beta_1 = 0` and :math:`\eta = \tau = 0.1` FedAdam and FedYogi held on Cora and csbm over
+three seeds; a coordinate whose update is well below :math:`\tau` then steps by about
+:math:`(\eta/\tau)\,\Delta = \Delta` (FedAvg's step), one whose update is larger by less, at most
+:math:`\eta`. Reddi et al.'s convergence analysis also takes :math:`\beta_1 = 0`. FedAdagrad keeps
+Flower's settings, its best in the studies (benchmarks/tuning.md). Flower's
 ``eta_l`` (the clients' learning rate) is stored by Flower's strategies but never read by
 them; Stamen's clients step with ``lr`` (Adam), so there is no second key for it.
 

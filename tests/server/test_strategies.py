@@ -183,7 +183,7 @@ def _optimiser_step(algorithm: str, **values) -> tuple[np.ndarray, np.ndarray, n
 def test_fedadam_steps_from_the_seeded_initial_model():
     w0, w1, w2, grid = _optimiser_step("fedadam")
     assert grid.queries == 1  # only round 1, which sends no weights, asks for the initial model
-    b1, b2, tau, eta = 0.9, 0.99, 0.01, 0.01  # FedAdam's defaults (fedopt-eta = fedopt-tau = 0: FEDOPT_DEFAULTS)
+    b1, b2, tau, eta = 0.0, 0.99, 0.1, 0.1  # FedAdam's defaults (beta-1 0, FEDOPT_DEFAULTS)
     delta = np.array([0.55, 0.1, 0.0]) - w0  # the mean weighted 1:3
     m, v = (1 - b1) * delta, (1 - b2) * delta**2
     expected = w0 + eta * np.sqrt(1 - b2**2) / (1 - b1**2) * m / (np.sqrt(v) + tau)
@@ -197,10 +197,10 @@ def test_fedyogi_and_fedadagrad_follow_their_second_moments():
     w0, w1, w2, _ = _optimiser_step("fedyogi", **{"fedopt-eta": 0.05, "fedopt-beta-1": 0.5})
     delta = np.array([0.55, 0.1, 0.0]) - w0
     m, v = 0.5 * delta, 0.01 * delta**2  # v_1 = v_0 - (1 - b2) delta^2 sign(v_0 - delta^2), v_0 = 0
-    assert w1 == pytest.approx(w0 + 0.05 * m / (np.sqrt(v) + 1e-3))
+    assert w1 == pytest.approx(w0 + 0.05 * m / (np.sqrt(v) + 0.1))  # FedYogi's tau 0.1
     delta2 = np.array([0.6, 0.0, 0.1]) - w1
     m, v = 0.5 * m + 0.5 * delta2, v - 0.01 * delta2**2 * np.sign(v - delta2**2)
-    assert w2 == pytest.approx(w1 + 0.05 * m / (np.sqrt(v) + 1e-3))
+    assert w2 == pytest.approx(w1 + 0.05 * m / (np.sqrt(v) + 0.1))
 
     w0, w1, w2, _ = _optimiser_step("fedadagrad", **{"fedopt-tau": 0.01})
     delta = np.array([0.55, 0.1, 0.0]) - w0
