@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -232,21 +232,15 @@ def train_private(
     sigma = noise_multiplier(config, len(labels))
     settings = DpSgdSettings(sigma, config.max_grad_norm, expected_batch_size(len(labels), rate))
     module = RowClassifier(model).train()
-    losses, steps = [], 0
     with LinearTape(module) as tape:
-        for _ in range(config.local_epochs):
-            for index in poisson_epoch(len(labels), rate, generator):
-                loss = private_step(tape, optimizer, rows[index], labels[index], settings)
-                accountant.step(noise_multiplier=sigma, sample_rate=rate)  # an empty batch is a step too
-                steps += 1
-                if loss is not None:
-                    losses.append(loss)
-    return PrivateTraining(
-        loss=sum(losses) / max(len(losses), 1),
-        epsilon=spent_epsilon(accountant, config.target_delta),
-        noise_multiplier=sigma,
-        steps=steps,
-    )
+        return _private_epochs(
+            len(labels),
+            lambda index: private_step(tape, optimizer, rows[index], labels[index], settings),
+            config.local_epochs,
+            (rate, settings.noise_multiplier, config.target_delta),
+            accountant,
+            generator,
+        )
 
 
 def train_private_graphs(
@@ -267,17 +261,39 @@ def train_private_graphs(
     sigma = noise_multiplier(config, len(graphs))
     settings = DpSgdSettings(sigma, config.max_grad_norm, expected_batch_size(len(graphs), rate))
     model.train()
+    return _private_epochs(
+        len(graphs),
+        lambda index: private_graph_step(model, optimizer, [graphs[i] for i in index.tolist()], settings),
+        config.local_epochs,
+        (rate, settings.noise_multiplier, config.target_delta),
+        accountant,
+        generator,
+    )
+
+
+def _private_epochs(
+    records: int,
+    step: Callable[[torch.Tensor], float | None],
+    epochs: int,
+    sampling: tuple[float, float, float],
+    accountant: RDPAccountant,
+    generator: torch.Generator,
+) -> PrivateTraining:
+    """``epochs`` epochs of Poisson batches over ``records`` records, each batch one ``step`` (its loss,
+    ``None`` for an empty batch) and one accountant step; ``sampling`` is (sample rate, noise multiplier,
+    target delta). An empty batch is a step too."""
+    rate, sigma, delta = sampling
     losses, steps = [], 0
-    for _ in range(config.local_epochs):
-        for index in poisson_epoch(len(graphs), rate, generator):
-            loss = private_graph_step(model, optimizer, [graphs[i] for i in index.tolist()], settings)
-            accountant.step(noise_multiplier=sigma, sample_rate=rate)  # an empty batch is a step too
+    for _ in range(epochs):
+        for index in poisson_epoch(records, rate, generator):
+            loss = step(index)
+            accountant.step(noise_multiplier=sigma, sample_rate=rate)
             steps += 1
             if loss is not None:
                 losses.append(loss)
     return PrivateTraining(
         loss=sum(losses) / max(len(losses), 1),
-        epsilon=spent_epsilon(accountant, config.target_delta),
+        epsilon=spent_epsilon(accountant, delta),
         noise_multiplier=sigma,
         steps=steps,
     )
