@@ -100,6 +100,8 @@ def per_round_breakdown(rows: list[dict[str, Any]], actors: int) -> dict[str, fl
     steady = [row for row in rows if row.get("round", 0) >= 2 and "seconds" in row]
     if not steady:
         steady = [row for row in rows if "seconds" in row]
+    if not steady:
+        raise RuntimeError("the run recorded no round, so there is nothing to time; its run.log says why it stopped")
     figures = {key: mean(row[key] for row in steady) for key in STEADY_KEYS}
     figures["engine_seconds"] = figures["exchange_seconds"] - figures["client_handler_seconds_sum"] / actors
     first = next((row for row in rows if row.get("round") == 1), None)

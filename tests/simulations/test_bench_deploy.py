@@ -1,6 +1,9 @@
 """``stamen bench deploy --clients 3,10,20``: the deployment's cost against the node count (no deployment started)."""
 
+import pytest
+
 from simulations.benches import deploy
+from simulations.benches.sim import per_round_breakdown
 
 
 def _entry(nodes: int, set_up: float, per_round: float, peak: float) -> dict:
@@ -24,3 +27,9 @@ def test_growth_fits_the_cost_of_one_more_supernode():
 def test_one_count_has_no_growth_line():
     table, fits = deploy.growth({"results": [_entry(3, 11.0, 1.3, 0.9)]})
     assert len(table) == 1 and fits == {}
+
+
+def test_a_run_without_rounds_is_named_as_such():
+    """A deployed run stopped before its first round has nothing to time: the bench says so, not a statistics error."""
+    with pytest.raises(RuntimeError, match="recorded no round"):
+        per_round_breakdown([], actors=3)
