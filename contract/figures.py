@@ -149,6 +149,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "task": "what the clients learnt (contract/tasks.py)",
     "algorithm": "the FL algorithm",
     "dataset": "the dataset",
+    "client_datasets": "a dataset list's run (cross-dataset): the dataset each client held, by partition id",
     "model": "the GNN",
     "rounds": "rounds trained",
     "clients": "clients in the last round",

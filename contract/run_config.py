@@ -28,7 +28,7 @@ from contract.suggest import did_you_mean
 from contract.tasks import TASKS
 from contract.tracking import TRACKING_FORM_TEXT, is_tracking, trackers, translate_retired
 from contract.unlearn_methods import UNLEARN_METHOD_SPECS
-from graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
+from graphs.names import RUN_PARTITIONERS, accepted_datasets, dataset_problem
 from graphs.spec import FederationSpec
 from models.names import ALL_MODELS, LINK_DECODERS, NTK_ARCHITECTURES
 
@@ -145,7 +145,9 @@ class RunConfig:
         "csbm", "the graph (csbm: generated from the seed; the others read files, docs/datasets.md)", form=DATASET
     )
     data_root: str = DATA.key("", "folder holding the datasets' files (docs/datasets.md); empty: $STAMEN_DATA")
-    partitioner: str = DATA.key("louvain", "how the graph is cut into clients", choices=PARTITIONERS)
+    partitioner: str = DATA.key(
+        "louvain", "how the graph is cut into clients (cross-dataset: a dataset list's)", choices=RUN_PARTITIONERS
+    )
     dirichlet_alpha: float = DATA.key(0.5, "label skew of label-dirichlet (smaller: more skewed)", bound=gt(0))
     train_frac: float = DATA.key(0.6, "per-client random split: training share", bound=within(0, 1, "()"))
     val_frac: float = DATA.key(

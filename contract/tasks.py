@@ -12,7 +12,8 @@ A task says what a client learns from its subgraph and how it is scored:
   sees, are scored by the same model too (the ``cut`` figures).
 - ``graph-classification``: a class per small graph, for clients that each hold a set of
   graphs (a *graph set*, :func:`graphs.names.is_graph_set`: ``graphs-synth`` or ``tu:NAME``),
-  shared out whole by ``label-dirichlet`` or ``random`` (:mod:`graphs.graph_federation`). A GIN
+  shared out whole by ``label-dirichlet`` or ``random`` (:mod:`graphs.graph_federation`), or a list of
+  graph sets dealt one dataset per client by ``cross-dataset`` (:mod:`graphs.cross_dataset`). A GIN
   or GCN with a readout per graph (:mod:`models.graph_classifier`) trains on mini-batches of
   graphs and is scored by accuracy over the clients' validation and test graphs, under node
   classification's figure names.
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract.algorithms import ALGORITHMS, GRAPH_FL_TASK
 from contract.suggest import one_of
-from graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS, is_graph_set
+from graphs.names import CROSS_DATASET, GRAPH_SET_PARTITIONERS, GRAPH_SETS, cross_dataset_problem, is_graph_set
 from models.names import GRAPH_MODELS, MODELS
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def check_task(config: RunConfig) -> None:
 
 def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:
     """A graph set for a task whose clients hold graph sets, one graph for every other; graph sets are
-    shared out by a partitioner over graphs."""
+    shared out by a partitioner over graphs, a dataset list by ``cross-dataset`` alone."""
     if is_graph_set(config.dataset) and not spec.graph_sets:
         raise ValueError(
             f"dataset={config.dataset!r} is a set of small graphs, for task {GRAPH_CLASSIFICATION!r}; "
@@ -225,7 +226,10 @@ def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:
             f"task={spec.name!r} needs clients that each hold many small graphs; dataset={config.dataset!r} is one "
             f"graph cut into subgraphs: use dataset {one_of((*GRAPH_SETS, 'tu:NAME'))}"
         )
-    if spec.graph_sets and config.partitioner not in GRAPH_SET_PARTITIONERS:
+    problem = cross_dataset_problem(config.dataset, config.partitioner)  # the clients' count: graphs.cross_dataset
+    if problem:
+        raise ValueError(problem)
+    if spec.graph_sets and config.partitioner not in (*GRAPH_SET_PARTITIONERS, CROSS_DATASET):
         raise ValueError(
             f"partitioner={config.partitioner!r} cuts one graph by its edges; task={spec.name!r} shares out whole "
             f"graphs: use partitioner {one_of(GRAPH_SET_PARTITIONERS)}"

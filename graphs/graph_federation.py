@@ -8,6 +8,8 @@ nothing is cut:
 - the graphs are shared out by the partitioner over graphs (:data:`graphs.names.GRAPH_SET_PARTITIONERS`):
   ``label-dirichlet`` deals each class's graphs by ``Dirichlet(alpha)`` shares, ``random`` deals a
   seeded permutation evenly (:func:`graphs.partition.partition_nodes`, whose items are here graphs);
+  a dataset list (``graphs-synth+tu:MUTAG``) is dealt one dataset per client by ``cross-dataset``
+  (:mod:`graphs.cross_dataset`);
 - each client's graphs are split train/validation/test by ``train-frac`` and ``val-frac``
   (:func:`graphs.splits.split_masks`, seeded by the run's seed and the client's index).
 
@@ -27,7 +29,7 @@ from torch_geometric.data import Batch, Data
 
 from graphs.datasets import data_root
 from graphs.graph_sets import make_graph_set
-from graphs.names import GRAPH_SET_PARTITIONERS, dataset_problem
+from graphs.names import GRAPH_SET_PARTITIONERS, cross_dataset_problem, dataset_problem, is_dataset_list
 from graphs.partition import partition_nodes
 from graphs.spec import FederationSpec
 from graphs.splits import split_masks
@@ -57,6 +59,13 @@ def build_graph_federation(spec: FederationSpec) -> Federation:
     """The clients' graph batches of ``spec`` (see the module docstring)."""
     from graphs.federation import Federation  # imported here: graphs.federation imports this module on use
 
+    problem = cross_dataset_problem(spec.dataset, spec.partitioner, spec.num_clients)  # before any graph is read
+    if problem:
+        raise ValueError(problem)
+    if is_dataset_list(spec.dataset):
+        from graphs.cross_dataset import build_cross_dataset
+
+        return build_cross_dataset(spec)
     if spec.partitioner not in GRAPH_SET_PARTITIONERS:
         raise ValueError(
             f"partitioner={spec.partitioner!r} cuts one graph by its edges; dataset {spec.dataset!r} is a set of "

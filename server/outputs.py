@@ -30,6 +30,7 @@ from contract.figures import (
 from contract.protocol import SETTINGS
 from contract.run_config import RunConfig
 from contract.tasks import LINK_PREDICTION, examples
+from graphs.names import client_datasets, is_dataset_list
 from server.curves import curves_svg
 from server.loop import FailureCategory, Row
 from server.rundir import CURVES_FILE, atomic_write
@@ -75,6 +76,10 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "fairness": fairness(final),
         "settings": settings_on(config),
     }
+    if is_dataset_list(config.dataset):  # cross-dataset: which dataset each client that reported held
+        reported = sorted(map(int, final.get("per_client", {})))
+        held = client_datasets(config.dataset, max(reported, default=-1) + 1)
+        summary["client_datasets"] = {str(pid): held[pid] for pid in reported}
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
     return summary

@@ -58,6 +58,7 @@ from typing import Any
 
 from contract.provenance import provenance
 from contract.run_config import RunConfig
+from graphs.names import dataset_slug
 
 Row = dict[str, Any]
 
@@ -206,7 +207,8 @@ class RunDirectory:
         if not config.run_name:
             from server.runlock import lock_path  # (runlock reads this module's token name)
 
-            stem = f"{config.dataset}-{config.algorithm}-{time.strftime('%Y%m%d-%H%M%S')}"
+            # the dataset as a plain name: 'tu:MUTAG', 'pyg:Amazon/Computers' hold ':' and '/'
+            stem = f"{dataset_slug(config.dataset)}-{config.algorithm}-{time.strftime('%Y%m%d-%H%M%S')}"
             path, suffix = root / stem, 1
             # a name whose lock file exists was taken by a run started a moment ago (its folder may not exist yet)
             while path.exists() or path.is_symlink() or lock_path(path).exists():

@@ -7,17 +7,21 @@ import argparse
 import numpy as np
 
 from contract import strict_json
-from graphs import DATASETS, PARTITIONERS, FederationSpec, build_federation
-from graphs.names import is_graph_set
+from graphs import DATASETS, FederationSpec, build_federation
+from graphs.names import RUN_PARTITIONERS, client_datasets, is_dataset_list, is_graph_set
 from simulations.options import finite_float, renamed
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("partition", help="preview a partition: nodes, edges and classes per client")
-    parser.add_argument("--dataset", default="csbm", help=f"one of: {', '.join(DATASETS)}")
+    parser.add_argument(
+        "--dataset", default="csbm", help=f"one of: {', '.join(DATASETS)}; a graph set, or graph sets joined by '+'"
+    )
     parser.add_argument("--data-root", default="", help="folder with the raw files (default: $STAMEN_DATA)")
     parser.add_argument("--clients", type=int, default=10, help="number of clients K")
-    parser.add_argument("--partitioner", dest="method", default="louvain", help=f"one of: {', '.join(PARTITIONERS)}")
+    parser.add_argument(
+        "--partitioner", dest="method", default="louvain", help=f"one of: {', '.join(RUN_PARTITIONERS)}"
+    )
     renamed(parser, "--method", "--partitioner")
     parser.add_argument("--alpha", type=finite_float, default=0.5, help="Dirichlet alpha of label-dirichlet")
     parser.add_argument("--seed", type=int, default=0)
@@ -37,14 +41,16 @@ def partition_report(args: argparse.Namespace) -> dict:
     federation = build_federation(spec)
     num_classes = int(federation.graph.num_classes)
     graph_set = is_graph_set(args.dataset)
+    held = client_datasets(args.dataset, len(federation.clients)) if is_dataset_list(args.dataset) else None
     clients = [
         {
+            **({"dataset": held[index]} if held else {}),  # cross-dataset: the dataset the client holds
             "nodes": int(client.num_nodes),
             "edges": int(client.edge_index.size(1)) // 2,
             "class_counts": np.bincount(client.y.numpy(), minlength=num_classes).tolist(),
             **({"graphs": int(client.num_graphs)} if graph_set else {}),  # a graph set's classes count graphs
         }
-        for client in federation.clients
+        for index, client in enumerate(federation.clients)
     ]
     return {
         **({"num_graphs": int(federation.graph.num_graphs)} if graph_set else {}),
@@ -70,12 +76,16 @@ def main(args: argparse.Namespace) -> int:
     table = Table(title=f"{args.dataset}: {args.clients} clients by {args.method} (seed {args.seed})")
     graph_set = "num_graphs" in report
     histogram_column = "class histogram (graphs)" if graph_set else "class histogram"
-    for column in ("client", *(("graphs",) if graph_set else ()), "nodes", "internal edges", histogram_column):
-        table.add_column(column, justify="left" if column == histogram_column else "right", overflow="fold")
+    listed = any("dataset" in client for client in report["clients"])
+    columns = ("client", *(("dataset",) if listed else ()), *(("graphs",) if graph_set else ()), "nodes")
+    for column in (*columns, "internal edges", histogram_column):
+        left = column in (histogram_column, "dataset")
+        table.add_column(column, justify="left" if left else "right", overflow="fold")
     for index, client in enumerate(report["clients"]):
         histogram = " ".join(map(str, client["class_counts"]))
         graphs = (str(client["graphs"]),) if graph_set else ()
-        table.add_row(str(index), *graphs, str(client["nodes"]), str(client["edges"]), histogram)
+        held = (client["dataset"],) if listed else ()
+        table.add_row(str(index), *held, *graphs, str(client["nodes"]), str(client["edges"]), histogram)
     console = output_console()
     console.print(table)
     kept = report["num_edges"] - report["cut_edges"]

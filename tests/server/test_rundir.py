@@ -169,3 +169,13 @@ def test_a_non_finite_figure_is_written_as_null_and_read_as_no_figure(tmp_path):
     assert _strict((run_dir.path / "summary.json").read_text())["loss"] is None
     run_dir.set_status(RunStatus.FAILED, error="x", figure=nan)
     assert _strict((run_dir.path / "status.json").read_text())["figure"] is None
+
+
+@pytest.mark.parametrize(
+    ("dataset", "stem"), [("tu:MUTAG", "tu-MUTAG-fedavg-"), ("pyg:Amazon/Computers", "pyg-Amazon-Computers-fedavg-")]
+)
+def test_a_generated_name_is_one_plain_folder_for_a_dataset_form(tmp_path, dataset, stem):
+    """A form's ':' and '/' never reach the folder name: one folder right under the output folder."""
+    run_dir = RunDirectory.plan(RunConfig(output_dir=str(tmp_path), dataset=dataset))
+    assert run_dir.path.parent == tmp_path and run_dir.path.name.startswith(stem)
+    check_run_name(run_dir.path.name)  # a name a run may be given back (resume, overwrite)
