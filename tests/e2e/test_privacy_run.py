@@ -49,23 +49,3 @@ def test_client_level_dp_simulation_runs_with_client_side_clipping_and_reports_e
     assert summary["privacy"]["privacy"] == "client-dp" and summary["privacy"]["epsilon_max"] == series[-1]
     assert "global_test_acc" in rows[-1]
     same_in_process(tmp_path / "cdp", run_config)  # the same noise on both engines: it is seeded by the run's seed
-
-
-@pytest.mark.slow
-def test_per_graph_dp_sgd_gives_the_same_rows_and_epsilon_on_both_engines(tmp_path, stamen_run, same_in_process):
-    """Graph classification's per-graph DP-SGD through a real ``flwr run``: each client's epsilon per row and
-    in the summary, and the in-process engine's same rows (Poisson batches and noise seeded per client and round)."""
-    run_config = (
-        f"output-dir='{tmp_path}' run-name='gdp' task='graph-classification' dataset='graphs-synth' "
-        "partitioner='random' model='gin' num-server-rounds=2 local-epochs=1 dropout=0.0 seed=0 "
-        "privacy='dp-sgd' noise-multiplier=0.8 lr=0.01"
-    )
-    result = stamen_run(run_config)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    rows = [json.loads(line) for line in (tmp_path / "gdp" / "metrics.jsonl").read_text().splitlines()]
-    trained = [row for row in rows if row["round"] >= 1]
-    for client in ("0", "1", "2"):
-        assert 0 < trained[0]["epsilon"][client] < trained[1]["epsilon"][client] < math.inf
-    summary = json.loads((tmp_path / "gdp" / "summary.json").read_text())
-    assert summary["privacy"]["epsilon"] == rows[-1]["epsilon"]
-    same_in_process(tmp_path / "gdp", run_config)
