@@ -45,10 +45,12 @@ import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
 from client.algorithms import ClientAlgorithm
+from client.device import seed_device
 from client.job import LocalJob, private_record, private_tensors
 from client.weights import load_weights, record_tensors, weights_record
 from contract import protocol as p
 from contract.algorithms import FedSageSchedule
+from contract.arrays import array_values
 from models.fedsage import (
     Impaired,
     MendedClassifier,
@@ -96,7 +98,7 @@ def impaired_subgraph(job: LocalJob) -> Impaired:
 
 def initial_generator(job: LocalJob) -> NeighGen:
     """The client's untrained generator, seeded by client."""
-    torch.manual_seed(generator_seed(job))
+    seed_device(generator_seed(job), job.device)
     return new_generator(job)
 
 
@@ -165,12 +167,12 @@ HEAD_PREFIX = "feature_head."
 
 
 def _tensor(array: Array, job: LocalJob) -> torch.Tensor:
-    return torch.from_numpy(array.numpy().copy()).to(job.device)
+    return torch.from_numpy(array_values(array)).to(job.device)
 
 
 def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
     """Step ``step``'s forward and backward pass of the local loss: keep gradients and weights, reply the request."""
-    torch.manual_seed(epoch_seed(generator_seed(job), step - 1))
+    seed_device(epoch_seed(generator_seed(job), step - 1), job.device)
     impaired = impaired_subgraph(job)
     loss_d, loss_f, head_input = local_gradients(generator, job.data.x[impaired.kept], impaired)
     job.state[PENDING] = private_record(
@@ -184,7 +186,7 @@ def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, A
     used = slots > 0
     request = {p.FEDSAGE_INPUT: head_input[used], p.FEDSAGE_SLOTS: slots[used]}
     request.update({f"{p.FEDSAGE_HEAD}{name}": w.detach() for name, w in generator.feature_head.state_dict().items()})
-    return {p.FEDSAGE_REQUEST: ArrayRecord(request)}, {p.FEDSAGE_LOSS_D: loss_d, p.FEDSAGE_LOSS_F: loss_f}
+    return {p.FEDSAGE_REQUEST: weights_record(request)}, {p.FEDSAGE_LOSS_D: loss_d, p.FEDSAGE_LOSS_F: loss_f}
 
 
 def _forget_training(job: LocalJob) -> None:
@@ -216,7 +218,7 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
             if name.startswith(p.FEDSAGE_HEAD)
         }
         template.feature_head.load_state_dict(head)
-        torch.manual_seed(generator_seed(job) * 31 + 7_919 * step + partition)  # fGen's dropout at this client
+        seed_device(generator_seed(job) * 31 + 7_919 * step + partition, job.device)  # fGen's dropout at this client
         loss, grads = cross_gradients(
             template.feature_head,
             template.generate_used,
@@ -226,7 +228,7 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
         )
         total += loss
         gradients.update({f"{partition}/{name}": grad for name, grad in grads.items()})
-    return {p.FEDSAGE_GRADIENTS: ArrayRecord(gradients)}, {p.FEDSAGE_CROSS_LOSS: total}
+    return {p.FEDSAGE_GRADIENTS: weights_record(gradients)}, {p.FEDSAGE_CROSS_LOSS: total}
 
 
 def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[dict[str, ArrayRecord], dict[str, float]]:

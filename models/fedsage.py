@@ -100,6 +100,15 @@ carry labels and predictions. :class:`MendedClassifier` does the mending inside
 graph, its whole subgraph for unseen nodes, a new client's graph), so every evaluation
 sees a mended graph. The generator mends without its training noise and dropout, so a
 graph is always mended the same way.
+
+The classifier's input dropout falls on the graph's own nodes only, drawn as for any
+other algorithm (for a node's non-zero features, :mod:`models.feature_dropout`); the
+generated rows enter whole, as the frozen generator's outputs. The reference classifiers
+(OpenFGL's and FederatedScope's FedSage+ GraphSAGE) draw no input dropout at all; drawing
+for every entry of the dense generated rows was a fifth of a Cora run
+(benchmarks/fedsage-schedule.md). The mended features stay two blocks
+(:class:`~models.stacked_rows.StackedRows`), so the first layer takes the own rows' sparse
+product and the generated rows' dense one.
 """
 
 from __future__ import annotations
@@ -114,6 +123,7 @@ from torch_geometric.utils import degree, subgraph
 
 from models.object_cache import kept_all
 from models.sparse_product import sparse_features
+from models.stacked_rows import StackedRows
 
 
 class NeighGen(nn.Module):
@@ -385,9 +395,10 @@ def weights_digest(module: nn.Module) -> str:
     return digest.hexdigest()
 
 
-def mended_once(generator: NeighGen, digest: str, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+def mended_once(generator: NeighGen, digest: str, x: Tensor, edge_index: Tensor) -> tuple[StackedRows, Tensor]:
     """``mend`` of ``(x, edge_index)`` by the frozen ``generator`` (its weights' ``digest``), kept while the graph
-    lives (:mod:`models.object_cache`) for the latest generator only.
+    lives (:mod:`models.object_cache`) for the latest generator only. The features come as
+    :class:`~models.stacked_rows.StackedRows`: ``x`` itself (sparse where it is) over the generated rows.
 
     The mended graph depends on the graph and the generator's weights alone (the generator
     mends in evaluation mode: no noise, no dropout), and a client's graphs are the same
@@ -399,7 +410,8 @@ def mended_once(generator: NeighGen, digest: str, x: Tensor, edge_index: Tensor)
         with torch.no_grad():
             counts, features = generator(x, edge_index)
         slot.clear()  # the previous generator's graph goes first
-        slot.update(digest=digest, graph=mend(x, edge_index, counts, features))
+        mended_x, mended_edges = mend(x, edge_index, counts, features)
+        slot.update(digest=digest, graph=(StackedRows(x, mended_x[x.size(0) :]), mended_edges))
     return slot["graph"]
 
 
@@ -422,7 +434,7 @@ class MendedClassifier(nn.Module):
         self.generator.eval()  # the generator mends, it is not trained here
         return self
 
-    def mended(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+    def mended(self, x: Tensor, edge_index: Tensor) -> tuple[StackedRows, Tensor]:
         """The graph mended by the generator, built once per graph and generator (see :func:`mended_once`)."""
         return mended_once(self.generator, self.generator_digest, x, edge_index)
 

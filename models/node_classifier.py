@@ -33,6 +33,7 @@ from models.feature_dropout import feature_dropout, sparse_feature_dropout
 from models.names import MODELS
 from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
 from models.sparse_product import SparseMatrix, gcn_adjacency, mean_adjacency, sparse_features
+from models.stacked_rows import StackedRows
 
 
 class GCNPropagation(nn.Module):
@@ -75,11 +76,21 @@ class Encoder(nn.Module):
             x = torch.relu(x)
         return nn.functional.dropout(x, self.dropout, self.training) if self.layers else x
 
-    def first_input(self, x: Tensor, training: bool, generator: torch.Generator | None = None) -> Tensor | SparseMatrix:
+    def first_input(
+        self, x: Tensor | StackedRows, training: bool, generator: torch.Generator | None = None
+    ) -> Tensor | SparseMatrix | StackedRows:
         """The node features after input dropout (its draws from ``generator`` if given, else torch's),
-        as the first layer reads them: a sparse matrix for a layer that takes one, unwatched by hooks."""
+        as the first layer reads them: a sparse matrix for a layer that takes one, unwatched by hooks.
+
+        A graph with added rows (:class:`~models.stacked_rows.StackedRows`, FedSage's mended graph)
+        drops out its own rows as any graph's and leaves the added rows whole: they are the
+        frozen generator's outputs, and FedSage's reference classifiers draw no input dropout at all.
+        """
         first = self.layers[0] if self.layers else None
         reads_sparse = getattr(first, "takes_sparse", False) and not (first._forward_hooks or first._forward_pre_hooks)
+        if isinstance(x, StackedRows):  # a mended graph: dropout on the graph's own rows only
+            rows = x.with_top(self.first_input(x.top, training, generator))
+            return rows if reads_sparse else rows.dense()
         features = sparse_features(x) if reads_sparse else None
         if features is not None:
             return sparse_feature_dropout(features, self.dropout, training, generator)

@@ -63,7 +63,7 @@ class LinearLayer(nn.Linear):
     takes_sparse = True
 
     def forward(self, x: Tensor | SparseMatrix) -> Tensor:  # type: ignore[override]
-        if not isinstance(x, SparseMatrix):
+        if isinstance(x, Tensor):
             return super().forward(x)
         out = x @ self.weight.t()
         return out if self.bias is None else out + self.bias

@@ -55,13 +55,14 @@ from dataclasses import dataclass
 from logging import INFO
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 from flwr.common import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from contract import protocol as p
 from contract.algorithms import FedSageSchedule
+from contract.arrays import array_values, numpy_array
 from contract.run_config import RunConfig
 from server.averaging import WeightedAverage
 from server.fedavg import strategy_options
@@ -160,8 +161,12 @@ class GeneratorPhase:
             for key, array in reply.content[p.FEDSAGE_GRADIENTS].items():
                 i, name = key.split("/", 1)
                 total = sums.setdefault(int(i), {})
-                total[name] = total[name] + array.numpy() if name in total else array.numpy().copy()
-        return {i: ArrayRecord({k: Array(v) for k, v in total.items()}) for i, total in sums.items()}
+                values = array_values(array, writable=False)
+                if name in total:
+                    total[name] += values
+                else:
+                    total[name] = values.copy()
+        return {i: ArrayRecord({k: numpy_array(v) for k, v in total.items()}) for i, total in sums.items()}
 
 
 class FedSagePlus(WeightedAverage, ReportsHealth):
