@@ -156,7 +156,7 @@ def flwr_run_command(flwr_home: Path, app: Path, run_config: Mapping[str, object
 
 
 RUN_STARTED = re.compile(r"Successfully started run (\d+)")  # what ``flwr run`` prints of the run it started
-STATUS_WAIT = 2.0  # seconds between looks at a run whose log stream ended early
+STATUS_WAIT = 10.0  # seconds between looks at a run whose log stream ended early (each look starts a flwr CLI)
 
 
 def run_status(flwr_home: Path, run_id: int, prefix: Sequence[str] = ()) -> str:

@@ -3,7 +3,8 @@
 Replaces: ``flwr.superlink.cli.flower_superlink`` (``_parse_superlink_lifespan_config``,
 ``SuperLinkLifespan``), ``flwr.superlink.main`` (``create_app``),
 ``flwr.supercore.http_logging`` (``get_uvicorn_log_config``) and ``flwr.supercore.logger``
-(``console_handler``), none public API.
+(``console_handler``), none public API; and sets ``flwr.supercore.sql_mixin.SQLITE_PRAGMAS``'s
+``busy_timeout`` (:func:`patient_state_database`).
 
 The gated SuperLink (:mod:`simulations.deploy.gated_superlink`) serves the very ASGI app
 ``flower-superlink`` serves (same flags, same state, same lifespan: the SuperExec that
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flwr.supercore import sql_mixin
 from flwr.supercore.http_logging import get_uvicorn_log_config
 from flwr.supercore.logger import console_handler
 from flwr.superlink.cli.flower_superlink import SuperLinkLifespan, _parse_superlink_lifespan_config
@@ -33,8 +35,28 @@ def superlink_config() -> Any:
     return _parse_superlink_lifespan_config()
 
 
+STATE_BUSY_TIMEOUT_MS = 60_000
+"""How long a write to the SuperLink's state database waits for the database's lock (Flower: 5,000 ms)."""
+
+
+def patient_state_database() -> None:
+    """Writes to the SuperLink's SQLite state wait up to :data:`STATE_BUSY_TIMEOUT_MS` for its lock.
+
+    Flower 1.42 waits 5 s, then answers the request with HTTP 500 (``database is locked``), and a
+    SuperNode does not send its reply again: with 10 SuperNodes on 2 loaded cores, one reply of
+    round 1 was lost this way and the round waited out its ``round-timeout``
+    (benchmarks/deploy-nodes.md). A busy write now takes longer instead of failing.
+    """
+    sql_mixin.SQLITE_PRAGMAS = tuple(
+        (name, str(STATE_BUSY_TIMEOUT_MS) if name == "busy_timeout" else value)
+        for name, value in sql_mixin.SQLITE_PRAGMAS
+    )
+
+
 def superlink_app(config: Any) -> Any:
-    """The SuperLink's ASGI app for ``config``, with Flower's lifespan (state, SuperExec)."""
+    """The SuperLink's ASGI app for ``config``, with Flower's lifespan (state, SuperExec), its state
+    database patient (:func:`patient_state_database`)."""
+    patient_state_database()
     return create_app(config, SuperLinkLifespan)
 
 

@@ -70,3 +70,22 @@ def test_flwr_runs_own_failure_is_returned_unchanged(fake_flower, tmp_path: Path
     code, _ = _run(tmp_path)
     assert code == 2
     assert fake_flower["asked"] == 0
+
+
+def test_the_superlinks_state_database_waits_for_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from flwr.supercore import sql_mixin
+
+    from simulations.flower_internals.superlink import STATE_BUSY_TIMEOUT_MS, patient_state_database
+
+    monkeypatch.setattr(sql_mixin, "SQLITE_PRAGMAS", sql_mixin.SQLITE_PRAGMAS)  # restored after the test
+    before = dict(sql_mixin.SQLITE_PRAGMAS)
+    patient_state_database()
+    connection = sqlite3.connect(":memory:")
+    sql_mixin._set_sqlite_pragmas(connection, None)  # what Flower runs on each new connection
+    waits = connection.execute("PRAGMA busy_timeout").fetchone()[0]
+    assert waits == STATE_BUSY_TIMEOUT_MS > int(before["busy_timeout"])
+    assert {k: v for k, v in sql_mixin.SQLITE_PRAGMAS if k != "busy_timeout"} == {
+        k: v for k, v in before.items() if k != "busy_timeout"
+    }
