@@ -24,8 +24,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from contract.provenance import BUILD_FILE, code_version, stamen_version
 from simulations import lifetime
@@ -247,6 +248,7 @@ def flwr_run(
     echo: bool = False,
     extra: Mapping[str, str] | None = None,
     app: Path | None = None,
+    watchers: Sequence[TextIO] = (),
 ) -> int:
     """``flwr run <project> stamen --stream`` against the SuperLink configured in ``flwr_home``.
 
@@ -254,7 +256,8 @@ def flwr_run(
     so it always streams: into the file ``log`` and, with ``echo`` or without ``log``, to the
     terminal; relayed without colour codes (:mod:`simulations.relay`). ``extra``: as for
     :func:`flower_environment`. ``app``: another Flower app's folder (the bench's Flower floor)
-    instead of Stamen's, staged (:func:`stage_app`).
+    instead of Stamen's, staged (:func:`stage_app`). ``watchers``: more sinks of the relayed
+    lines (:class:`simulations.run_follow.RunIdSink`).
     """
     env = flower_environment(flwr_home, extra)
     command = [
@@ -274,7 +277,7 @@ def flwr_run(
         sinks = [files.enter_context(open(log, "w"))] if log is not None else []
         if echo or log is None:
             sinks.append(sys.stdout)
-        return relayed_call(command, sinks, env=env)
+        return relayed_call(command, [*sinks, *watchers], env=env)
 
 
 class PeakMemory:

@@ -27,6 +27,7 @@ import ipaddress
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 
 from contract.run_config import RunConfig
@@ -43,6 +44,7 @@ from simulations.deploy.local import SUPERLINK_PORT, LocalDeployment, interrupte
 from simulations.deploy.processes import (
     flower_tool,
     register_supernode,
+    run_status,
     superlink_command,
     supernode_command,
     write_connection,
@@ -52,6 +54,7 @@ from simulations.deploy.workdir import check_output_folder, held_workdir
 from simulations.flower import flower_environment, flower_state, flwr_run
 from simulations.options import renamed
 from simulations.overrides import parse_overrides
+from simulations.run_follow import RunIdSink, follow_run
 
 OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
 
@@ -291,7 +294,12 @@ def run_main(args: argparse.Namespace) -> int:
     write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
     overrides = parse_overrides(args.run_config)
     check_run_config({**default_run_config(), **overrides})
-    return flwr_run(OPERATOR_HOME, overrides, {})
+    started = RunIdSink()
+    code = flwr_run(OPERATOR_HOME, overrides, {}, watchers=[started])
+    if code != 0 or started.run_id is None:
+        return code
+    run_id = started.run_id  # followed to its end: flwr run's log stream can end first (simulations.run_follow)
+    return follow_run(lambda: run_status(OPERATOR_HOME, run_id), run_id, [sys.stdout])
 
 
 def local_main(args: argparse.Namespace) -> int:

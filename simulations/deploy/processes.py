@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -28,6 +27,7 @@ import psutil
 from simulations import lifetime
 from simulations.deploy.certs import DeploymentFiles
 from simulations.flower import FEDERATION, flower_environment, stage_app, toml_value
+from simulations.run_follow import RunIdSink, follow_run
 
 
 def flower_tool(name: str, flwr_home: Path) -> str:
@@ -155,33 +155,18 @@ def flwr_run_command(flwr_home: Path, app: Path, run_config: Mapping[str, object
     return command
 
 
-RUN_STARTED = re.compile(r"Successfully started run (\d+)")  # what ``flwr run`` prints of the run it started
-STATUS_WAIT = 10.0  # seconds between looks at a run whose log stream ended early (each look starts a flwr CLI)
-
-
 def run_status(flwr_home: Path, run_id: int, prefix: Sequence[str] = ()) -> str:
     """Run ``run_id``'s status as the SuperLink of ``config.toml`` reports it (``running``, ``finished:failed``...)."""
-    result = _flwr(flwr_home, ["ls", FEDERATION, "--run-id", str(run_id), "--format", "json"], prefix)
+    try:
+        result = _flwr(flwr_home, ["ls", FEDERATION, "--run-id", str(run_id), "--format", "json"], prefix)
+    except subprocess.TimeoutExpired as error:
+        raise TimeoutError(f"flwr ls did not answer within {error.timeout:.0f} s") from error
     start = result.stdout.find("{")
     reply = json.loads(result.stdout[start:]) if start >= 0 else {}
     if result.returncode != 0 or not reply.get("runs"):
         detail = reply.get("error-message") or (result.stdout + result.stderr).strip()[-500:]
         raise RuntimeError(f"flwr ls --run-id {run_id} failed: {detail}")
     return str(reply["runs"][0]["status"])
-
-
-class _RunIdSink:
-    """A relay sink that keeps the id of the run ``flwr run`` says it started."""
-
-    def __init__(self) -> None:
-        self.run_id: int | None = None
-
-    def write(self, text: str) -> None:
-        if self.run_id is None and (found := RUN_STARTED.search(text)):
-            self.run_id = int(found.group(1))
-
-    def flush(self) -> None:
-        pass
 
 
 def operator_run(
@@ -194,10 +179,8 @@ def operator_run(
     """``flwr run`` of the Stamen app from the operator's seat ``prefix``: its log into ``log_file`` and,
     with ``echo`` or without ``log_file``, to the terminal; without colour codes (:mod:`simulations.relay`).
 
-    Returns 0 once the SuperLink reports the run ``finished:completed``, 1 for another end. ``flwr run
-    --stream`` exits 0 whenever its log stream ends, and Flower 1.42's SuperLink also ends it while the
-    run goes on (seen with 10 SuperNodes on 2 cores, its state database locked): the run is then
-    followed by its status until it finishes, and the log says so.
+    Returns 0 once the SuperLink reports the run ``finished:completed``, 1 for another end, flwr's
+    own code when ``flwr run`` fails (:mod:`simulations.run_follow`: its log stream can end before the run).
     """
     from simulations.relay import relayed_call
 
@@ -206,43 +189,12 @@ def operator_run(
         sinks = [files.enter_context(open(log_file, "w"))] if log_file is not None else []
         if echo or log_file is None:
             sinks.append(sys.stdout)
-        started = _RunIdSink()
+        started = RunIdSink()
         code = relayed_call(command, [*sinks, started], env=flower_environment(flwr_home))
         if code != 0 or started.run_id is None:
             return code
-        return _follow(flwr_home, started.run_id, prefix, sinks)
-
-
-def _follow(flwr_home: Path, run_id: int, prefix: Sequence[str], sinks: Sequence) -> int:
-    """Wait for run ``run_id`` to finish after its log stream ended; 0 for ``finished:completed``, else 1.
-
-    A run's stream ends a moment before the SuperLink records it finished: only a run still
-    unfinished at the second look is noted in the log as followed.
-    """
-    looks = 0
-    while True:
-        try:
-            status = run_status(flwr_home, run_id, prefix)
-        except subprocess.TimeoutExpired:  # a SuperLink too busy to answer: ask again
-            status = "unknown"
-        looks += 1
-        if status.startswith("finished"):
-            if looks > 2 or status != "finished:completed":
-                _note(sinks, f"stamen: run {run_id} {status}")
-            return 0 if status == "finished:completed" else 1
-        if looks == 2:
-            _note(
-                sinks,
-                f"stamen: flwr run's log stream ended while run {run_id} is {status}; waiting for it to finish "
-                "(the run folder's run.log has its whole log)",
-            )
-        time.sleep(STATUS_WAIT)
-
-
-def _note(sinks: Sequence, line: str) -> None:
-    for sink in sinks:
-        sink.write(line + "\n")
-        sink.flush()
+        run_id = started.run_id
+        return follow_run(lambda: run_status(flwr_home, run_id, prefix), run_id, sinks)
 
 
 def listening(host: str, port: int) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import simulations.relay
+from simulations import run_follow
 from simulations.deploy import processes
 
 
@@ -31,7 +32,7 @@ def fake_flower(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr(simulations.relay, "relayed_call", relayed_call)
     monkeypatch.setattr(processes, "run_status", run_status)
     monkeypatch.setattr(processes, "stage_app", lambda flwr_home: tmp_path / "app")
-    monkeypatch.setattr(processes, "STATUS_WAIT", 0.0)
+    monkeypatch.setattr(run_follow, "STATUS_WAIT", 0.0)
     return state
 
 
@@ -70,6 +71,48 @@ def test_flwr_runs_own_failure_is_returned_unchanged(fake_flower, tmp_path: Path
     code, _ = _run(tmp_path)
     assert code == 2
     assert fake_flower["asked"] == 0
+
+
+def test_a_busy_superlink_is_asked_again(fake_flower, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    answers = iter([TimeoutError("flwr ls did not answer within 60 s"), "running", "finished:completed"])
+
+    def run_status(flwr_home, run_id, prefix=()):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(processes, "run_status", run_status)
+    code, log = _run(tmp_path)
+    assert code == 0
+    assert "while run 4242 is running" in log  # the second look still unfinished: noted
+
+
+def test_stamen_deploy_run_follows_the_run_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
+    """``stamen deploy run`` (a real deployment's operator) ends with the run, not with flwr run's stream."""
+    from simulations.commands import deploy
+
+    statuses = iter(["running", "running", "finished:failed"])
+    calls = {}
+
+    def flwr_run(flwr_home, run_config, federation_config, watchers=()):
+        calls["run_config"] = run_config
+        for sink in watchers:
+            sink.write("Successfully started run 77\n")
+        return 0
+
+    monkeypatch.setattr(deploy, "OPERATOR_HOME", tmp_path / "operator")
+    monkeypatch.setattr(deploy, "flwr_run", flwr_run)
+    monkeypatch.setattr(deploy, "run_status", lambda flwr_home, run_id: next(statuses))
+    monkeypatch.setattr(run_follow, "STATUS_WAIT", 0.0)
+    (tmp_path / "ca.pem").write_text("not read here")
+    args = deploy.argparse.Namespace(
+        superlink="127.0.0.1:9092", ca=tmp_path / "ca.pem", run_config=["num-server-rounds=2"]
+    )
+    assert deploy.run_main(args) == 1
+    assert calls["run_config"] == {"num-server-rounds": 2}
+    out = capsys.readouterr().out
+    assert "log stream ended while run 77 is running" in out and "stamen: run 77 finished:failed" in out
 
 
 def test_the_superlinks_state_database_waits_for_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
