@@ -13,7 +13,8 @@ has no public way to split its APIs over two addresses.
 
 Dropping it: once ``flower-superlink`` can listen for the Fleet API and for the Control and
 Runtime APIs on different addresses, start it as it is and drop the gated SuperLink (the
-middlewares go with it, see :mod:`.wire`).
+middlewares go with it, see :mod:`.wire`); :func:`patient_state_database` goes once Flower's
+SQLite state waits long enough for its lock under load.
 """
 
 from __future__ import annotations
