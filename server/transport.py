@@ -11,15 +11,17 @@ once) is asked as it is.
 
 In a Flower simulation (the in-memory grid of ``flwr run``'s simulation process) at most
 :data:`SIMULATION_IN_FLIGHT` messages are out at a time; the next go as replies come in.
-The simulation hands messages to its Ray actors from a thread that asks Flower's link
-state, every 0.1 s, for one message per node, and each such question checks every
-message the state holds: with ``n`` nodes and ``m`` messages out, ``n * m`` checks a tick
-(a million at 1,000 clients, seconds of the process's time under its lock and the GIL,
-which the threads that feed the actors and the ServerApp itself share). With the window
-they are ``n * SIMULATION_IN_FLIGHT``; two local actors answer a window's messages in a
-fraction of a second, longer than the tick, so they stay busy. Below the window (the
-usual 3-100 clients) nothing changes. A deployment's nodes are machines of their own that
-train in parallel and pull their own messages: every message goes at once there.
+Each pull asks Flower's link state about every message out (each checked: the clock, the
+run, the nodes), under the state's lock and the GIL that the simulation's threads feeding
+the Ray actors share, so its cost grows with the messages out; and Flower's own state, left
+as it is, checks every message it holds for each node it feeds, every 0.1 s (``n * m`` checks
+a tick; the app's ServerApp entry, ``simulations/serverapp.py``, indexes them by node in a
+simulation's process). At 1,000 clients a window of 128 kept the engine's overhead lowest
+(4.7 s a round, against 6.6 s with all 1,000 out and 4.9 s with 32: benchmarks/scale-1000-clients.md);
+two local actors answer a window's messages in a fraction of a second, longer than the
+tick, so they stay busy. Below the window (the usual 3-100 clients) nothing changes. A
+deployment's nodes are machines of their own that train in parallel and pull their own
+messages: every message goes at once there.
 Replies are taken in partition order afterwards (:func:`server.loop.collect`), so the
 window changes no figure, only when each message leaves.
 """

@@ -17,7 +17,8 @@ module, each saying what it replaces and from which Flower module:
 - :mod:`.parent_monitor`: stopping a process when its parent is gone;
 - :mod:`.superlink`: Flower's SuperLink app, built as ``flower-superlink`` builds it;
 - :mod:`.wire`: the Fleet and Runtime APIs' protobuf messages;
-- :mod:`.console`: Flower's console log handler, coloured only on a terminal.
+- :mod:`.console`: Flower's console log handler, coloured only on a terminal;
+- :mod:`.link_state`: the simulation's in-memory link state, its messages indexed by node.
 
 Importing the package checks the installed Flower (:func:`check_flower_version`): on another
 release it raises :class:`UnsupportedFlower`, a ``RuntimeError`` whose message is one line
