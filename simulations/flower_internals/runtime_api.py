@@ -9,8 +9,13 @@ Replaces: ``flwr.supercore.runtime`` (``RuntimeHttpClient``), ``flwr.supercore.r
 :func:`runtime_client` builds the client as ``flwr-clientapp``'s ``run_clientapp``
 (``flwr.supernode.runtime.run_clientapp``) builds it, and :func:`pull_task_input` is that
 module's ``pull_task_input`` with one difference: the back-off of the object pull is a
-parameter (Flower's is 1 s at the first miss, then 2, 4, ...), which the resident ClientApp
-(:mod:`simulations.deploy.resident_clientapp`) sets to a few milliseconds.
+parameter (Flower's is 1 s at the first miss, then 2, 4, ... up to 10 s), which the resident
+ClientApp (:mod:`simulations.deploy.resident_clientapp`) sets to a few milliseconds. Its tries
+are not counted: Flower's limit of 500 tries an object, spent at a few milliseconds each, gave
+up after about 25 s on an object the SuperNode was still receiving (a 20-node deployment on two
+loaded cores lost a client's reply that way, benchmarks/deploy-nodes.md), where Flower's own
+back-off spends them in over an hour. The pull's time limit, Flower's (``PULL_MAX_TIME``, 2 h),
+bounds the wait as it does for ``flwr-clientapp``.
 
 Dropping it: once Flower's ``pull_task_input`` takes the back-off (or a ClientApp can be
 kept loaded across tasks), call Flower's, or drop the resident ClientApp altogether.
@@ -78,6 +83,7 @@ def pull_task_input(client: Any, initial_backoff: float, backoff_cap: float) -> 
         return_type=Message,
         initial_backoff=initial_backoff,
         backoff_cap=backoff_cap,
+        max_tries_per_object=None,  # time-bound only (see the module docstring)
     )
     message.metadata.__dict__["_message_id"] = tree.object_id  # the deflated message lacks its own id, as in Flower
     return message, context, run, fab
