@@ -15,10 +15,10 @@ Each pull asks Flower's link state about every message out (each checked: the cl
 run, the nodes), under the state's lock and the GIL that the simulation's threads feeding
 the Ray actors share, so its cost grows with the messages out; and Flower's own state, left
 as it is, checks every message it holds for each node it feeds, every 0.1 s (``n * m`` checks
-a tick; the app's ServerApp entry, ``simulations/serverapp.py``, indexes them by node in a
-simulation's process). At 1,000 clients a window of 128 kept the engine's overhead lowest
-(4.7 s a round, against 6.6 s with all 1,000 out and 4.9 s with 32: benchmarks/scale-1000-clients.md);
-two local actors answer a window's messages in a fraction of a second, longer than the
+a tick; Stamen's local simulations index them by node,
+``simulations/flower_internals/link_state.py``). At 1,000 clients a window of 128 kept the
+engine's overhead lowest (4.7 s a round, against 6.6 s with all 1,000 out and 4.9 s with 32:
+benchmarks/scale-1000-clients.md); two local actors answer a window's messages in a fraction of a second, longer than the
 tick, so they stay busy. Below the window (the usual 3-100 clients) nothing changes. A
 deployment's nodes are machines of their own that train in parallel and pull their own
 messages: every message goes at once there.

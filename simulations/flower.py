@@ -157,6 +157,31 @@ def _listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+SIMULATION_SHIM = """#!{python}
+# Made by Stamen: Flower's flwr-simulation, its link state indexed by node; see {module}.
+import sys
+from simulations.flower_internals.link_state import flwr_simulation
+sys.exit(flwr_simulation())
+"""
+
+
+def simulation_shim(flwr_home: Path) -> Path:
+    """The folder of a ``flwr-simulation`` shim in ``flwr_home`` (Stamen's own fresh folder), to put first on
+    the ``PATH`` of a local simulation's SuperLink: Flower's SuperExec starts the simulation process by
+    that name, and the shim runs Flower's with the link state indexed by node
+    (:mod:`simulations.flower_internals.link_state`). Written whole or not at all."""
+    from simulations.flower_internals import link_state  # noqa: PLC0415 - the adapter, when a SuperLink starts
+
+    folder = flwr_home / "bin"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    shim = folder / "flwr-simulation"
+    partial = folder / f".flwr-simulation.{os.getpid()}"
+    partial.write_text(SIMULATION_SHIM.format(python=sys.executable, module=link_state.__file__))
+    partial.chmod(0o700)
+    partial.replace(shim)
+    return folder
+
+
 class LocalSuperLink:
     """A ``flower-superlink --simulation`` on free local ports, stopped by its PID on exit.
 
@@ -178,6 +203,7 @@ class LocalSuperLink:
             f'[superlink.{FEDERATION}]\naddress = "127.0.0.1:{self.port}"\ninsecure = true\n'
         )
         env = flower_environment(self.flwr_home, self.extra)
+        env["PATH"] = f"{simulation_shim(self.flwr_home)}{os.pathsep}{env['PATH']}"
         superlink = shutil.which("flower-superlink", path=env["PATH"])
         if superlink is None:
             raise FileNotFoundError("flower-superlink not found: install the project (pip install -e .)")

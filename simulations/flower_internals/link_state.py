@@ -2,8 +2,9 @@
 
 Replaces: ``flwr.server.superlink.linkstate.in_memory_linkstate.InMemoryLinkState``'s
 ``get_message_ins`` (patched in place, with ``store_message_ins`` and ``delete_messages``
-keeping the index), and reads the clock through ``flwr.supercore.date`` as that class does;
-neither is public API.
+keeping the index), reads the clock through ``flwr.supercore.date`` as that class does, and
+runs ``flwr.simulation.app``'s ``flwr_simulation`` (the ``flwr-simulation`` command) after
+patching; none is public API.
 
 Flower 1.42's simulation feeds its Ray actors from a thread that, every 0.1 s, asks the
 link state for one message per node (``vce_api.add_messages_to_queue``), and the link
@@ -22,9 +23,15 @@ checks (and deletes, when invalid) the *other* nodes' messages on the way; here 
 checked when their own node asks, or when the ServerApp pulls their replies
 (``get_message_res`` checks the messages it is asked about), as Flower does for them anyway.
 
+How it gets there: Flower's SuperExec starts the simulation process as ``flwr-simulation``,
+found on its ``PATH``; a local simulation's SuperLink (:class:`simulations.flower.LocalSuperLink`)
+puts a shim of that name first on the ``PATH`` it runs with, which calls :func:`flwr_simulation`:
+this patch, then Flower's own ``flwr-simulation``. The app itself (``server.app``, public Flower
+API only) is unchanged, and a deployment, which has no simulation process, is not touched.
+
 Dropping it: once Flower's in-memory state looks up a node's messages without a scan of every
-message (or its simulation asks once per tick for every node), remove this module and its
-call in :mod:`simulations.serverapp`.
+message (or its simulation asks once per tick for every node), remove this module and the shim
+(``SIMULATION_SHIM`` in :mod:`simulations.flower`).
 """
 
 from __future__ import annotations
@@ -104,3 +111,11 @@ def index_messages_by_node(cls: type = InMemoryLinkState) -> None:
     cls.delete_messages = delete_messages
     cls.get_message_ins = get_message_ins
     setattr(cls, _PATCHED, True)
+
+
+def flwr_simulation() -> None:
+    """Flower's ``flwr-simulation`` command, with this process's link state indexed by node first."""
+    from flwr.simulation.app import flwr_simulation as flowers  # noqa: PLC0415 - Ray and the simulation: here only
+
+    index_messages_by_node()
+    flowers()

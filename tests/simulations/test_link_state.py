@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import sys
 
 import pytest
 from flwr.app import Message, RecordDict
@@ -138,9 +139,21 @@ def test_an_expired_message_is_deleted_not_delivered():
     assert "old" not in state.message_ins_store
 
 
-def test_the_serverapp_entry_is_stamens_serverapp_and_patches_flowers_state():
-    import server.app
-    import simulations.serverapp
+def test_a_local_simulation_starts_flowers_simulation_through_the_shim_patched_first(tmp_path, monkeypatch):
+    import flwr.simulation.app
 
-    assert simulations.serverapp.app is server.app.app
-    assert InMemoryLinkState.__dict__.get("_stamen_indexed_by_node")
+    from simulations.flower import simulation_shim
+    from simulations.flower_internals import link_state
+
+    folder = simulation_shim(tmp_path)
+    shim = folder / "flwr-simulation"
+    assert shim.stat().st_mode & 0o777 == 0o700 and list(folder.iterdir()) == [shim]  # no partial file left
+    text = shim.read_text()
+    assert text.startswith(f"#!{sys.executable}\n")
+    assert "from simulations.flower_internals.link_state import flwr_simulation" in text
+    # the shim's function patches Flower's state, then runs Flower's own command
+    seen = []
+    patched = InMemoryLinkState.__dict__.get
+    monkeypatch.setattr(flwr.simulation.app, "flwr_simulation", lambda: seen.append(patched("_stamen_indexed_by_node")))
+    link_state.flwr_simulation()
+    assert seen == [True]
