@@ -18,8 +18,8 @@ as it is, checks every message it holds for each node it feeds, every 0.1 s (``n
 a tick; Stamen's local simulations index them by node,
 ``simulations/flower_internals/link_state.py``). At 1,000 clients a window of 128 kept the
 engine's overhead lowest (4.7 s a round, against 6.6 s with all 1,000 out and 4.9 s with 32:
-benchmarks/scale-1000-clients.md); two local actors answer a window's messages in a fraction of a second, longer than the
-tick, so they stay busy. Below the window (the usual 3-100 clients) nothing changes. A
+benchmarks/scale-1000-clients.md); two local actors answer a window's messages in a fraction
+of a second, longer than the tick, so they stay busy. Below the window (the usual 3-100 clients) nothing changes. A
 deployment's nodes are machines of their own that train in parallel and pull their own
 messages: every message goes at once there.
 Replies are taken in partition order afterwards (:func:`server.loop.collect`), so the
