@@ -41,6 +41,11 @@ when it first needs it.
 
 from __future__ import annotations
 
+import copy
+import functools
+import itertools
+import warnings
+
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
@@ -55,13 +60,12 @@ from models.fedsage import (
     Impaired,
     MendedClassifier,
     NeighGen,
-    cross_gradients,
     epoch_seed,
     local_gradients,
     new_optimizer,
     train_neighgen,
-    weights_digest,
 )
+from models.fedsage_cross import GRAM, GRAM_BIAS, complete_gradients, cross_parts, request_gram
 from models.object_cache import kept
 from models.training import adam_state_record, fit
 
@@ -73,13 +77,25 @@ def new_generator(job: LocalJob) -> NeighGen:
     return NeighGen(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred).to(job.device)
 
 
+@functools.lru_cache(maxsize=8)
+def _layers(features: int, hidden: int, max_pred: int) -> NeighGen:
+    with torch.device("meta"):
+        return NeighGen(features, hidden, max_pred)
+
+
+def layers_only(job: LocalJob) -> NeighGen:
+    """The client's generator as layers without weights (on the ``meta`` device), built once per shape in a
+    process (a NeighGen takes about 5 ms to build, and a client needed one per request it answered). Shared:
+    read its layers, or call them with weights of one's own (:func:`torch.func.functional_call`, which
+    lends them the weights for the call); never train it."""
+    config = job.config
+    return _layers(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred)
+
+
 def unset_generator(job: LocalJob) -> NeighGen:
     """A generator whose weights are about to be loaded: built without drawing initial ones (fGen's last
     layer alone is 0.9 M draws on Cora, and a client loads weights several times a step)."""
-    config = job.config
-    with torch.device("meta"):
-        generator = NeighGen(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred)
-    return generator.to_empty(device=job.device)
+    return copy.deepcopy(layers_only(job)).to_empty(device=job.device)
 
 
 def generator_seed(job: LocalJob) -> int:
@@ -102,21 +118,24 @@ def initial_generator(job: LocalJob) -> NeighGen:
     return new_generator(job)
 
 
+_LOADS = itertools.count()  # numbers the generators loaded from state records in this process
+
+
 def stored_generator(job: LocalJob) -> tuple[NeighGen, str]:
-    """The frozen generator kept in the client's state, and its weights' digest: loaded once per stored record.
+    """The frozen generator kept in the client's state, and a key of its weights: loaded once per stored record.
 
     A client's state record of its generator is replaced, never written to, when the
-    generator changes, so the module loaded from it (and its digest, which keys the mended
-    graph, :func:`models.fedsage.mended_once`) is kept while the record lives
-    (:mod:`models.object_cache`): a classifier round no longer parses and hashes the
-    generator's 1.5 M weights (Cora) per client.
+    generator changes, so the module loaded from it is kept while the record lives
+    (:mod:`models.object_cache`), and a number given at loading keys its weights (and so
+    the mended graph, :func:`models.fedsage.mended_once`): a classifier round no longer
+    parses the generator's 1.5 M weights (Cora) per client, and no step hashes them.
     """
 
     def load() -> tuple[NeighGen, str]:
         generator = unset_generator(job)
         generator.load_state_dict(private_tensors(job.state[GENERATOR]))
         generator.eval().requires_grad_(False)
-        return generator, weights_digest(generator)
+        return generator, f"state-record-{next(_LOADS)}"
 
     return kept(job.state[GENERATOR], ("fedsage-generator", str(job.device)), load)
 
@@ -170,6 +189,13 @@ def _tensor(array: Array, job: LocalJob) -> torch.Tensor:
     return torch.from_numpy(array_values(array)).to(job.device)
 
 
+def _read_only(array: Array, job: LocalJob) -> torch.Tensor:
+    """The array's values without a copy on the CPU (the message's bytes): for a reader that never writes."""
+    with warnings.catch_warnings():  # torch notes that the bytes are read-only: nothing here writes to them
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(array_values(array, writable=False)).to(job.device)
+
+
 def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
     """Step ``step``'s forward and backward pass of the local loss: keep gradients and weights, reply the request."""
     seed_device(epoch_seed(generator_seed(job), step - 1), job.device)
@@ -186,6 +212,7 @@ def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, A
     used = slots > 0
     request = {p.FEDSAGE_INPUT: head_input[used], p.FEDSAGE_SLOTS: slots[used]}
     request.update({f"{p.FEDSAGE_HEAD}{name}": w.detach() for name, w in generator.feature_head.state_dict().items()})
+    request.update(request_gram(generator.feature_head, generator.max_pred))
     return {p.FEDSAGE_REQUEST: weights_record(request)}, {p.FEDSAGE_LOSS_D: loss_d, p.FEDSAGE_LOSS_F: loss_f}
 
 
@@ -207,24 +234,24 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
     for key, array in content[p.FEDSAGE_REQUESTS].items():
         partition, name = key.split("/", 1)
         requests.setdefault(int(partition), {})[name] = array
-    template = unset_generator(job)  # fGen's weights loaded per request; the rest unused
+    layers = layers_only(job).feature_head  # each request brings its weights
     gradients: dict[str, torch.Tensor] = {}
     total = 0.0
     for partition in sorted(requests):
         request = requests[partition]
         head = {
-            name[len(p.FEDSAGE_HEAD) :]: _tensor(a, job)
+            name[len(p.FEDSAGE_HEAD) :]: _read_only(a, job)
             for name, a in request.items()
             if name.startswith(p.FEDSAGE_HEAD)
         }
-        template.feature_head.load_state_dict(head)
         seed_device(generator_seed(job) * 31 + 7_919 * step + partition, job.device)  # fGen's dropout at this client
-        loss, grads = cross_gradients(
-            template.feature_head,
-            template.generate_used,
+        loss, grads = cross_parts(
+            layers,
+            head,
             _tensor(request[p.FEDSAGE_INPUT], job),
             _tensor(request[p.FEDSAGE_SLOTS], job),
             job.data.x,
+            {key: _tensor(request[key], job) for key in (GRAM, GRAM_BIAS)},
         )
         total += loss
         gradients.update({f"{partition}/{name}": grad for name, grad in grads.items()})
@@ -243,6 +270,8 @@ def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[di
     job.resume(optimizer, MOMENTS)
     local = private_tensors(job.state[PENDING])
     forwarded = record_tensors(content[p.FEDSAGE_GRADIENTS]) if p.FEDSAGE_GRADIENTS in content else {}
+    if forwarded:  # the parts summed over the other clients, completed with this generator's fGen
+        forwarded = complete_gradients(generator.feature_head, {k: v.to(job.device) for k, v in forwarded.items()})
     alpha = job.config.fedsage_cross_weight
     for name, param in generator.named_parameters():
         grad = local[name].to(job.device)

@@ -140,15 +140,19 @@ FEDSAGE_STEP_QUERY = "fedsage-gen-step"  # request: FEDSAGE_GRADIENTS summed; re
 FEDSAGE_QUERIES = (FEDSAGE_START_QUERY, FEDSAGE_CROSS_QUERY, FEDSAGE_STEP_QUERY)
 FEDSAGE_STEP = "fedsage-gen-step-index"  # CONFIG: the step (1..rounds) a message belongs to
 FEDSAGE_LAST = "fedsage-gen-last"  # CONFIG (STEP_QUERY): true on the last step: keep the generator, request nothing
-# ArrayRecord (client -> server): FEDSAGE_INPUT, FEDSAGE_SLOTS, f"{FEDSAGE_HEAD}{name}" fGen weights
+# ArrayRecord (client -> server): FEDSAGE_INPUT, FEDSAGE_SLOTS, f"{FEDSAGE_HEAD}{name}" fGen weights and the
+# last layer's Gram matrices (models.fedsage_cross.request_gram)
 FEDSAGE_REQUEST = "fedsage-gen-request"
 FEDSAGE_INPUT = "input"  # (m, hidden): fGen's input h_v = z_v + eps_v of the nodes with a local target
 FEDSAGE_SLOTS = "slots"  # (m,): k_v, slots per node that the cross term matches
 FEDSAGE_HEAD = "head."  # prefix of fGen's weights
 # ArrayRecord (server -> client j): f"{partition}/{key}" of each FEDSAGE_REQUEST but j's
 FEDSAGE_REQUESTS = "fedsage-gen-requests"
-# ArrayRecord: j's reply f"{partition}/{name}"; to client i: f"{name}" summed
+# ArrayRecord: j's reply f"{partition}/{name}", the parts of the gradient (models.fedsage_cross.cross_parts);
+# to client i: f"{name}" summed over j, but the parts named in FEDSAGE_CONCATENATED, concatenated (a sparse
+# matrix's rows and their values: their sum is the sum of the rows)
 FEDSAGE_GRADIENTS = "fedsage-gen-gradients"
+FEDSAGE_CONCATENATED = ("rows", "row-values")  # models.fedsage_cross.ROWS, ROW_VALUES
 FEDSAGE_LOSS_D = "gen-loss-d"  # METRICS: the local degree loss of the step's forward pass
 FEDSAGE_LOSS_F = "gen-loss-f"  # METRICS: the local feature-matching loss
 FEDSAGE_CROSS_LOSS = "gen-cross-loss"  # METRICS (CROSS_QUERY reply): sum over the other clients of L_f^{i,j}

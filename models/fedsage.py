@@ -65,28 +65,32 @@ where :math:`\mathbf{h}_v = \mathbf{z}_v + \boldsymbol{\epsilon}_v` is fGen's in
 (encoder output plus the step's noise), :math:`k_v = \min(n_v, P)` and
 :math:`A_i = \{v : k_v > 0\}`: the same nodes, slots and normalisation as the local
 :math:`\mathcal{L}_f`, with the nearest of *all* of client :math:`j`'s nodes
-:math:`V_j` as target (:func:`cross_matching_loss`). :math:`\alpha` is
+:math:`V_j` as target. :math:`\alpha` is
 ``fedsage-cross-weight``; :math:`\alpha = 0` is exactly local NeighGen. As in the paper's
 protocol, client :math:`j` differentiates with respect to fGen's weights
-:math:`\boldsymbol{\theta}^f_i` only (:func:`cross_gradients`): the encoder learns from
+:math:`\boldsymbol{\theta}^f_i` only (:mod:`models.fedsage_cross`): the encoder learns from
 the local terms, and :math:`\mathbf{h}_v` is a constant of the step.
 
 Messages of one step (two hops through the server; :mod:`client.fedsage`,
 :mod:`server.fedsage`, the ``FEDSAGE_*`` names of :mod:`contract.protocol`):
 
-1. :math:`i \to` server: :math:`\{\mathbf{h}_v, k_v\}_{v \in A_i}` and
-   :math:`\boldsymbol{\theta}^f_i` (no feature of any node);
-2. server :math:`\to j`: every other client's triple;
-3. :math:`j \to` server: :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i} \mathcal{L}^{i,j}_f`
-   for each :math:`i \neq j`, computed on :math:`j`'s own features;
-4. server :math:`\to i`: :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}` (summed in
-   partition order); :math:`i` takes one Adam step on
+1. :math:`i \to` server: :math:`\{\mathbf{h}_v, k_v\}_{v \in A_i}`,
+   :math:`\boldsymbol{\theta}^f_i` and, from them, :math:`\mathbf{W}_p^\top\mathbf{W}_p` per slot
+   (no feature of any node);
+2. server :math:`\to j`: every other client's request;
+3. :math:`j \to` server: the parts of :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i}
+   \mathcal{L}^{i,j}_f` for each :math:`i \neq j`, computed on :math:`j`'s own features
+   (:func:`models.fedsage_cross.cross_parts`);
+4. server :math:`\to i`: the parts summed over :math:`j \neq i` (in partition order); :math:`i`
+   completes them to :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}`
+   (:func:`models.fedsage_cross.complete_gradients`) and takes one Adam step on
    :math:`\nabla(\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f) + \alpha \mathbf{G}_i`.
 
-Client :math:`j`'s features leave it only inside :math:`\mathbf{g}_{i,j}`, a gradient
-summed over :math:`A_i`'s slots, as in the paper. That is no formal privacy guarantee:
-the last layer's bias gradient is a weighted sum of the matched features, which gives
-a feature away when :math:`|A_i|` is one node with one slot. An Adam step spans
+Client :math:`j`'s features leave it only inside the parts of :math:`\mathbf{g}_{i,j}` that
+depend on them, sums over :math:`A_i`'s slots, as the paper's gradient does (the other
+parts follow from :math:`i`'s request and the run's seed). That is no formal privacy
+guarantee: the last layer's bias gradient is a weighted sum of the matched features, which
+gives a feature away when :math:`|A_i|` is one node with one slot. An Adam step spans
 messages, so its moments wait in the client's state between them
 (:func:`models.training.adam_state_record`).
 
@@ -114,7 +118,6 @@ product and the generated rows' dense one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -122,8 +125,8 @@ from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import degree, subgraph
 
 from models.object_cache import kept_all
-from models.sparse_product import sparse_features
 from models.stacked_rows import StackedRows
+from models.training import adam
 
 
 class NeighGen(nn.Module):
@@ -149,37 +152,39 @@ class NeighGen(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
         """Predicted missing-neighbour counts ``(n,)`` and features ``(n, max_pred, F)``."""
-        counts, features, _ = self.forward_with_input(x, edge_index)
-        return counts, features
+        counts, z = self.encode_with_input(x, edge_index)
+        return counts, self.generate(self.feature_head, z)
 
-    def forward_with_input(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """:meth:`forward`, and fGen's input :math:`\\mathbf{z}_v + \\boldsymbol{\\epsilon}` ``(n, hidden)``."""
+    def encode_with_input(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+        """Predicted missing-neighbour counts ``(n,)`` and fGen's input ``(n, hidden)`` (noise added in training)."""
         z = self.encode(x, edge_index)
         counts = torch.relu(self.degree_head(z)).squeeze(1)
         if self.training:
             z = z + torch.randn_like(z)
-        return counts, self.generate(self.feature_head, z), z
+        return counts, z
 
     def generate(self, head: nn.Module, head_input: Tensor) -> Tensor:
         """fGen ``head`` (this generator's or a copy with other weights) on its input: ``(n, max_pred, F)``."""
         return head(head_input).view(-1, self.max_pred, self.in_dim)
 
-    def generate_used(self, head: nn.Module, head_input: Tensor, slots: Tensor) -> tuple[Tensor, Tensor]:
-        r"""fGen ``head``'s features of the used slots only, :math:`p < k_v` (``slots`` = :math:`k_v`):
-        ``(q, F)`` in slot order (every node's slot 0, then slot 1, ...), and each row's node ``(q,)``.
+    def generate_used(self, head_input: Tensor, slots: Tensor) -> tuple[Tensor, Tensor]:
+        r"""fGen's features of the used slots only, :math:`p < k_v` (``slots`` = :math:`k_v`): ``(q, F)`` in slot
+        order (every node's slot 0, then slot 1, ...), and each row's node ``(q,)``.
 
         The same rows as :meth:`generate` (its layers up to the last on every node, so the same dropout
         draws; the last linear map per slot, on the nodes that use the slot), without the
         :math:`(P - k_v) F` outputs per node that no loss reads: on Cora most of the slots.
         """
+        head = self.feature_head
         hidden = head[:-1](head_input)
-        last = head[-1]
-        weight = last.weight.view(self.max_pred, self.in_dim, -1)
-        bias = last.bias.view(self.max_pred, self.in_dim)
+        # the slots' blocks of the last layer as one unbind: its backward stacks their gradients once, where
+        # indexing a slot's block adds a weight-sized zero tensor per slot to the backward pass
+        weights = head[-1].weight.view(self.max_pred, self.in_dim, -1).unbind(0)
+        biases = head[-1].bias.view(self.max_pred, self.in_dim).unbind(0)
         rows, nodes = [], []
         for p in range(self.max_pred):
             chosen = (slots > p).nonzero().squeeze(1)
-            rows.append(nn.functional.linear(hidden[chosen], weight[p], bias[p]))
+            rows.append(nn.functional.linear(hidden[chosen], weights[p], biases[p]))
             nodes.append(chosen)
         return torch.cat(rows), torch.cat(nodes)
 
@@ -221,16 +226,25 @@ class Impaired:
         self.valid[rows[keep], slots[keep]] = True
 
 
-def matching_loss(generated: Tensor, targets: Tensor, valid: Tensor) -> Tensor:
-    r"""FedSage's greedy feature-matching loss :math:`\mathcal{L}_f` (module docstring), over nodes with a target."""
+def matching_loss(rows: Tensor, nodes: Tensor, targets: Tensor, valid: Tensor) -> Tensor:
+    r"""FedSage's greedy feature-matching loss :math:`\mathcal{L}_f` (module docstring), over nodes with a target,
+    from the used slots' features ``rows`` ``(q, F)`` of nodes ``nodes`` (:meth:`NeighGen.generate_used`).
+
+    Each row is matched to the nearest of its node's targets ``targets`` ``(n, P, F)`` (``valid`` ``(n, P)``),
+    found without a gradient (the minimum's gradient is the nearest target's), and its squared distance
+    to that target is computed directly: nothing of size :math:`q \times P \times F` is kept for the
+    backward pass.
+    """
     k = valid.sum(dim=1)  # k_v = min(n_v, P): slots trained, and targets to match
-    distances = torch.cdist(generated, targets).pow(2) / generated.size(-1)  # (n, P, P): slot p vs target q
-    distances = distances.masked_fill(~valid.unsqueeze(1), float("inf"))
-    nearest = distances.min(dim=2).values  # each slot's closest hidden neighbour
-    slots = torch.arange(generated.size(1), device=generated.device).unsqueeze(0) < k.unsqueeze(1)
-    per_node = torch.where(slots, nearest, torch.zeros_like(nearest)).sum(dim=1) / k.clamp(min=1)
+    with torch.no_grad():
+        own = targets[nodes]  # (q, P, F)
+        scores = own.pow(2).sum(dim=2) - 2 * torch.bmm(own, rows.detach().unsqueeze(2)).squeeze(2)  # (q, P)
+        nearest = scores.masked_fill(~valid[nodes], float("inf")).argmin(dim=1)
+    distances = (rows - targets[nodes, nearest]).pow(2).sum(dim=1) / rows.size(1)
+    per_node = torch.zeros(k.numel(), dtype=rows.dtype, device=rows.device).index_add(0, nodes, distances)
+    per_node = per_node / k.clamp(min=1)
     has = k > 0
-    return per_node[has].mean() if bool(has.any()) else generated.sum() * 0.0
+    return per_node[has].mean() if bool(has.any()) else rows.sum() * 0.0
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -245,16 +259,18 @@ def local_gradients(
     ``.grad``, zeroed first); returns :math:`\mathcal{L}_d`, :math:`\mathcal{L}_f` and fGen's input (detached)."""
     generator.train()
     generator.zero_grad()
-    counts, generated, head_input = generator.forward_with_input(features, impaired.edge_index)
+    counts, head_input = generator.encode_with_input(features, impaired.edge_index)
     loss_d = nn.functional.smooth_l1_loss(counts, impaired.missing)
-    loss_f = matching_loss(generated, impaired.targets, impaired.valid)
+    rows, nodes = generator.generate_used(head_input, impaired.valid.sum(dim=1))
+    loss_f = matching_loss(rows, nodes, impaired.targets, impaired.valid)
     (weights[0] * loss_d + weights[1] * loss_f).backward()
     return float(loss_d.detach()), float(loss_f.detach()), head_input.detach()
 
 
 def new_optimizer(generator: NeighGen, lr: float) -> torch.optim.Adam:
-    """NeighGen's optimizer (both FedSage variants)."""
-    return torch.optim.Adam(generator.parameters(), lr=lr, weight_decay=5e-4)
+    """NeighGen's optimizer (both FedSage variants): torch's Adam, fused where it can be
+    (:func:`models.training.adam`, as every classifier's)."""
+    return adam(generator.parameters(), lr, weight_decay=5e-4)
 
 
 def train_neighgen(
@@ -285,105 +301,33 @@ def train_neighgen(
     return last
 
 
-def nearest_rows(queries: Tensor, rows: Tensor) -> Tensor:
-    r"""For each row :math:`\mathbf{q}` of ``queries`` ``(q, F)``, the index of its nearest row of ``rows``
-    ``(n, F)`` in Euclidean distance: :math:`\arg\min_u \lVert \mathbf{x}_u \rVert^2 - 2\,\mathbf{x}_u^\top
-    \mathbf{q}` (:math:`\lVert \mathbf{q} \rVert^2` is the same for every :math:`u`). No gradient.
-
-    ``rows @ queries.T`` is one product, sparse where ``rows`` is (a client's bag-of-words features,
-    :func:`~models.sparse_product.sparse_features`, laid out once per tensor): with Cora's 1.3% non-zero
-    features it costs a hundredth of the dense distance matrix ``torch.cdist`` built, and nothing
-    is kept for a backward pass through it.
-    """
+def generated_neighbours(generator: NeighGen, x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+    r"""A frozen ``generator``'s neighbours for each node :math:`v`: :math:`k_v = \min(\mathrm{round}(\hat n_v), P)`
+    (negative counts none) generated rows ``(g, F)`` and the node each joins ``(g,)``, grouped by node in node
+    order, slots in order. The generator's forward pass with only the used slots' rows computed
+    (:meth:`NeighGen.generate_used`): on Cora a node uses about one slot of its five."""
     with torch.no_grad():
-        if queries.size(0) == 0:
-            return torch.zeros(0, dtype=torch.long, device=queries.device)
-        sparse = sparse_features(rows)
-        products = (sparse if sparse is not None else rows) @ queries.t()  # (n, q)
-        scores = rows.pow(2).sum(dim=1, keepdim=True) - 2 * products
-        return scores.argmin(dim=0)
+        counts, head_input = generator.encode_with_input(x, edge_index)
+        k = counts.round().clamp(0, generator.max_pred).long()
+        rows, anchors = generator.generate_used(head_input, k)  # slot order
+        slot = torch.arange(generator.max_pred, device=x.device).repeat_interleave(
+            (torch.arange(generator.max_pred, device=x.device).unsqueeze(1) < k.unsqueeze(0)).sum(dim=1)
+        )
+        order = torch.argsort(anchors * generator.max_pred + slot)
+    return rows[order], anchors[order]
 
 
-def cross_matching_loss(generated: Tensor, slots: Tensor, x_other: Tensor) -> Tensor:
-    r""":math:`\mathcal{L}^{i,j}_f` (module docstring): ``generated`` ``(m, P, F)``, ``slots`` ``(m,)`` = :math:`k_v`.
-
-    Each slot :math:`p < k_v` is matched to its nearest row of ``x_other`` ``(n_j, F)``
-    (:func:`used_slots_loss` on the used slots).
-    """
-    used = torch.arange(generated.size(1), device=generated.device).unsqueeze(0) < slots.unsqueeze(1)  # (m, P)
-    return used_slots_loss(generated[used], used.nonzero()[:, 0], slots, x_other)
-
-
-def used_slots_loss(chosen: Tensor, nodes: Tensor, slots: Tensor, x_other: Tensor) -> Tensor:
-    r""":math:`\mathcal{L}^{i,j}_f` from the used slots' features ``chosen`` ``(q, F)``, each of node ``nodes``
-    ``(q,)`` (any order; ``slots`` ``(m,)`` = :math:`k_v`).
-
-    Each row is matched to its nearest row of ``x_other`` (:func:`nearest_rows`, no gradient: the
-    minimum's gradient is the matched row's), and its squared distance to that row is computed
-    directly. The same function as ``torch.cdist`` over every slot and every row and the masked
-    minimum (the earlier implementation, kept as the oracle in tests/models/test_fedsage_fast.py),
-    up to float rounding, at a small part of the cost (that cdist and its backward pass cost about
-    0.44 s a client pair on Cora: benchmarks/fedsage-schedule.md).
-    """
-    m = slots.size(0)
-    if m == 0 or x_other.size(0) == 0:
-        return chosen.sum() * 0.0
-    matched = x_other[nearest_rows(chosen.detach(), x_other)]
-    distances = (chosen - matched).pow(2).sum(dim=1) / chosen.size(1)
-    per_node = torch.zeros(m, dtype=distances.dtype, device=distances.device).index_add(0, nodes, distances)
-    return (per_node / slots.clamp(min=1)).mean()
-
-
-def cross_gradients(
-    head: nn.Module,
-    generate_used: Callable[[nn.Module, Tensor, Tensor], tuple[Tensor, Tensor]],
-    head_input: Tensor,
-    slots: Tensor,
-    x_other: Tensor,
-) -> tuple[float, dict[str, Tensor]]:
-    r"""Client :math:`j`'s answer: :math:`\mathcal{L}^{i,j}_f` and its gradient w.r.t. ``head``'s weights.
-
-    Args:
-        head: client :math:`i`'s fGen (its weights loaded), in training mode (dropout as in training).
-        generate_used: ``(head, head_input, slots) -> (features, nodes)`` of the used slots
-            (:meth:`NeighGen.generate_used`).
-        head_input: :math:`\mathbf{h}_v` ``(m, hidden)``; slots: :math:`k_v` ``(m,)``.
-        x_other: client :math:`j`'s node features ``(n_j, F)``.
+def mend(x: Tensor, edge_index: Tensor, rows: Tensor, anchors: Tensor) -> tuple[Tensor, Tensor]:
+    """``x`` and ``edge_index`` with the generated ``rows`` ``(g, F)`` joined to the nodes ``anchors`` ``(g,)``.
 
     Returns:
-        The loss and ``{parameter name: gradient}`` (zeros where no node has a slot).
+        The mended graph: nodes ``0..n-1`` unchanged, then the generated nodes in the order given, with
+        an edge each way between each and its anchor.
     """
-    head.train()
-    head.zero_grad()
-    loss = used_slots_loss(*generate_used(head, head_input, slots), slots, x_other)
-    loss.backward()
-    gradients = {
-        name: (param.grad.detach().clone() if param.grad is not None else torch.zeros_like(param))
-        for name, param in head.named_parameters()
-    }
-    return float(loss.detach()), gradients
-
-
-def mend(x: Tensor, edge_index: Tensor, counts: Tensor, features: Tensor) -> tuple[Tensor, Tensor]:
-    """``x`` and ``edge_index`` with ``counts[v]`` generated neighbours joined to each node ``v``.
-
-    Args:
-        x: ``(n, F)`` node features.
-        edge_index: ``(2, E)`` edges.
-        counts: ``(n,)`` predicted missing-neighbour counts (rounded and clipped to ``[0, P]``).
-        features: ``(n, P, F)`` generated neighbour features; node ``v`` gets slots ``0..k_v-1``.
-
-    Returns:
-        The mended graph: nodes ``0..n-1`` unchanged, then the generated nodes grouped by
-        the node they join (in node order, slots in order), with an edge each way.
-    """
-    n, slots = features.shape[:2]
-    k = counts.round().clamp(0, slots).long()
-    chosen = torch.arange(slots, device=x.device).unsqueeze(0) < k.unsqueeze(1)  # (n, P)
-    anchors = chosen.nonzero()[:, 0]  # row-major: grouped by node, slots in order
+    n = x.size(0)
     new = torch.arange(n, n + anchors.numel(), device=x.device)
     added = torch.cat([torch.stack([anchors, new]), torch.stack([new, anchors])], dim=1)
-    return torch.cat([x, features[chosen].to(x.dtype)]), torch.cat([edge_index, added], dim=1)
+    return torch.cat([x, rows.to(x.dtype)]), torch.cat([edge_index, added], dim=1)
 
 
 def weights_digest(module: nn.Module) -> str:
@@ -407,10 +351,8 @@ def mended_once(generator: NeighGen, digest: str, x: Tensor, edge_index: Tensor)
     """
     slot: dict = kept_all((x, edge_index), "fedsage-mended", dict)
     if slot.get("digest") != digest:
-        with torch.no_grad():
-            counts, features = generator(x, edge_index)
         slot.clear()  # the previous generator's graph goes first
-        mended_x, mended_edges = mend(x, edge_index, counts, features)
+        mended_x, mended_edges = mend(x, edge_index, *generated_neighbours(generator, x, edge_index))
         slot.update(digest=digest, graph=(StackedRows(x, mended_x[x.size(0) :]), mended_edges))
     return slot["graph"]
 
@@ -423,7 +365,8 @@ class MendedClassifier(nn.Module):
     """
 
     def __init__(self, classifier: nn.Module, generator: NeighGen, digest: str | None = None) -> None:
-        """``digest``: :func:`weights_digest` of ``generator`` where the caller knows it (computed otherwise)."""
+        """``digest``: a key of ``generator``'s weights where the caller has one (:func:`weights_digest` otherwise):
+        a graph is mended again only when the key changes."""
         super().__init__()
         self.classifier = classifier
         self.generator = generator.eval().requires_grad_(False)

@@ -157,15 +157,21 @@ class GeneratorPhase:
         replies = sorted(self._exchange(messages, f"cross {step}/{self.rounds}"), key=_partition)
         self.cross_loss = _mean(replies, p.FEDSAGE_CROSS_LOSS)
         sums: dict[int, dict[str, np.ndarray]] = {}
+        rows: dict[int, dict[str, list[np.ndarray]]] = {}
         for reply in replies:  # partition order: the sums come out the same every time
             for key, array in reply.content[p.FEDSAGE_GRADIENTS].items():
                 i, name = key.split("/", 1)
-                total = sums.setdefault(int(i), {})
                 values = array_values(array, writable=False)
+                if name in p.FEDSAGE_CONCATENATED:
+                    rows.setdefault(int(i), {}).setdefault(name, []).append(values)
+                    continue
+                total = sums.setdefault(int(i), {})
                 if name in total:
                     total[name] += values
                 else:
                     total[name] = values.copy()
+        for i, named in rows.items():
+            sums.setdefault(i, {}).update({name: np.concatenate(parts) for name, parts in named.items()})
         return {i: ArrayRecord({k: numpy_array(v) for k, v in total.items()}) for i, total in sums.items()}
 
 

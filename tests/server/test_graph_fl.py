@@ -9,7 +9,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, Re
 
 from contract import protocol as p
 from contract.run_config import RunConfig
-from models.fedsage import Impaired, NeighGen, mend, train_neighgen
+from models.fedsage import Impaired, NeighGen, generated_neighbours, mend, train_neighgen
 from server.fedgta import topology_weights
 from server.fedpub import FedPub
 from simulations.inprocess import run_in_process, task_identity
@@ -37,19 +37,34 @@ def test_graph_fl_algorithms_learn(algorithm, values):
     assert rows[-1]["test_acc"] > 0.6
 
 
-def test_mend_attaches_each_nodes_generated_neighbours_to_it():
+def test_mend_attaches_each_generated_row_to_its_node():
     x = torch.arange(6, dtype=torch.float32).view(3, 2)
     edges = torch.tensor([[0, 1], [1, 0]])
-    features = torch.arange(100, 112, dtype=torch.float32).view(3, 2, 2)  # node v, slot s: 100 + 4v + 2s
-    counts = torch.tensor([2.2, 0.4, 1.0])  # rounded: 2, 0, 1 generated neighbours
-    mended_x, mended_edges = mend(x, edges, counts, features)
+    rows = torch.tensor([[100.0, 101.0], [102.0, 103.0], [108.0, 109.0]])
+    mended_x, mended_edges = mend(x, edges, rows, torch.tensor([0, 0, 2]))
     assert torch.equal(mended_x[:3], x)
-    assert torch.equal(mended_x[3:], torch.tensor([[100.0, 101.0], [102.0, 103.0], [108.0, 109.0]]))
+    assert torch.equal(mended_x[3:], rows)
     assert torch.equal(mended_edges[:, :2], edges)
     pairs = {tuple(pair) for pair in mended_edges[:, 2:].t().tolist()}
     assert pairs == {(0, 3), (3, 0), (0, 4), (4, 0), (2, 5), (5, 2)}
-    clipped, _ = mend(x, edges, torch.tensor([9.0, -1.0, 0.0]), features)
-    assert clipped.shape[0] == 3 + 2  # at most max_pred per node, none for a negative count
+
+
+def test_the_generated_neighbours_are_the_full_forward_passs_rounded_and_clipped_slots():
+    torch.manual_seed(0)
+    generator = NeighGen(12, hidden=8, max_pred=3).eval()
+    x, edges = torch.rand(20, 12), torch.randint(0, 20, (2, 60))
+    with torch.no_grad():  # the degree head set so that the counts spread from below 0 to above max_pred
+        scores = generator.encode(x, edges) @ generator.degree_head.weight[0]
+        generator.degree_head.weight *= 3.0 / scores.std()
+        generator.degree_head.bias.fill_(1.5 - float((scores * 3.0 / scores.std()).median()))
+    rows, anchors = generated_neighbours(generator, x, edges)
+    with torch.no_grad():
+        counts, features = generator(x, edges)
+    k = counts.round().clamp(0, 3).long()
+    assert 0 < int(k.sum()) < 60 and int((k == 3).sum()) > 0  # some nodes have none, some every slot
+    chosen = torch.arange(3).unsqueeze(0) < k.unsqueeze(1)
+    assert torch.equal(anchors, chosen.nonzero()[:, 0])  # grouped by node, slots in order
+    assert torch.allclose(rows, features[chosen], rtol=1e-5, atol=1e-6)
 
 
 def _degree_skewed_graph(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
