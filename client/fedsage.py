@@ -21,10 +21,13 @@ client answers in :meth:`FedSagePlusClient.query`:
 - ``start``: build the seeded generator and the impaired subgraph (as ``fedsage-local``
   does), run step 1's forward and backward pass of the local loss, keep the gradients
   in the state and reply the step's request: fGen's input :math:`\\mathbf{h}_v` and
-  slots :math:`k_v` of the nodes with a local target, and fGen's weights;
-- ``cross``: for every other client's request, the gradient of
-  :math:`\\mathcal{L}^{i,j}_f` on this client's own features (never the features);
-- ``step``: add :math:`\\alpha` times the summed gradients the server forwards to the
+  slots :math:`k_v` of the nodes with a local target, fGen's weights and their Gram
+  matrices (:func:`models.fedsage_cross.request_gram`);
+- ``cross``: for every other client's request, the parts of the gradient of
+  :math:`\\mathcal{L}^{i,j}_f` on this client's own features (never the features;
+  :func:`models.fedsage_cross.cross_parts`);
+- ``step``: complete the parts the server summed into the gradient
+  (:func:`models.fedsage_cross.complete_gradients`), add :math:`\\alpha` times it to the
   kept local ones, take one Adam step (moments kept in the state between messages),
   then reply the next step's request, or, after the last step, keep the generator
   where ``fedsage-local``'s classifier reads it. Under ``fedsage-schedule='paper'``
@@ -229,7 +232,7 @@ def start(job: LocalJob) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
 
 
 def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
-    """The gradient of every other client's cross term on this client's features (never the features)."""
+    """The parts of the gradient of every other client's cross term on this client's features (never the features)."""
     requests: dict[int, dict[str, Array]] = {}
     for key, array in content[p.FEDSAGE_REQUESTS].items():
         partition, name = key.split("/", 1)

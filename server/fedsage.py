@@ -32,13 +32,14 @@ A step's messages:
 1. ``start`` to every client: each replies its step-1 request
    :math:`(\{\mathbf{h}_v, k_v\}_{v \in A_i}, \boldsymbol{\theta}^f_i)`;
 2. for :math:`t = 1..T`: ``cross`` to every client :math:`j` with the other clients'
-   requests; :math:`j` replies :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i}
-   \mathcal{L}^{i,j}_f` for each :math:`i \neq j`; then ``step`` to every client
-   :math:`i` with :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}` (summed in
-   partition order); :math:`i` takes its Adam step and replies step :math:`t+1`'s
-   request (nothing after step :math:`T`).
+   requests; :math:`j` replies the parts of :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i}
+   \mathcal{L}^{i,j}_f` for each :math:`i \neq j` (:mod:`models.fedsage_cross`); then ``step`` to
+   every client :math:`i` with the parts summed over :math:`j \neq i` (in partition order; the
+   sparse rows named in ``FEDSAGE_CONCATENATED`` concatenated), which :math:`i` completes to
+   :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}`; :math:`i` takes its Adam step and
+   replies step :math:`t+1`'s request (nothing after step :math:`T`).
 
-The server sees fGen's weights and inputs and the gradients, never a node's
+The server sees fGen's weights and inputs and the gradients' parts, never a node's
 features. With ``fedsage-cross-weight=0`` the ``cross`` hop is skipped (each client
 steps on its local loss alone: local NeighGen), and with ``fedsage-gen-rounds=0``
 there is no phase (clients train locally, as ``fedsage-local``).
