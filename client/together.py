@@ -12,7 +12,8 @@ figures, are evaluated in one pass too (:func:`models.together.evaluate_together
 
 A message trains together when its client runs FedAvg's own local training (an algorithm
 whose ``train`` is :meth:`client.fedavg.FedAvgClient.train`, FedProx's proximal term
-included; no forged reply), without
+included; no forged reply) or FedSage's, which is FedAvg's on the graph its frozen generator
+mended (:meth:`client.fedsage.FedSageClient.train`), without
 DP-SGD, an unlearning step other than local training (retraining and fine-tuning train
 together), secure aggregation or client-side clipping (the ClientApp's
 mods would act on it), on a CPU and with a model :func:`models.together.trains_together`
@@ -31,6 +32,7 @@ from flwr.app import Context, Message, MessageType
 from client.algorithms import ClientAlgorithm
 from client.clipping import clips_on_client
 from client.fedavg import FedAvgClient
+from client.fedsage import FedSageClient
 from client.handlers import (
     TrainingRound,
     begin_training,
@@ -43,7 +45,15 @@ from client.handlers import (
 from client.job import OPTIMIZER_STATE
 from client.secagg import aggregates_securely
 from contract import protocol as p
-from models.together import ClientBlock, Weights, evaluate_together, fit_together, trains_together
+from models.together import (
+    ClientBlock,
+    Weights,
+    computed_graph,
+    evaluate_together,
+    fit_together,
+    trained_module,
+    trains_together,
+)
 from models.training import Evaluation, adam, one_graph
 
 Handler = Callable[[Message, Context], Message]
@@ -60,8 +70,8 @@ def answer_together(messages: Sequence[Message], contexts: Sequence[Context], al
             continue
         work = begin_training(message, context, evaluate=False)
         if _trains_together(work):  # its received weights kept: the next client resets the process's model
-            received = {name: w.detach().clone() for name, w in work.model.named_parameters()}
-            batch = (id(work.job.config), work.algorithm.proximal_mu(work.round_config))
+            received = {name: w.detach().clone() for name, w in trained_module(work.model).named_parameters()}
+            batch = (id(work.job.config), _proximal_mu(work))
             waiting.setdefault(batch, []).append((i, work, received))
         else:
             evaluate_received_model(work)
@@ -126,8 +136,7 @@ def _evaluated(
     if len(chosen) > 1:
         started = time.perf_counter()
         own = [weights[chosen[0]]] * len(chosen) if one_model else [weights[i] for i in chosen]
-        block = ClientBlock([works[i].job.data for i in chosen])
-        evaluations = evaluate_together(works[chosen[0]].model, own, block)
+        evaluations = evaluate_together(trained_module(works[chosen[0]].model), own, _block([works[i] for i in chosen]))
         share = (time.perf_counter() - started) / len(chosen)
         for i, evaluation in zip(chosen, evaluations):
             found[i] = (evaluation, share)
@@ -159,19 +168,33 @@ def _may_train_together(message: Message, context: Context) -> bool:
     )
 
 
+def _block(works: Sequence[TrainingRound]) -> ClientBlock:
+    """The clients' subgraphs side by side, each as its model computes on it (FedSage's: mended)."""
+    return ClientBlock([work.job.data for work in works], [computed_graph(work.model, work.job.data) for work in works])
+
+
+_TOGETHER_TRAINING = (FedAvgClient.train, FedSageClient.train)  # FedAvg's steps, on the data or on the mended graph
+
+
 def _trains_together(work: TrainingRound) -> bool:
     if work.unlearning:
         from client.unlearning import trains_locally  # unlearning modules load only when asked
 
         if not trains_locally(work.round_config):  # LAF, head repair or gradient ascent
             return False
-    return type(work.algorithm).train is FedAvgClient.train and trains_together(work.model, work.job.device)
+    return type(work.algorithm).train in _TOGETHER_TRAINING and trains_together(work.model, work.job.device)
+
+
+def _proximal_mu(work: TrainingRound) -> float:
+    """FedProx's proximal strength of the client's training (FedSage's: none)."""
+    algorithm = work.algorithm
+    return algorithm.proximal_mu(work.round_config) if isinstance(algorithm, FedAvgClient) else 0.0
 
 
 def _loaded(work: TrainingRound, weights: Weights) -> TrainingRound:
     """``work`` with ``weights`` in its model."""
     with torch.no_grad():
-        for name, param in work.model.named_parameters():
+        for name, param in trained_module(work.model).named_parameters():
             param.copy_(weights[name])
     return work
 
@@ -189,9 +212,9 @@ def _fit(works: list[TrainingRound], received: list[Weights]) -> tuple[list[Weig
         for work, w in zip(works, weights):
             work.job.resume(optimizer, OPTIMIZER_STATE, [w[name] for name in names])
     generators = [torch.Generator().manual_seed(training_seed(work.job, work.server_round)) for work in works]
-    block = ClientBlock([work.job.data for work in works])
-    mu = works[0].algorithm.proximal_mu(works[0].round_config)  # the same for the batch (its key)
-    losses = fit_together(works[0].model, weights, block, config.local_epochs, optimizer, generators, mu)
+    mu = _proximal_mu(works[0])  # the same for the batch (its key)
+    model = trained_module(works[0].model)
+    losses = fit_together(model, weights, _block(works), config.local_epochs, optimizer, generators, mu)
     for work, w, loss in zip(works, weights, losses):
         work.job.keep_optimizer(optimizer, OPTIMIZER_STATE, [w[name] for name in names])
         work.metrics[p.TRAIN_LOSS] = loss

@@ -31,7 +31,11 @@ the bit, and the tests check it:
 Models: the node classifiers whose layers are :class:`~models.sparse_layers.GCNLayer`,
 :class:`~models.sparse_layers.SAGELayer` or :class:`~models.sparse_layers.LinearLayer`
 (GCN, GraphSAGE, MLP, SGC), without hooks, on a CPU (a GPU's dropout draws differently).
-:func:`trains_together` says whether a model is one.
+:func:`trains_together` says whether a model is one. Such a classifier on a graph mended by
+a frozen generator (FedSage's :class:`~models.fedsage.MendedClassifier`) trains together
+too: a client's block is then its mended graph (:func:`computed_graph`: its own rows, then
+the generated ones), and its loss and figures read the logits of its own rows, as
+the mended classifier's forward pass returns them.
 """
 
 from __future__ import annotations
@@ -44,10 +48,12 @@ from torch.nn import functional as F
 from torch_geometric.data import Data
 
 from models.feature_dropout import dropout_mask_
+from models.fedsage import MendedClassifier
 from models.node_classifier import Encoder, GCNPropagation, NodeClassifier, SAGEReadout
 from models.object_cache import kept_all
 from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
 from models.sparse_product import SparseMatrix, SparsePattern, gcn_adjacency, mean_adjacency
+from models.stacked_rows import StackedRows
 from models.training import Evaluation, evaluation_of, local_loss
 
 Weights = dict[str, Tensor]
@@ -58,7 +64,12 @@ _FINALS = (GCNPropagation, SAGEReadout)
 
 
 def trains_together(model: torch.nn.Module, device: torch.device) -> bool:
-    """Whether :func:`fit_together` trains ``model`` on ``device`` (see the module docstring)."""
+    """Whether :func:`fit_together` trains ``model`` (or the classifier of a mended one) on ``device`` (see the
+    module docstring)."""
+    if type(model) is MendedClassifier:
+        if model._forward_hooks or model._forward_pre_hooks or model._backward_hooks:
+            return False
+        model = model.classifier
     encoder = getattr(model, "encoder", None)
     if device.type != "cpu" or type(model) is not NodeClassifier or type(encoder) is not Encoder:
         return False
@@ -69,20 +80,46 @@ def trains_together(model: torch.nn.Module, device: torch.device) -> bool:
     return not any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks for m in model.modules())
 
 
-class ClientBlock:
-    """Clients' subgraphs side by side: their node counts and block-diagonal adjacencies (built when first used)."""
+Graph = tuple[Tensor | StackedRows, Tensor]
+"""A graph a classifier computes on: node features and ``edge_index``."""
 
-    def __init__(self, datas: Sequence[Data]) -> None:
+
+def trained_module(model: torch.nn.Module) -> torch.nn.Module:
+    """The module whose weights a client trains and sends: a mended classifier's classifier, else ``model``."""
+    return model.classifier if type(model) is MendedClassifier else model
+
+
+def computed_graph(model: torch.nn.Module, data: Data) -> Graph:
+    """The graph ``model`` computes on for ``data``: its mended graph for a mended classifier, else ``data``'s own."""
+    if type(model) is MendedClassifier:
+        return model.mended(data.x, data.edge_index)
+    return data.x, data.edge_index
+
+
+class ClientBlock:
+    """Clients' subgraphs side by side: their node counts and block-diagonal adjacencies (built when first used).
+
+    ``datas`` give the labels and masks of each client's nodes; ``graphs`` (default: the
+    datas' own) what each client's classifier computes on, whose first rows are those nodes.
+    """
+
+    def __init__(self, datas: Sequence[Data], graphs: Sequence[Graph] | None = None) -> None:
         self.datas = tuple(datas)
-        self.sizes = [int(data.num_nodes) for data in self.datas]
+        self.outputs = [int(data.num_nodes) for data in self.datas]
+        if graphs is None:
+            self.graphs: tuple[Graph, ...] = tuple((data.x, data.edge_index) for data in self.datas)
+            self.sizes = list(self.outputs)
+        else:
+            self.graphs = tuple(graphs)
+            self.sizes = [int(x.size(0)) for x, _ in self.graphs]
 
     def gcn(self, dtype: torch.dtype) -> SparseMatrix:
         r""":math:`\operatorname{diag}(\hat{\mathbf{A}}_c)` with GCN's normalisation."""
-        return _kept_block([gcn_adjacency(d.edge_index, n, dtype) for d, n in zip(self.datas, self.sizes)])
+        return _kept_block([gcn_adjacency(edges, n, dtype) for (_, edges), n in zip(self.graphs, self.sizes)])
 
     def mean(self, dtype: torch.dtype) -> SparseMatrix:
         r""":math:`\operatorname{diag}(\mathbf{M}_c)`, GraphSAGE's mean over in-neighbours."""
-        return _kept_block([mean_adjacency(d.edge_index, n, dtype) for d, n in zip(self.datas, self.sizes)])
+        return _kept_block([mean_adjacency(edges, n, dtype) for (_, edges), n in zip(self.graphs, self.sizes)])
 
 
 def _kept_block(blocks: list[SparseMatrix]) -> SparseMatrix:
@@ -109,7 +146,7 @@ def _dropout(x: Tensor, sizes: list[int], p: float, generators: Sequence[torch.G
     return x * noise
 
 
-def _projected(inputs: Sequence[Tensor | SparseMatrix], weights: Sequence[Weights], key: str) -> Tensor:
+def _projected(inputs: Sequence[Tensor | SparseMatrix | StackedRows], weights: Sequence[Weights], key: str) -> Tensor:
     r"""The clients' :math:`\mathbf{X}_c\mathbf{W}_c^{\top}`, stacked; one sparse product over all their rows
     when they share one weight matrix (an evaluation of the global model): row by row the same sums."""
     if len(inputs) > 1 and all(w is weights[0] for w in weights):
@@ -126,7 +163,7 @@ def _rows(weights: Sequence[Weights], key: str, sizes: list[int]) -> Tensor:
 def _layer(
     layer: torch.nn.Module,
     name: str,
-    inputs: Sequence[Tensor | SparseMatrix],
+    inputs: Sequence[Tensor | SparseMatrix | StackedRows],
     weights: Sequence[Weights],
     block: ClientBlock,
 ) -> Tensor:
@@ -142,7 +179,7 @@ def _layer(
         return torch.cat([o + w[f"{name}.lin_l.bias"] + r for o, w, r in zip(out.split(block.sizes), weights, roots)])
     outs = []  # LinearLayer
     for x, w in zip(inputs, weights):
-        if isinstance(x, SparseMatrix):
+        if not isinstance(x, Tensor):  # sparse, or a mended graph's two blocks
             outs.append(x @ w[f"{name}.weight"].t() + w[f"{name}.bias"])
         else:
             outs.append(F.linear(x, w[f"{name}.weight"], w[f"{name}.bias"]))
@@ -157,11 +194,12 @@ def forward_together(
     training: bool,
 ) -> list[Tensor]:
     """Each client's logits from its own ``weights`` on its own subgraph: ``model``'s forward, clients together
-    (``generators``: each client's dropout draws; unused without training)."""
+    (``generators``: each client's dropout draws; unused without training). ``model``: the classifier (a mended
+    classifier's, whose graphs ``block`` holds); the logits are those of each client's own nodes."""
     encoder: Encoder = model.encoder
     p = encoder.dropout if training else 0.0
     draws = generators if training else [None] * len(block.datas)
-    inputs = [encoder.first_input(data.x, training, g) for data, g in zip(block.datas, draws)]
+    inputs = [encoder.first_input(x, training, g) for (x, _), g in zip(block.graphs, draws)]
     x: Tensor | None = None
     for index, layer in enumerate(encoder.layers):
         if index > 0:
@@ -177,7 +215,8 @@ def forward_together(
             x = adjacency @ x
     elif isinstance(encoder.final, SAGEReadout):
         x = torch.cat([x, block.mean(x.dtype) @ x], dim=-1)
-    return [F.linear(h, w["head.weight"], w["head.bias"]) for h, w in zip(x.split(block.sizes), weights)]
+    heads = zip(x.split(block.sizes), weights, block.outputs)  # the head over all rows, as the mended forward pass
+    return [F.linear(h, w["head.weight"], w["head.bias"])[:n] for h, w, n in heads]
 
 
 @torch.no_grad()

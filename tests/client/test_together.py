@@ -37,6 +37,8 @@ def _run(together: bool, clients: int, **values) -> tuple[list[dict], list]:
         ({"attack": "sign-flip", "malicious-clients": "1"}, [3, 3, 3]),  # a forged reply: that client alone
         ({"algorithm": "fedprox", "proximal-mu": 0.1}, [4, 4, 4]),  # FedAvg's training with its proximal term
         ({"algorithm": "ditto"}, []),  # an algorithm's own training: every client alone
+        ({"algorithm": "fedsage+", "fedsage-gen-rounds": 2}, [4, 4, 4]),  # mended graphs; generator steps between
+        ({"algorithm": "fedsage-local", "model": "sage", "fedsage-gen-epochs": 3, "local-eval": False}, [4, 4, 4]),
         ({"model": "gat"}, []),
         ({"missing-classes": 1}, [4, 4, 4]),  # masks of the settings, one graph: evaluated together too
         ({"unseen-node-frac": 0.2}, [4, 4, 4]),  # the whole subgraph differs: evaluated alone

@@ -9,7 +9,15 @@ import torch
 from torch_geometric.data import Data
 
 from models import build_model
-from models.together import ClientBlock, fit_together, forward_together, trains_together
+from models.fedsage import MendedClassifier, NeighGen
+from models.together import (
+    ClientBlock,
+    computed_graph,
+    fit_together,
+    forward_together,
+    trained_module,
+    trains_together,
+)
 from models.training import adam, fit
 
 
@@ -103,3 +111,26 @@ def test_what_does_not_train_together():
     hooked = build_model("gcn", 8, 3)
     hooked.encoder.layers[0].register_forward_hook(lambda *args: None)
     assert not trains_together(hooked, cpu)
+    generator = NeighGen(8, hidden=4, max_pred=2)
+    assert trains_together(MendedClassifier(build_model("sage", 8, 3), generator), cpu)  # FedSage's: its classifier
+    assert not trains_together(MendedClassifier(build_model("gat", 8, 3), generator), cpu)
+    mended = MendedClassifier(build_model("gcn", 8, 3), generator)
+    mended.register_forward_pre_hook(lambda *args: None)
+    assert not trains_together(mended, cpu)
+
+
+def test_a_mended_classifier_forward_equals_the_models():
+    """FedSage's classifier on its mended graph (own rows sparse, generated rows dense): the logits of its own nodes."""
+    datas = [_client(seed, nodes, 40, True) for seed, nodes in ((6, 25), (7, 40))]
+    torch.manual_seed(2)
+    generators = [NeighGen(40, hidden=8, max_pred=3).eval() for _ in datas]
+    for generator in generators:  # about 1.5 missing neighbours a node, varying by node
+        torch.nn.init.constant_(generator.degree_head.bias, 1.5)
+    models = [MendedClassifier(build_model("gcn", 40, 4, hidden=16), g).eval() for g in generators]
+    weights = [dict(trained_module(m).named_parameters()) for m in models]
+    graphs = [computed_graph(m, d) for m, d in zip(models, datas)]
+    assert all(x.size(0) > d.num_nodes for (x, _), d in zip(graphs, datas))  # neighbours were generated
+    with torch.no_grad():
+        logits = forward_together(models[0].classifier, weights, ClientBlock(datas, graphs), [], training=False)
+        for out, model, data in zip(logits, models, datas):
+            assert torch.equal(out, model(data.x, data.edge_index))
