@@ -2,7 +2,9 @@ r"""FedLoG's client model: a GNN encoder and two prototype branches over learnab
 
 Kim et al., "Subgraph Federated Learning for Local Generalization", ICLR 2025.
 
-Encoder: GraphSAGE, :math:`\mathbf{h}_i = f_\theta(\mathbf{X}, \mathcal{E})_i \in \mathbb{R}^{d}`.
+Encoder: GraphSAGE, :math:`\mathbf{h}_i = f_\theta(\mathbf{X}, \mathcal{E})_i \in \mathbb{R}^{d}` (PyG's
+``GraphSAGE`` with two layers, as the authors' code builds it; :class:`~models.sage_encoder.SAGEEncoder`
+computes it with the client's sparse features as a sparse product).
 Each branch :math:`b \in \{\mathrm{head}, \mathrm{tail}\}` owns learnable synthetic node
 features :math:`\mathbf{S}^b \in \mathbb{R}^{C \times P \times F}` (``P`` nodes per class,
 fixed labels) and a LayerNorm :math:`\mathrm{LN}_b`. A synthetic node is embedded on
@@ -26,8 +28,9 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn.models import GraphSAGE
 from torch_geometric.utils import degree
+
+from models.sage_encoder import SAGEEncoder
 
 SYNTHETIC_KEYS = ("synthetic_head", "synthetic_tail")  # personal parameters: never averaged
 
@@ -76,7 +79,7 @@ class FedLoGNet(nn.Module):
         dropout: float = 0.5,
     ) -> None:
         super().__init__()
-        self.encoder = GraphSAGE(in_dim, hidden, num_layers=2, out_channels=embedding, dropout=dropout)
+        self.encoder = SAGEEncoder(in_dim, hidden, embedding, dropout)
         self.norm_head = nn.LayerNorm(embedding)
         self.norm_tail = nn.LayerNorm(embedding)
         self.classifier = nn.Linear(embedding, num_classes)

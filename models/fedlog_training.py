@@ -28,6 +28,7 @@ from torch_geometric.data import Data
 
 from models.fedlog import FedLoGNet, degree_gate, scale_features, update_lambda
 from models.neighbour_generator import NeighbourGenerator, with_generated_neighbours
+from models.training import adam
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def warm_up(model: FedLoGNet, data: Data, hyper: FedLoGHyper, epochs: int, patie
     the number of epochs run.
     """
     parameters = [*model.encoder.parameters(), *model.classifier.parameters()]
-    optimizer = torch.optim.Adam(parameters, lr=hyper.lr, weight_decay=hyper.weight_decay)
+    optimizer = adam(parameters, hyper.lr, hyper.weight_decay)
     best, best_state, waited, ran = -1.0, None, 0, 0
     while ran < epochs and waited < patience:
         ran += 1
@@ -119,8 +120,8 @@ def local_epochs(
     loss is left out.
     """
     weights = [p for name, p in model.named_parameters() if not name.startswith("synthetic_")]
-    optimizer = torch.optim.Adam(weights, lr=hyper.lr, weight_decay=hyper.weight_decay)
-    synthetic_optimizer = torch.optim.Adam([model.synthetic_head, model.synthetic_tail], lr=hyper.lr)
+    optimizer = adam(weights, hyper.lr, hyper.weight_decay)
+    synthetic_optimizer = adam([model.synthetic_head, model.synthetic_tail], hyper.lr)
     alpha = degree_gate(data.edge_index, data.num_nodes, model.gamma).unsqueeze(1)
     use_synthetic = synthetic is not None and hyper.beta_cd > 0
     losses = []

@@ -21,13 +21,18 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
+from models.sparse_layers import LinearLayer
+from models.sparse_product import sparse_features
+from models.training import adam
+
 
 class NeighbourGenerator(nn.Module):
-    """``F -> hidden -> F`` MLP with ReLU and dropout."""
+    """``F -> hidden -> F`` MLP with ReLU and dropout; its first layer also takes sparse features
+    (:class:`~models.sparse_layers.LinearLayer`, a ``nn.Linear`` with the same parameters)."""
 
     def __init__(self, in_dim: int, hidden: int = 256, dropout: float = 0.5) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, in_dim))
+        self.net = nn.Sequential(LinearLayer(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, in_dim))
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x)
@@ -48,12 +53,14 @@ def train_generator(
     nodes = train_mask & has_neighbours
     if not bool(nodes.any()) or epochs == 0:
         return float("nan")
-    optimizer = torch.optim.Adam(generator.parameters(), lr=lr)
+    optimizer = adam(generator.parameters(), lr)
     generator.train()
     loss = torch.tensor(float("nan"))
+    own = x[nodes]
+    inputs = sparse_features(own)  # bag-of-words features: the first layer's product as a sparse one
     for _ in range(epochs):
         optimizer.zero_grad()
-        loss = nn.functional.mse_loss(generator(x[nodes]), target[nodes])
+        loss = nn.functional.mse_loss(generator(own if inputs is None else inputs), target[nodes])
         loss.backward()
         optimizer.step()
     generator.eval()
