@@ -50,11 +50,6 @@ def prototype_log_probs(queries: Tensor, prototypes: Tensor) -> Tensor:
     return torch.log_softmax(-squared_distances(queries, prototypes), dim=-1)
 
 
-def self_loops(num_nodes: int, device: torch.device) -> Tensor:
-    index = torch.arange(num_nodes, device=device)
-    return torch.stack([index, index])
-
-
 class FedLoGNet(nn.Module):
     """Encoder, head/tail LayerNorms, warm-up classifier and the two branches' synthetic nodes.
 
@@ -96,7 +91,7 @@ class FedLoGNet(nn.Module):
 
     def embed_isolated(self, x: Tensor) -> Tensor:
         """Embeddings of nodes that have no neighbour but themselves (synthetic nodes)."""
-        return self.encoder(x, self_loops(x.size(0), x.device))
+        return self.encoder.isolated(x)
 
     def prototypes(self) -> tuple[Tensor, Tensor]:
         """``(C, d)`` head and tail prototypes: per-class means of the normalised synthetic embeddings."""

@@ -16,6 +16,10 @@ words: about 1% non-zero on Cora) as a sparse matrix
 (:func:`~models.sparse_product.sparse_features`), where PyG aggregates and multiplies every
 one of the :math:`F` dense columns. The same function; sums in another order, so results
 agree with PyG's to rounding, not to the bit.
+
+On nodes whose only edge is a self-loop (:meth:`SAGEEncoder.isolated`: FedLoG's synthetic
+nodes) the mean over in-neighbours is the node itself, so each layer is one product,
+:math:`\mathbf{X}(\mathbf{W}_l + \mathbf{W}_r)^{\top} + \mathbf{b}`, where the graph's form takes two.
 """
 
 from __future__ import annotations
@@ -40,3 +44,10 @@ class SAGEEncoder(nn.Module):
         h = torch.relu(self.convs[0](features if features is not None else x, edge_index))
         h = nn.functional.dropout(h, self.dropout, self.training)
         return self.convs[1](h, edge_index)
+
+    def isolated(self, x: Tensor) -> Tensor:
+        """``forward`` on nodes that each have a self-loop as their only edge."""
+        first, second = self.convs
+        h = torch.relu(nn.functional.linear(x, first.lin_l.weight + first.lin_r.weight, first.lin_l.bias))
+        h = nn.functional.dropout(h, self.dropout, self.training)
+        return nn.functional.linear(h, second.lin_l.weight + second.lin_r.weight, second.lin_l.bias)

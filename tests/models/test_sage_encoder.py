@@ -64,3 +64,26 @@ def test_features_that_need_a_gradient_stay_dense():
         model(features, edges).sum().backward()
         grads.append(features.grad)
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_isolated_nodes_are_the_graph_of_self_loops(training):
+    """FedLoG's synthetic nodes: one product a layer gives the function (and gradients) of the self-loop graph."""
+    _, encoder = _pair(0.5)
+    encoder.train(training)
+    generator = torch.Generator().manual_seed(5)
+    x = torch.rand(30, 60, generator=generator)
+    loops = torch.arange(30).repeat(2, 1)
+    results = []
+    for compute in (lambda features: encoder(features, loops), encoder.isolated):
+        features = x.clone().requires_grad_()
+        encoder.zero_grad()
+        torch.manual_seed(9)  # the same dropout draws
+        out = compute(features)
+        out.pow(2).sum().backward()
+        results.append((out, features.grad, [p.grad.clone() for p in encoder.parameters()]))
+    (graph, graph_x, graph_w), (alone, alone_x, alone_w) = results
+    torch.testing.assert_close(alone, graph, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(alone_x, graph_x, rtol=1e-4, atol=1e-5)
+    for ours, theirs in zip(alone_w, graph_w):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
