@@ -27,6 +27,7 @@ from contract import protocol as p
 from models.fedlog import SYNTHETIC_KEYS, FedLoGNet
 from models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
 from models.neighbour_generator import NeighbourGenerator, train_generator
+from models.object_cache import kept
 
 PERSONAL = "fedlog-personal"  # state: synthetic_head, synthetic_tail, lambda
 GENERATOR = "fedlog-own-generator"  # state: the pretrained generator until it is uploaded
@@ -89,13 +90,28 @@ def _global_synthetic(job: LocalJob) -> GlobalSynthetic | None:
     record = record_tensors(job.state[p.FEDLOG_GLOBAL])
     features = record[p.GLOBAL_FEATURES].to(job.device)
     labels = record[p.GLOBAL_LABELS].long().to(job.device)
-    weights = record_tensors(job.state[p.FEDLOG_GENERATORS])
-    generators = []
-    for c in range(int(job.data.num_classes)):
-        generator = new_generator(job)
-        generator.load_state_dict({name[len(f"{c}.") :]: w for name, w in weights.items() if name.startswith(f"{c}.")})
-        generators.append(generator.eval())
-    return GlobalSynthetic(features, labels, generators)
+    return GlobalSynthetic(features, labels, _generators(job))
+
+
+def _generators(job: LocalJob) -> list[NeighbourGenerator]:
+    """The per-class generators of the record the server sent last, built once per record in a process
+    (:mod:`models.object_cache`; the record is replaced, never written to, when they change) without
+    drawing initial weights: they only generate, in evaluation mode and without a gradient."""
+    record = job.state[p.FEDLOG_GENERATORS]
+
+    def build() -> list[NeighbourGenerator]:
+        weights = record_tensors(record)
+        generators = []
+        for c in range(int(job.data.num_classes)):
+            with torch.device("meta"):
+                generator = NeighbourGenerator(job.data.num_features, job.config.fedlog_generator_hidden)
+            generator = generator.to_empty(device=job.device)
+            own = {name[len(f"{c}.") :]: w for name, w in weights.items() if name.startswith(f"{c}.")}
+            generator.load_state_dict(own)
+            generators.append(generator.eval().requires_grad_(False))
+        return generators
+
+    return kept(record, ("fedlog-generators", str(job.device)), build)
 
 
 def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
