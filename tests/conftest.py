@@ -16,6 +16,44 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 
 
+# Under pytest-xdist (the README's `-n 2 --dist loadgroup`), every test marked `ray` joins the one
+# xdist group "ray": one worker runs them all, one after another, while the other worker takes the
+# rest test by test. Two Ray instances starting at once on a 2-core machine time out ("the GCS has
+# become overloaded"); one Ray at a time beside other tests does not. xdist hands out its largest
+# group first, so this group, the longest share of the suite, starts at once. A `ray` test is `slow`
+# too: `pytest -m "not slow"` must stay free of Ray.
+RAY_GROUP = "ray"
+_NOT_GROUPED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(wrapper=True)  # around xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):  # noqa: ANN201
+    for item in items:
+        if item.get_closest_marker("ray") is not None:
+            if item.get_closest_marker("slow") is None:
+                raise pytest.UsageError(f"{item.nodeid} is marked ray but not slow")
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
+    result = yield
+    # xdist passes a test's group on as a suffix of its node id. Where it cannot (pytest 9.2 with
+    # pytest-xdist 3.8, xdist issue #1386) the Ray tests would silently spread over both workers:
+    # each fails at once instead, before it starts anything.
+    if getattr(config.option, "loadgroup", False):
+        for item in items:
+            if item.get_closest_marker("ray") is not None and not item.nodeid.endswith(f"@{RAY_GROUP}"):
+                item.stash[_NOT_GROUPED] = (
+                    f"--dist loadgroup did not put this test in the xdist group {RAY_GROUP!r} (pytest-xdist "
+                    "issue #1386: pytest 9.2 with pytest-xdist 3.8); install the test extra's pytest<9.2"
+                )
+    return result
+
+
+@pytest.fixture(autouse=True)
+def ray_tests_are_grouped(request: pytest.FixtureRequest) -> None:
+    """Fail a ``ray`` test that ``--dist loadgroup`` could not put in the "ray" group."""
+    if _NOT_GROUPED in request.node.stash:
+        pytest.fail(request.node.stash[_NOT_GROUPED], pytrace=False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def writable_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Processed data goes to a per-session cache: the shared data root is read-only in CI."""

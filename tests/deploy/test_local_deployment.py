@@ -36,6 +36,9 @@ from simulations.deploy.processes import (
 )
 from simulations.flower import FEDERATION, flower_environment
 
+# The tests share one deployment (the module's fixture) and run in order on it: one xdist worker runs them all.
+pytestmark = pytest.mark.xdist_group("local-deployment")
+
 NUM_NODES = 3
 RUN = {
     "num-server-rounds": 2,

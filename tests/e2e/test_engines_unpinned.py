@@ -32,6 +32,7 @@ def _without_timings(value):
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: torch uses one thread anyway, nothing to pin")
 def test_both_engines_give_the_same_rows_with_threads_unpinned(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}

@@ -45,6 +45,7 @@ def _flower_run(tmp_path, algorithm: str) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_fedlog_recognises_a_withheld_class_better_than_fedavg(tmp_path, same_in_process):
     fedlog = _flower_run(tmp_path, "fedlog")
     # the in-process engine computes the same figures (FedLoG's synthetic nodes, generators and settings included)

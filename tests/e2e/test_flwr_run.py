@@ -24,6 +24,7 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_stamen_run_trains_certifies_and_forgets_a_class(tmp_path, stamen_run, same_in_process):
     run_config = (
         f"output-dir='{tmp_path}' run-name='e2e' num-server-rounds=4 csbm-nodes=900 csbm-signal=2.0 local-epochs=5 "

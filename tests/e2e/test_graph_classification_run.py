@@ -12,6 +12,7 @@ from contract import figures as f
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_graph_classification_gives_the_same_rows_on_both_engines(tmp_path, stamen_run, same_in_process):
     run_config = (
         f"output-dir='{tmp_path}' run-name='graphs' task='graph-classification' dataset='graphs-synth' "
@@ -38,6 +39,7 @@ def test_graph_classification_gives_the_same_rows_on_both_engines(tmp_path, stam
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_fedstar_gives_the_same_rows_on_both_engines(tmp_path, stamen_run, same_in_process):
     """FedStar's clients keep their feature branch and head in Flower's node state, which the Ray engine
     carries between its actors: the rows are the in-process engine's."""

@@ -9,6 +9,7 @@ from contract import figures as f
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_link_prediction_gives_the_same_rows_on_both_engines(tmp_path, stamen_run, same_in_process):
     run_config = (
         f"output-dir='{tmp_path}' run-name='links' task='link-prediction' num-server-rounds=2 csbm-nodes=300 "

@@ -7,6 +7,7 @@ import pytest
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen_run, same_in_process):
     run_config = (
         f"output-dir='{tmp_path}' run-name='dp' num-server-rounds=3 csbm-nodes=900 local-epochs=2 seed=0 "
@@ -28,6 +29,7 @@ def test_dp_sgd_simulation_reports_a_growing_epsilon_and_learns(tmp_path, stamen
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_client_level_dp_simulation_runs_with_client_side_clipping_and_reports_epsilon(
     tmp_path, stamen_run, same_in_process
 ):

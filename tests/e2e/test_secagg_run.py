@@ -6,6 +6,7 @@ import pytest
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_secure_aggregation_simulation_trains_and_matches_the_in_process_engine(tmp_path, stamen_run, same_in_process):
     run_config = (
         f"output-dir='{tmp_path}' run-name='secagg' num-server-rounds=2 csbm-nodes=600 local-epochs=2 seed=0 "

@@ -8,6 +8,7 @@ import pytest
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_bench_sim_writes_json_and_readme(tmp_path):
     out = tmp_path / "benchmarks"
     result = subprocess.run(

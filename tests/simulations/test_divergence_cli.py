@@ -39,6 +39,7 @@ def test_a_diverging_run_fails_naming_the_round(algorithm, problem, tmp_path, ca
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_a_diverging_run_on_flowers_engine_fails_naming_the_round(tmp_path, capsys):
     config = f"num-server-rounds=4 csbm-nodes=300 lr=1e30 output-dir='{tmp_path}' run-name='d'"
     assert stamen(["run", "--quiet", "--clients", "3", "-c", config]) == 1

@@ -116,6 +116,7 @@ def test_an_in_process_verbose_run_keeps_its_run_log(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_a_flower_run_keeps_a_plain_run_log_and_hides_the_supernodes_warning(tmp_path):
     import os
     import subprocess

@@ -160,6 +160,7 @@ def _superlink_port(tree: list[psutil.Process]) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_kill_9_of_stamen_run_on_flower_stops_every_process_and_every_write(tmp_path):
     mark = uuid.uuid4().hex
     run_dir = tmp_path / "runs" / "killed"

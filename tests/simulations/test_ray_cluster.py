@@ -23,6 +23,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_a_run_on_a_two_node_cluster_runs_on_both_and_gets_the_in_process_rows(tmp_path, same_figures):
     out = tmp_path / "runs"
     with ray_cluster(tmp_path, nodes=2, cpus=1) as address:
@@ -62,6 +63,7 @@ ray.shutdown()
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_a_client_without_a_gpu_share_sees_no_gpu_and_shares_spread_over_the_gpus(tmp_path, monkeypatch):
     # Ray's simulated GPUs (num_gpus=2 on a CPU machine) set CUDA_VISIBLE_DEVICES as real ones would. The
     # environment is the one Stamen gives Flower's simulation, with a user's setting that would show every GPU.

@@ -44,6 +44,7 @@ def _rounds(run_dir: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
     run_dir = tmp_path / "runs" / "long"
     config = f"num-server-rounds=100000 csbm-nodes=300 output-dir='{tmp_path / 'runs'}' run-name='long'"
