@@ -5,8 +5,12 @@ import os
 # Before torch is imported anywhere: two threads on a shared 2-core machine can be 50x slower.
 os.environ["OMP_NUM_THREADS"] = "1"
 
+import threading  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import psutil  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -52,6 +56,61 @@ def ray_tests_are_grouped(request: pytest.FixtureRequest) -> None:
     """Fail a ``ray`` test that ``--dist loadgroup`` could not put in the "ray" group."""
     if _NOT_GROUPED in request.node.stash:
         pytest.fail(request.node.stash[_NOT_GROUPED], pytrace=False)
+
+
+# The group holds only tests marked `ray`, so a test that starts Ray without the mark could run beside
+# another Ray again. While a slow test without the mark runs, a watcher looks at this process's
+# descendants every half second and fails the test if a Ray node's own processes appear among them
+# (Ray's `ray.init`, Flower's simulation engine under `flwr run` or `stamen run`). A cluster started
+# with `ray start` detaches its processes and is not seen: its tests are marked by hand.
+RAY_NODE_PROCESSES = frozenset({"gcs_server", "raylet"})
+
+
+@contextmanager
+def watching_for_ray(nodeid: str, every: float = 0.5) -> Iterator[None]:
+    """Fail the test ``nodeid`` when one of :data:`RAY_NODE_PROCESSES` runs among this process's descendants."""
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        me = psutil.Process()
+        while not stop.wait(every):
+            for child in me.children(recursive=True):
+                try:
+                    name = child.name()
+                except psutil.Error:  # gone, or not ours to read
+                    continue
+                if name in RAY_NODE_PROCESSES:
+                    seen.append(name)
+                    return
+
+    watcher = threading.Thread(target=watch, name="ray-watcher", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+    if seen:
+        pytest.fail(f"{nodeid} starts Ray ({seen[0]}) but is not marked ray", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def ray_is_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a slow test not marked ``ray`` that starts Ray (see :func:`watching_for_ray`)."""
+    node = request.node
+    unwatched = "ray_watch" in request.fixturenames  # the watcher's own test plays a Ray node
+    if unwatched or node.get_closest_marker("slow") is None or node.get_closest_marker("ray") is not None:
+        yield
+        return
+    with watching_for_ray(node.nodeid):
+        yield
+
+
+@pytest.fixture
+def ray_watch():  # noqa: ANN201
+    """:func:`watching_for_ray`, for the test of the watcher itself."""
+    return watching_for_ray
 
 
 @pytest.fixture(scope="session", autouse=True)
