@@ -27,6 +27,6 @@ def test_a_slow_test_that_starts_ray_unmarked_fails(ray_watch, tmp_path):
     shutil.copy(shutil.which("sleep"), raylet)
     with pytest.raises(pytest.fail.Exception, match=r"test_y starts Ray \(raylet\) but is not marked ray"):
         with ray_watch("tests/x.py::test_y", every=0.05):
-            subprocess.run([str(raylet), "0.5"], check=True)
+            subprocess.run([str(raylet), "2"], check=True)  # long enough for a watcher on a loaded machine
     with ray_watch("tests/x.py::test_y", every=0.05):  # any other process is fine
         subprocess.run([shutil.which("sleep"), "0.3"], check=True)
