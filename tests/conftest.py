@@ -75,7 +75,11 @@ def watching_for_ray(nodeid: str, every: float = 0.5) -> Iterator[None]:
     def watch() -> None:
         me = psutil.Process()
         while not stop.wait(every):
-            for child in me.children(recursive=True):
+            try:
+                children = me.children(recursive=True)
+            except psutil.Error:  # a process gone while the tree was read: look again
+                continue
+            for child in children:
                 try:
                     name = child.name()
                 except psutil.Error:  # gone, or not ours to read
