@@ -1,6 +1,6 @@
 """The protobuf messages of the SuperLink's Fleet and Runtime APIs (Flower's wire format).
 
-Replaces: ``flwr.proto.fleet_pb2`` (``PullMessagesResponse``, ``PushMessagesRequest``,
+Replaces: ``flwr.proto.fleet_pb2`` (``PullMessagesRequest``, ``PullMessagesResponse``, ``PushMessagesRequest``,
 ``PushMessagesResponse``), ``flwr.proto.runtime_pb2`` (``PullAppMessagesResponse``,
 ``PushAppMessagesRequest``, ``PushAppMessagesResponse``) and ``flwr.proto.message_pb2``
 (``PushObjectRequest``), none public API.
@@ -17,12 +17,13 @@ Dropping it: once Flower itself holds empty pulls and hands out only complete me
 
 from __future__ import annotations
 
-from flwr.proto.fleet_pb2 import PullMessagesResponse, PushMessagesRequest, PushMessagesResponse
+from flwr.proto.fleet_pb2 import PullMessagesRequest, PullMessagesResponse, PushMessagesRequest, PushMessagesResponse
 from flwr.proto.message_pb2 import PushObjectRequest
 from flwr.proto.runtime_pb2 import PullAppMessagesResponse, PushAppMessagesRequest, PushAppMessagesResponse
 
 __all__ = [
     "PullAppMessagesResponse",
+    "PullMessagesRequest",
     "PullMessagesResponse",
     "PushAppMessagesRequest",
     "PushAppMessagesResponse",
