@@ -256,6 +256,16 @@ def bind(path: str) -> socket.socket:
     return listener
 
 
+def stop_once(signum: int, frame: object) -> None:
+    """SIGTERM and SIGINT: exit (0), once. Later signals are ignored: a second one (the deployment's SIGTERM
+    after the parent monitor's SIGINT, say) raised again inside the exit's own clean-up (PyTorch's atexit
+    finalizers) and printed a traceback to the node's log. The deployment still SIGKILLs a launcher that
+    outlives its grace period."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise SystemExit(0)
+
+
 def serve_on(
     socket_path: str, runtime_port: int, warm_up: Callable[[], Callable[[], object]], resident: bool = False
 ) -> None:
@@ -267,11 +277,8 @@ def serve_on(
     warming up: a launch that comes early waits in the backlog instead of going cold.
     """
 
-    def stop(signum: int, frame: object) -> None:
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop_once)
+    signal.signal(signal.SIGINT, stop_once)
     listener = bind(socket_path)
     try:
         entry = warm_up()

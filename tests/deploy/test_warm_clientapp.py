@@ -222,3 +222,29 @@ def test_a_new_bundle_does_not_run_the_old_bundles_modules(tmp_path, monkeypatch
         assert importlib.import_module("stamen_probe_pkg.app").ANSWER == "new"
     finally:
         forget_modules_under(new)
+
+
+# A launcher's stop handler, signalled again while its exit runs its clean-up (as PyTorch's atexit finalizers do).
+SIGNALLED_TWICE = """
+import atexit, os, signal, time
+from simulations.deploy.clientapp_launcher import stop_once
+
+def clean_up():
+    os.kill(os.getpid(), signal.SIGTERM)  # the second signal, in the middle of the exit
+    time.sleep(0.2)
+    print("clean-up finished", flush=True)
+
+atexit.register(clean_up)
+signal.signal(signal.SIGTERM, stop_once)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(5)
+print("not stopped", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_second_stop_signal_does_not_interrupt_the_launchers_exit():
+    done = subprocess.run([sys.executable, "-c", SIGNALLED_TWICE], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "clean-up finished"
+    assert "Traceback" not in done.stderr, done.stderr
