@@ -19,26 +19,27 @@ from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
 from client.clipping import client_dp_mod
+from client.packing import packed_records_mod
 from client.secagg import secure_aggregation_mod
 
 app = ClientApp()
 
 
-@app.train(mods=[secure_aggregation_mod, client_dp_mod])
+@app.train(mods=[packed_records_mod, secure_aggregation_mod, client_dp_mod])
 def train(message: Message, context: Context) -> Message:
     from client.handlers import train
 
     return train(message, context)
 
 
-@app.evaluate()
+@app.evaluate(mods=[packed_records_mod])
 def evaluate(message: Message, context: Context) -> Message:
     from client.handlers import evaluate_received
 
     return evaluate_received(message, context)
 
 
-@app.query()
+@app.query(mods=[packed_records_mod])
 def query(message: Message, context: Context) -> Message:
     from client.handlers import query
 

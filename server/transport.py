@@ -24,14 +24,23 @@ deployment's nodes are machines of their own that train in parallel and pull the
 messages: every message goes at once there.
 Replies are taken in partition order afterwards (:func:`server.loop.collect`), so the
 window changes no figure, only when each message leaves.
+
+On such a grid each array record of two or more arrays travels as one array
+(:mod:`contract.packed`): a message is then half as many objects for Flower to push and
+pull one by one, and the ClientApp (:mod:`client.packing`) answers in kind; replies are
+unpacked here, so everything after this function reads the records as they were built.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from logging import WARNING
 
-from flwr.app import Message
+from flwr.app import Message, RecordDict
+from flwr.common import log
+
+from contract.packed import packed_content, unpacked_content
 
 FIRST_WAIT = 0.002  # seconds before the first pull
 LONGEST_WAIT = 0.1  # seconds between pulls, at most
@@ -55,6 +64,7 @@ def send_and_receive(grid: object, messages: Iterable[Message], timeout: float |
     push = getattr(grid, "push_messages", None)
     if push is None:
         return list(grid.send_and_receive(messages, timeout=timeout))  # type: ignore[attr-defined]
+    _pack(messages)
     window = in_flight_limit(grid, len(messages))
     unsent = messages[window:]
     waiting = set(push(messages[:window]))
@@ -62,7 +72,7 @@ def send_and_receive(grid: object, messages: Iterable[Message], timeout: float |
     replies: list[Message] = []
     wait = FIRST_WAIT
     while waiting:
-        arrived = list(grid.pull_messages(waiting))  # type: ignore[attr-defined]
+        arrived = [_unpacked(reply) for reply in grid.pull_messages(waiting)]  # type: ignore[attr-defined]
         replies += arrived
         waiting -= {reply.metadata.reply_to_message_id for reply in arrived}
         left = None if deadline is None else deadline - time.monotonic()
@@ -77,3 +87,26 @@ def send_and_receive(grid: object, messages: Iterable[Message], timeout: float |
         time.sleep(wait if left is None else min(wait, left))
         wait = FIRST_WAIT if arrived else min(wait * GROWTH, LONGEST_WAIT)
     return replies
+
+
+def _pack(messages: list[Message]) -> None:
+    """Each message's array records packed (:mod:`contract.packed`); a content shared by several messages (a
+    round's global weights) is packed once."""
+    packed: dict[int, RecordDict] = {}
+    for message in messages:
+        if message.has_content():
+            content = message.content
+            if id(content) not in packed:
+                packed[id(content)] = packed_content(content)
+            message.content = packed[id(content)]
+
+
+def _unpacked(reply: Message) -> Message:
+    """``reply`` with its array records unpacked; one that cannot be unpacked stays as it came, for the round's
+    reply checks to refuse (its arrays are not the model's: :func:`server.loop.collect` counts it a failure)."""
+    if reply.has_content():
+        try:
+            reply.content = unpacked_content(reply.content)
+        except ValueError as problem:
+            log(WARNING, "node %s: %s; its reply is left as it came", reply.metadata.src_node_id, problem)
+    return reply
