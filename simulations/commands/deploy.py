@@ -47,6 +47,7 @@ from simulations.deploy.processes import (
     run_status,
     superlink_command,
     supernode_command,
+    supernode_environment,
     write_connection,
 )
 from simulations.deploy.warm_clientapp import add_clientapps_option, prepare_warm_clientapp
@@ -267,7 +268,7 @@ def supernode_main(args: argparse.Namespace) -> int:
         config["data-root"] = str(Path(args.data_root).resolve())
     home = flower_state() / f"supernode-{args.partition_id}"
     home.mkdir(parents=True, exist_ok=True)
-    env = flower_environment(home)
+    env = supernode_environment(home)
     launchers = []
     if args.clientapps != "cold":
         warm = prepare_warm_clientapp(

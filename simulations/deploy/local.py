@@ -39,6 +39,7 @@ from simulations.deploy.processes import (
     stop_services,
     superlink_command,
     supernode_command,
+    supernode_environment,
     supernode_statuses,
     write_connection,
 )
@@ -223,7 +224,7 @@ class LocalDeployment:
             port=port,
             flwr_home=home,
         )
-        env = flower_environment(home)
+        env = supernode_environment(home)
         if self.clientapps != "cold" if warm is None else warm:
             warm_files = prepare_warm_clientapp(
                 home.parent / "clientapp", flower_tool("flwr-clientapp", home), resident=self.clientapps != "forked"

@@ -84,6 +84,24 @@ def node_config_text(values: Mapping[str, object]) -> str:
     return " ".join(f"{key}={toml_value(value)}" for key, value in values.items())
 
 
+SUPERNODE_TASK_POLL = 0.2  # seconds between a SuperNode's SuperExec's looks for a new task
+
+
+def supernode_environment(flwr_home: Path) -> dict[str, str]:
+    """:func:`~simulations.flower.flower_environment` for a SuperNode: its SuperExec looks for a task every
+    :data:`SUPERNODE_TASK_POLL` seconds.
+
+    Flower's default is 1 s; every ``stamen`` process gets 0.05 s, which a run's start
+    needs once (the SuperLink's SuperExec, launching the ServerApp). A SuperNode's SuperExec
+    asks its SuperNode every round, all run long, and each ask is a request the SuperNode
+    serves: at 0.05 s, 20 SuperNodes on one 2-core machine spent over a core on them
+    (benchmarks/deploy-nodes.md). At 0.2 s a round waits 0.1 s longer on average.
+    """
+    env = flower_environment(flwr_home)
+    env["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] = str(SUPERNODE_TASK_POLL)
+    return env
+
+
 def supernode_command(
     superlink: str,
     ca_certificate: Path | None,

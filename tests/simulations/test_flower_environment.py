@@ -16,3 +16,14 @@ def test_a_users_own_ray_and_thread_settings_are_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "4")
     env = flower_environment(tmp_path)
     assert env["RAY_max_direct_call_object_size"] == "1024" and env["OMP_NUM_THREADS"] == "4"
+
+
+def test_a_supernodes_superexec_looks_for_tasks_less_often_than_a_runs_start_needs(tmp_path):
+    from simulations.deploy.processes import SUPERNODE_TASK_POLL, supernode_environment
+
+    assert float(flower_environment(tmp_path)["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"]) == 0.05
+    node = supernode_environment(tmp_path)
+    assert float(node["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"]) == SUPERNODE_TASK_POLL == 0.2
+    assert {k: v for k, v in node.items() if k != "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"} == {
+        k: v for k, v in flower_environment(tmp_path).items() if k != "FLWR_SUPEREXEC_TASK_POLL_INTERVAL"
+    }
