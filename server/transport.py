@@ -59,6 +59,8 @@ def send_and_receive(grid: object, messages: Iterable[Message], timeout: float |
     """The replies that arrive within ``timeout`` seconds (``None``: wait for all of them).
 
     A message still unsent at the timeout is never sent: it has no reply, like one sent and unanswered.
+    On a grid with ``push_messages`` each message's content is replaced by its packed form before it
+    is pushed (:func:`_pack`); the replies come back unpacked.
     """
     messages = list(messages)
     push = getattr(grid, "push_messages", None)

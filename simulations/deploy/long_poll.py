@@ -7,8 +7,8 @@ environment variable changes it). It asks right after sending its reply, when th
 next round's message cannot exist yet (the server waits for every reply), so every
 round paid that nap: up to 3 s per round on top of the clients' own work.
 
-There, a pull that finds no message is held inside the SuperLink until one arrives,
-for up to :data:`HOLD` seconds; the SuperNode gets the first answer that carries a
+Stamen's SuperLink holds a pull that finds no message until one arrives, for up to
+:data:`HOLD` seconds; the SuperNode gets the first answer that carries a
 message, or the empty answer when the time is up (and then naps as before).
 
 :class:`FleetLongPoll` wraps the SuperLink's ASGI app (as
