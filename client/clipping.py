@@ -8,13 +8,10 @@ passes through untouched. A light module: the ClientApp loads it at import.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from flwr.app import Context, Message, UserConfig
 from flwr.clientapp.mod import adaptiveclipping_mod, fixedclipping_mod
 
-# The next handler a mod calls (Flower's alias, flwr.clientapp.typing.ClientAppCallable, is not public API).
-ClientAppCallable = Callable[[Message, Context], Message]
+from client.mod_types import ClientAppCallable
 
 
 def clips_on_client(run_config: UserConfig) -> bool:

@@ -9,14 +9,10 @@ ServerApp) passes as it is and its reply goes as the handler made it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from flwr.app import Context, Message
 
+from client.mod_types import ClientAppCallable
 from contract.packed import has_packed, packed_content, unpacked_content
-
-# The next handler a mod calls (Flower's alias, flwr.clientapp.typing.ClientAppCallable, is not public API).
-ClientAppCallable = Callable[[Message, Context], Message]
 
 
 def packed_records_mod(message: Message, context: Context, call_next: ClientAppCallable) -> Message:

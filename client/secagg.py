@@ -26,20 +26,17 @@ and seed, same aggregate), and the generator's state is restored afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import cast
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord, UserConfig
 from flwr.client.mod import secaggplus_mod
 
+from client.mod_types import ClientAppCallable
 from contract import protocol as p
 from contract.tasks import examples
 
 _SEED_BASE = 2_654_435_761  # mixes the run's seed with the round and partition (odd, < 2^32)
-
-# The next handler a mod calls (Flower's alias, flwr.clientapp.typing.ClientAppCallable, is not public API).
-ClientAppCallable = Callable[[Message, Context], Message]
 
 
 def aggregates_securely(run_config: UserConfig) -> bool:
