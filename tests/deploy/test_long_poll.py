@@ -124,7 +124,7 @@ def test_a_held_pull_is_asked_again_when_a_push_for_its_node_is_answered_and_onl
 
     sent, answered_after = asyncio.run(scenario())
     assert sent[0]["status"] == 200 and _body(sent) == WITH_MESSAGE
-    assert answered_after < 1.0  # woken by the push, not by the 5 s recheck
+    assert answered_after < 2.5  # woken by the push, not by the 5 s recheck (slack for a loaded machine)
     assert link.pulls == {1: 2, 2: 1}  # node 2's pull was not asked again: the push was not for it
     assert set(link.bodies) == {pull_body(1), pull_body(2)}  # the same signed request asked again
 
@@ -132,8 +132,9 @@ def test_a_held_pull_is_asked_again_when_a_push_for_its_node_is_answered_and_onl
 def test_without_a_push_a_held_pull_is_asked_every_recheck_only_and_the_empty_answer_goes_out_at_the_end():
     link = Link()
     sent, seconds = _ask(_wrapped(link, hold=1.0, recheck=0.3), pull_body(7))
-    assert 1.0 <= seconds < 2.5
-    assert 3 <= link.pulls[7] <= 5  # asked at 0, 0.3, 0.6, 0.9 s (an earlier version asked every 10-100 ms)
+    assert 1.0 <= seconds < 4.0
+    # asked at 0, 0.3, 0.6, 0.9 s and at the end (an earlier version asked every 10-100 ms); fewer when loaded
+    assert 2 <= link.pulls[7] <= 5
     assert sent[0]["status"] == 200 and _body(sent) == EMPTY
 
 
@@ -142,7 +143,7 @@ def test_a_push_answered_while_flower_looked_makes_the_pull_ask_again_at_once():
     link.push_during_first_pull = 3
     sent, seconds = _ask(_wrapped(link, hold=10.0, recheck=5.0), pull_body(3))
     assert _body(sent) == WITH_MESSAGE and link.pulls[3] == 2
-    assert seconds < 1.0  # no wait for a wake-up that had already happened
+    assert seconds < 2.5  # no wait for the 5 s recheck: the wake-up had already happened
 
 
 def _pulls_after_push(node_body: bytes, push: bytes) -> tuple[Link, float]:
@@ -162,7 +163,7 @@ def _pulls_after_push(node_body: bytes, push: bytes) -> tuple[Link, float]:
 def test_a_pull_whose_node_cannot_be_read_is_woken_by_every_push_and_an_unreadable_push_wakes_every_pull():
     # asked at 0 s, when the push is answered (0.3 s: woken) and when the 1 s hold ends
     link, seconds = _pulls_after_push(b"", push_body(9))  # no node in the request: every push may be for it
-    assert link.pulls == {0: 3} and 1.0 <= seconds < 2.0
+    assert link.pulls == {0: 3} and 1.0 <= seconds < 4.0
     link, _ = _pulls_after_push(pull_body(4), b"\xff not a push request")  # nodes unknown: every pull asks again
     assert link.pulls == {4: 3}
     link, _ = _pulls_after_push(pull_body(4), push_body(5))  # the control: a push for another node does not wake it
@@ -184,6 +185,6 @@ def test_a_supernode_that_hangs_up_is_not_answered_nor_asked_for_again():
     link = Link()
     sent, seconds = _ask(_wrapped(link, hold=5.0, recheck=0.1), pull_body(1), hang_up_after=0.3)
     calls = link.pulls[1]
-    assert sent == [] and seconds < 2.0 and calls >= 2
+    assert sent == [] and seconds < 4.0 and calls >= 2
     time.sleep(0.3)
     assert link.pulls[1] == calls
