@@ -13,6 +13,12 @@ what Stamen adds to Flower (loading data, models, training, evaluation, its reco
 
 The weights' shapes come from the Stamen run's own checkpoint (:func:`model_shapes`), so the
 floor moves as many bytes as the run did; an algorithm without a global model has no floor.
+
+**The library floor** (``imports``=:data:`LIBRARIES`): the same app whose clients first import
+PyTorch and PyG, at their first message, as any PyG app's ClientApp must before it can train.
+Against it, Stamen's Flower run shows what Stamen's own code adds (data, model, training,
+evaluation, records); the floor's difference from it is the libraries' import in round 1, a
+cost no app that trains a GNN with them avoids.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from simulations.cluster import cluster_environment
 from simulations.flower import LocalSuperLink, flower_home, flwr_run
 
 FLOOR_APP = Path(__file__).resolve().parent / "floor_app"
-DONE = "floor: "  # the ServerApp's last log line: "floor: N rounds, M replies, S s in rounds, R s in round 1"
+# the ServerApp's last line: "floor: N rounds, M replies, S s in rounds, R s in round 1, I s importing"
+DONE = "floor: "
+LIBRARIES = "torch,torch_geometric"  # what every Stamen client process imports before its first reply
 
 
 def model_shapes(run_dir: Path) -> str:
@@ -36,14 +44,17 @@ def model_shapes(run_dir: Path) -> str:
     return ",".join("x".join(str(d) for d in arrays[name].shape) or "1" for name in arrays)
 
 
-def floor_run(shapes: str, rounds: int, federation: dict[str, object], ray_address: str = "") -> dict[str, float]:
+def floor_run(
+    shapes: str, rounds: int, federation: dict[str, object], ray_address: str = "", imports: str = ""
+) -> dict[str, float]:
     """The floor app for ``rounds`` rounds over ``federation`` (Flower's federation config); its wall time.
+    ``imports``: modules each client process imports at its first message (:data:`LIBRARIES`: the library floor).
 
     Raises:
         RuntimeError: the floor did not finish every round with every client (the log's tail says why).
     """
     clients = int(federation["num-supernodes"])
-    config = {"num-server-rounds": rounds, "shapes": shapes, "clients": clients}
+    config = {"num-server-rounds": rounds, "shapes": shapes, "clients": clients, "imports": imports}
     env = cluster_environment(ray_address, "")
     with flower_home() as home:
         log = home / "floor.log"
@@ -53,15 +64,17 @@ def floor_run(shapes: str, rounds: int, federation: dict[str, object], ray_addre
         wall = time.perf_counter() - started
         text = log.read_text() if log.is_file() else ""
         expected = f"{DONE}{rounds} rounds, {rounds * clients} replies, "
-        done = re.search(re.escape(expected) + r"([0-9.]+) s in rounds, ([0-9.]+) s in round 1", text)
+        figures = r"([0-9.]+) s in rounds, ([0-9.]+) s in round 1, ([0-9.]+) s importing"
+        done = re.search(re.escape(expected) + figures, text)
         if code != 0 or done is None:
             tail = " | ".join(text.strip().splitlines()[-3:])
             raise RuntimeError(f"the Flower floor did not finish ({expected!r} not logged, flwr exit {code}): {tail}")
-    rounds_seconds, first = float(done[1]), float(done[2])
+    rounds_seconds, first, importing = float(done[1]), float(done[2]), float(done[3])
     return {
         "wall_seconds": wall,
         "rounds_seconds": rounds_seconds,  # the ServerApp's rounds, as Stamen's rows time theirs
         "first_round_seconds": first,
         "start_up_seconds": wall - rounds_seconds,  # SuperLink, simulation, ServerApp start and end
         "seconds_per_later_round": (rounds_seconds - first) / max(rounds - 1, 1),
+        "import_seconds": importing,  # the longest a client process took to import ``imports`` (0: none)
     }

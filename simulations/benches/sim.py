@@ -7,7 +7,8 @@ answered one after another), and, for FedAvg, a plain PyTorch FedAvg loop over t
 (:mod:`simulations.benches.baseline`, the yardstick of in-process libraries), and, beside
 the Flower engine, the Flower floor: a minimal Flower app that only moves the model's weights
 for the same rounds and clients, run the same way (:mod:`simulations.benches.floor`; its
-column: its wall time and the Flower engine's over it). Each runs
+column: its wall time and the Flower engine's over it; with ``--library-floor`` also the floor whose
+clients import PyTorch and PyG first, the least any PyG app costs on Flower). Each runs
 as its own command in a fresh process, timed from the command's start: its wall time,
 the time until round 1 was done, and its peak memory are its own. ``--repeats N`` runs the
 in-process engine and the plain loop N times, interleaved, and reports the median run's
@@ -31,7 +32,7 @@ from contract import strict_json
 from contract.algorithms import ALGORITHMS
 from contract.figures import FINAL_TEST_ACC, TEST_ACC_AT_BEST_VAL, headline
 from simulations import lifetime
-from simulations.benches.floor import floor_run, model_shapes
+from simulations.benches.floor import LIBRARIES, floor_run, model_shapes
 from simulations.benches.records import int_list
 from simulations.benches.sim_tables import markdown, print_table, sim_rows  # noqa: F401  (the bench's tables)
 from simulations.commands.run import add_ray_address, ray_address_for
@@ -70,6 +71,12 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
     sim.add_argument("--no-baseline", action="store_true", help="skip the in-process loop")
     sim.add_argument(
         "--no-floor", action="store_true", help="skip the Flower floor (a minimal Flower app, no training)"
+    )
+    sim.add_argument(
+        "--library-floor",
+        action="store_true",
+        help="also run the floor whose clients import PyTorch and PyG at their first message, as every PyG app's "
+        "clients must: Stamen's Flower run over it is what Stamen's own code adds",
     )
     add_ray_address(sim)
     sim.add_argument(
@@ -190,10 +197,13 @@ class _Runs:
         return timings, json.loads((run_dir / "summary.json").read_text())
 
 
-def _flower_unit(timed: _Runs, federation_overrides: list[str], actors: int, floor: bool = True) -> dict[str, Any]:
+def _flower_unit(
+    timed: _Runs, federation_overrides: list[str], actors: int, floor: bool = True, library_floor: bool = False
+) -> dict[str, Any]:
     """One unit: the CLI's checks timed, then ``flwr run``; its summary and per-round breakdown; then, with
     ``floor``, the Flower floor for the same rounds, clients and Ray settings (none for an algorithm without a
-    global model: no weights to move)."""
+    global model: no weights to move), and with ``library_floor`` the floor whose clients import
+    :data:`~simulations.benches.floor.LIBRARIES` first."""
     checking = time.perf_counter()
     check = [*timed.run_overrides, f"run-name='{timed.stem}-check'"]
     prepared = prepare(check, federation_overrides, timed.ray_address)  # the CLI's checks
@@ -206,8 +216,13 @@ def _flower_unit(timed: _Runs, federation_overrides: list[str], actors: int, flo
         rounds = prepared.config.num_server_rounds
         floor_figures = floor_run(shapes, rounds, prepared.federation, timed.ray_address)
         floor_figures["shapes"] = shapes
+        if library_floor:
+            print(f"[bench sim] {timed.stem}: the Flower floor importing {LIBRARIES} ...", flush=True)
+            library_figures = floor_run(shapes, rounds, prepared.federation, timed.ray_address, imports=LIBRARIES)
+            library_figures.update(shapes=shapes, imports=LIBRARIES)
     return {
         **({"floor": floor_figures} if shapes else {}),
+        **({"library_floor": library_figures} if shapes and library_floor else {}),
         "timings": flower,
         "summary": summary,
         "check_seconds": check_seconds,
@@ -255,6 +270,8 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
     """
     if args.repeats < 1:
         raise ValueError(f"--repeats {args.repeats}: give at least 1")
+    if args.library_floor and args.no_floor:
+        raise ValueError("--library-floor runs beside the Flower floor: drop --no-floor")
     ray_address = ray_address_for("flower", args.ray_address)
     out = Path(args.out).resolve()
     units.begin(_keys(args))
@@ -284,7 +301,7 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                 print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
             flower_unit = units.run(
                 f"{job}/flower",
-                *(_flower_unit, timed, federation_overrides, actors, not args.no_floor),
+                *(_flower_unit, timed, federation_overrides, actors, not args.no_floor, args.library_floor),
                 line=lambda unit, job=job: f"{job}: flwr run {unit['summary']['total_wall_seconds']:.1f} s",
             )
             flower, summary = flower_unit["timings"], flower_unit["summary"]
@@ -370,6 +387,12 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                 entry["flower_floor"] = {
                     **flower_unit["floor"],
                     "ratio": summary["total_wall_seconds"] / flower_unit["floor"]["wall_seconds"],
+                }
+            if "library_floor" in flower_unit:
+                entry["library_floor"] = {
+                    **flower_unit["library_floor"],
+                    "ratio": summary["total_wall_seconds"] / flower_unit["library_floor"]["wall_seconds"],
+                    "over_floor": flower_unit["library_floor"]["wall_seconds"] / flower_unit["floor"]["wall_seconds"],
                 }
             if ray_address:
                 entry["ray_address"] = ray_address

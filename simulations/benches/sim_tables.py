@@ -181,6 +181,42 @@ def floor_rows(record: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+LIBRARY_FLOOR_COLUMNS = [
+    "algorithm",
+    "clients",
+    "flower engine s",
+    "floor s",
+    "library floor s (over the floor)",
+    "flower / library floor",
+    "round 1 s: flower (floor, library floor)",
+    "a client's import s",
+]
+
+
+def library_floor_rows(record: dict[str, Any]) -> list[list[str]]:
+    """Stamen's Flower run against the floor whose clients import PyTorch and PyG first (``--library-floor``):
+    what the libraries' import adds to the floor, and what Stamen's own code adds to both."""
+    rows = []
+    for entry in record["results"]:
+        floor, library, run = entry.get("flower_floor"), entry.get("library_floor"), entry["flwr_run"]
+        if not floor or not library:
+            continue
+        rows.append(
+            [
+                entry["algorithm"],
+                str(entry["clients"]),
+                f"{run['total_wall_seconds']:.1f}",
+                f"{floor['wall_seconds']:.1f}",
+                f"{library['wall_seconds']:.1f} ({library['over_floor']:.2f}x)",
+                f"{library['ratio']:.2f}x",
+                f"{run['per_round']['first_round_seconds']:.1f} ({floor['first_round_seconds']:.1f}, "
+                f"{library['first_round_seconds']:.1f})",
+                f"{library['import_seconds']:.1f}",
+            ]
+        )
+    return rows
+
+
 def markdown(record: dict[str, Any]) -> list[str]:
     lines = markdown_table(SIM_COLUMNS, sim_rows(record))
     breakdown = breakdown_rows(record)
@@ -189,14 +225,20 @@ def markdown(record: dict[str, Any]) -> list[str]:
     floors = floor_rows(record)
     if floors:
         lines += ["", "Against the Flower floor, by part:", ""] + markdown_table(FLOOR_COLUMNS, floors)
+    libraries = library_floor_rows(record)
+    if libraries:
+        lines += ["", "Against the floor whose clients import PyTorch and PyG:", ""]
+        lines += markdown_table(LIBRARY_FLOOR_COLUMNS, libraries)
     return lines
 
 
 def print_table(record: dict[str, Any]) -> None:
-    print_tables(
-        [
-            (f"stamen bench {record['name']}", SIM_COLUMNS, sim_rows(record)),
-            ("seconds per steady round, by part", BREAKDOWN_COLUMNS, breakdown_rows(record)),
-            ("against the Flower floor, by part", FLOOR_COLUMNS, floor_rows(record)),
-        ]
-    )
+    tables = [
+        (f"stamen bench {record['name']}", SIM_COLUMNS, sim_rows(record)),
+        ("seconds per steady round, by part", BREAKDOWN_COLUMNS, breakdown_rows(record)),
+        ("against the Flower floor, by part", FLOOR_COLUMNS, floor_rows(record)),
+    ]
+    libraries = library_floor_rows(record)
+    if libraries:  # --library-floor
+        tables.append(("against the floor whose clients import PyTorch and PyG", LIBRARY_FLOOR_COLUMNS, libraries))
+    print_tables(tables)

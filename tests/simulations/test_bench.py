@@ -30,6 +30,7 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
             "fedavg",
             "--repeats",
             "2",
+            "--library-floor",
             "--name",
             "tiny",
             "--out",
@@ -84,6 +85,39 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert float(seconds) > 0 and ratio == f"({floor['ratio']:.2f}x)"
     assert 0 < floor["first_round_seconds"] <= floor["rounds_seconds"] < floor["wall_seconds"]
     assert "Against the Flower floor, by part" in readme
+    assert floor["import_seconds"] == 0  # the bare floor's clients import nothing
+    library = entry["library_floor"]  # the floor whose clients import PyTorch and PyG at their first message
+    assert library["imports"] == "torch,torch_geometric" and library["import_seconds"] > 0.1
+    assert library["ratio"] == run["total_wall_seconds"] / library["wall_seconds"]
+    assert library["over_floor"] == library["wall_seconds"] / floor["wall_seconds"]
+    assert library["shapes"] == floor["shapes"]
+    assert "Against the floor whose clients import PyTorch and PyG" in readme
+
+
+@pytest.mark.slow
+def test_the_library_floor_needs_the_floor(tmp_path):
+    command = [sys.executable, "-m", "simulations.cli", "bench", "sim", "--library-floor", "--no-floor"]
+    result = subprocess.run([*command, "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr.strip().splitlines()[-1].endswith("--library-floor runs beside the Flower floor: drop --no-floor")
+    )
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "sim.json").exists()  # refused before any run
+
+
+def test_a_floor_client_imports_module_names_only_once(monkeypatch):
+    from simulations.benches.floor import FLOOR_APP
+
+    monkeypatch.syspath_prepend(str(FLOOR_APP))
+    from floorapp import client_app
+
+    monkeypatch.setattr(client_app, "_imported", set())
+    assert client_app._import("json, email.mime.text") >= 0
+    assert client_app._imported == {"json", "email.mime.text"}
+    assert client_app._import("json,email.mime.text") < 0.01  # imported already: nothing to do
+    with pytest.raises(ValueError, match="is not a module name"):
+        client_app._import("os; import shutil")
+    assert client_app._import("") == pytest.approx(0, abs=0.01)
 
 
 def _table(readme: str) -> tuple[list[str], list[str], list[str]]:

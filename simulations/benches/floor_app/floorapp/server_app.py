@@ -2,7 +2,8 @@
 
 The arrays have the shapes of the run's model (run config ``shapes``). The last log line, ``floor: N rounds, M
 replies, S s in rounds, R s in round 1``, tells the bench that every round had every client's reply, and how long
-the rounds took (timed as Stamen's ServerApp times its rounds: from sending to the replies aggregated).
+the rounds took (timed as Stamen's ServerApp times its rounds: from sending to the replies aggregated), and, after
+``I s importing``, the longest a client spent importing the run config's ``imports`` (see ``client_app``).
 """
 
 import time
@@ -30,7 +31,7 @@ def main(grid: Grid, context: Context) -> None:
     while len(nodes) < clients:  # the simulation registers its nodes as it starts
         time.sleep(0.05)
         nodes = list(grid.get_node_ids())
-    replies_in_all, seconds = 0, []
+    replies_in_all, seconds, importing = 0, [], 0.0
     for server_round in range(1, rounds + 1):
         started = time.perf_counter()
         content = RecordDict({"arrays": ArrayRecord(weights), "config": ConfigRecord({"server-round": server_round})})
@@ -38,14 +39,16 @@ def main(grid: Grid, context: Context) -> None:
         replies = [reply for reply in grid.send_and_receive(messages) if not reply.has_error()]
         replies_in_all += len(replies)
         received = [reply.content.array_records["arrays"].to_numpy_ndarrays() for reply in replies]
+        importing = max([importing, *(float(r.content.metric_records["metrics"]["import-seconds"]) for r in replies)])
         weights = [np.mean(layer, axis=0) for layer in zip(*received)] if received else weights
         seconds.append(time.perf_counter() - started)
     first = seconds[0] if seconds else 0.0
     log(
         INFO,
-        "floor: %d rounds, %d replies, %.3f s in rounds, %.3f s in round 1",
+        "floor: %d rounds, %d replies, %.3f s in rounds, %.3f s in round 1, %.3f s importing",
         rounds,
         replies_in_all,
         sum(seconds),
         first,
+        importing,
     )
