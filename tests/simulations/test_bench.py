@@ -111,13 +111,18 @@ def test_a_floor_client_imports_module_names_only_once(monkeypatch):
     monkeypatch.syspath_prepend(str(FLOOR_APP))
     from floorapp import client_app
 
+    imported = []
+    real = client_app.importlib.import_module
+    monkeypatch.setattr(client_app.importlib, "import_module", lambda name: imported.append(name) or real(name))
     monkeypatch.setattr(client_app, "_imported", set())
     assert client_app._import("json, email.mime.text") >= 0
-    assert client_app._imported == {"json", "email.mime.text"}
-    assert client_app._import("json,email.mime.text") < 0.01  # imported already: nothing to do
+    assert imported == ["json", "email.mime.text"] and client_app._imported == {"json", "email.mime.text"}
+    client_app._import("json,email.mime.text")  # this process has them: nothing to import again
+    client_app._import("")  # the bare floor: nothing to import
+    assert imported == ["json", "email.mime.text"]
     with pytest.raises(ValueError, match="is not a module name"):
         client_app._import("os; import shutil")
-    assert client_app._import("") == pytest.approx(0, abs=0.01)
+    assert imported == ["json", "email.mime.text"]  # refused before any import
 
 
 def _table(readme: str) -> tuple[list[str], list[str], list[str]]:

@@ -1,9 +1,9 @@
 """The floor's ServerApp: ``num-server-rounds`` rounds of weights to every client and back, averaged with NumPy.
 
 The arrays have the shapes of the run's model (run config ``shapes``). The last log line, ``floor: N rounds, M
-replies, S s in rounds, R s in round 1``, tells the bench that every round had every client's reply, and how long
-the rounds took (timed as Stamen's ServerApp times its rounds: from sending to the replies aggregated), and, after
-``I s importing``, the longest a client spent importing the run config's ``imports`` (see ``client_app``).
+replies, S s in rounds, R s in round 1, I s importing``, tells the bench that every round had every client's reply,
+how long the rounds took (timed as Stamen's ServerApp times its rounds: from sending to the replies aggregated), and
+the longest a client process spent importing the run config's ``imports`` (``client_app``; 0 for none).
 """
 
 import time
