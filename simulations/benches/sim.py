@@ -12,7 +12,9 @@ clients import PyTorch and PyG first, the least any PyG app costs on Flower). Ea
 as its own command in a fresh process, timed from the command's start: its wall time,
 the time until round 1 was done, and its peak memory are its own. ``--repeats N`` runs the
 in-process engine and the plain loop N times, interleaved, and reports the median run's
-figures with each repeat's ratio.
+figures with each repeat's ratio; ``--flower-repeats N`` runs the Flower engine and its floors N times
+(each floor right after its Flower run) and reports the repeat whose ratio to the floor is the median,
+with every repeat's ratio.
 """
 
 from __future__ import annotations
@@ -77,6 +79,13 @@ def add_arguments(sim: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also run the floor whose clients import PyTorch and PyG at their first message, as every PyG app's "
         "clients must: Stamen's Flower run over it is what Stamen's own code adds",
+    )
+    sim.add_argument(
+        "--flower-repeats",
+        type=int,
+        default=1,
+        help="run the Flower engine and its floors this many times, each floor right after its Flower run; the "
+        "figures are the repeat whose ratio to the floor is the median, every repeat's ratio is shown beside",
     )
     add_ray_address(sim)
     sim.add_argument(
@@ -198,17 +207,22 @@ class _Runs:
 
 
 def _flower_unit(
-    timed: _Runs, federation_overrides: list[str], actors: int, floor: bool = True, library_floor: bool = False
+    timed: _Runs,
+    federation_overrides: list[str],
+    actors: int,
+    floor: bool = True,
+    library_floor: bool = False,
+    suffix: str = "flower",
 ) -> dict[str, Any]:
     """One unit: the CLI's checks timed, then ``flwr run``; its summary and per-round breakdown; then, with
     ``floor``, the Flower floor for the same rounds, clients and Ray settings (none for an algorithm without a
     global model: no weights to move), and with ``library_floor`` the floor whose clients import
-    :data:`~simulations.benches.floor.LIBRARIES` first."""
+    :data:`~simulations.benches.floor.LIBRARIES` first. ``suffix``: the run's folder name after the job's stem."""
     checking = time.perf_counter()
     check = [*timed.run_overrides, f"run-name='{timed.stem}-check'"]
     prepared = prepare(check, federation_overrides, timed.ray_address)  # the CLI's checks
     check_seconds = time.perf_counter() - checking
-    flower, summary = timed("flower", "flower")
+    flower, summary = timed("flower", suffix)
     rows = [json.loads(line) for line in (Path(summary["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
     shapes = model_shapes(Path(summary["run_dir"])) if floor else ""
     if shapes:
@@ -250,13 +264,36 @@ def _local_eval_unit(timed: _Runs) -> list[dict[str, Any]]:
     return [with_client_figures, local_summary]
 
 
+def _flower_key(job: str, repeat: int) -> str:
+    """The unit of the job's ``repeat``-th Flower run (the first keeps the name it had before repeats)."""
+    return f"{job}/flower" if repeat == 1 else f"{job}/flower-{repeat}"
+
+
+def _ratio_to_floor(unit: dict[str, Any]) -> float:
+    """A Flower unit's run over its floor's (its wall time where it has no floor)."""
+    wall = unit["summary"]["total_wall_seconds"]
+    return wall / unit["floor"]["wall_seconds"] if "floor" in unit else wall
+
+
+def _repeat_figures(unit: dict[str, Any]) -> dict[str, float]:
+    """A Flower unit's wall times, its floors' and its ratios to them, for the record's ``flower_repeats``."""
+    wall = unit["summary"]["total_wall_seconds"]
+    figures = {"total_wall_seconds": wall}
+    for name in ("floor", "library_floor"):
+        if name in unit:
+            figures[f"{name}_wall_seconds"] = unit[name]["wall_seconds"]
+            figures[f"{name}_ratio"] = wall / unit[name]["wall_seconds"]
+    return figures
+
+
 def _keys(args: argparse.Namespace) -> list[str]:
     """The units: per job (client count x algorithm) its ``flwr run``, each repeat, and the local-eval run."""
     keys = []
     for num_clients in int_list(args.clients, "--clients"):
         for algorithm in [a.strip() for a in args.algorithms.split(",") if a.strip()]:
             job = f"{algorithm}/{num_clients}"
-            keys += [f"{job}/flower", *(f"{job}/repeat-{r}" for r in range(1, args.repeats + 1))]
+            keys += [_flower_key(job, r) for r in range(1, args.flower_repeats + 1)]
+            keys += [f"{job}/repeat-{r}" for r in range(1, args.repeats + 1)]
             if not (args.local_eval == "true" or not ALGORITHMS[algorithm].aggregates):
                 keys.append(f"{job}/local-eval")
     return keys
@@ -270,6 +307,8 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
     """
     if args.repeats < 1:
         raise ValueError(f"--repeats {args.repeats}: give at least 1")
+    if args.flower_repeats < 1:
+        raise ValueError(f"--flower-repeats {args.flower_repeats}: give at least 1")
     if args.library_floor and args.no_floor:
         raise ValueError("--library-floor runs beside the Flower floor: drop --no-floor")
     ray_address = ray_address_for("flower", args.ray_address)
@@ -297,13 +336,21 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
             job = f"{algorithm}/{num_clients}"
             timed = _Runs(out / "runs", stem, run_overrides, num_clients, ray_address)
             actors = max(1, min(num_clients, (os.cpu_count() or 1) // args.cpus_per_client))
-            if f"{job}/flower" not in units:
-                print(f"[bench sim] {algorithm}, {num_clients} clients, {args.rounds} rounds: flwr run ...", flush=True)
-            flower_unit = units.run(
-                f"{job}/flower",
-                *(_flower_unit, timed, federation_overrides, actors, not args.no_floor, args.library_floor),
-                line=lambda unit, job=job: f"{job}: flwr run {unit['summary']['total_wall_seconds']:.1f} s",
-            )
+            flower_units = []
+            for repeat in range(1, args.flower_repeats + 1):
+                key, suffix = _flower_key(job, repeat), "flower" if repeat == 1 else f"flower-{repeat}"
+                if key not in units:
+                    label = f"{algorithm}, {num_clients} clients, {args.rounds} rounds"
+                    print(f"[bench sim] {label}: flwr run{f' (repeat {repeat})' if repeat > 1 else ''} ...", flush=True)
+                flower_units.append(
+                    units.run(
+                        key,
+                        *(_flower_unit, timed, federation_overrides, actors, not args.no_floor, args.library_floor),
+                        suffix,
+                        line=lambda unit, key=key: f"{key}: flwr run {unit['summary']['total_wall_seconds']:.1f} s",
+                    )
+                )
+            flower_unit = _median(flower_units, _ratio_to_floor)  # one machine state: the run and its floor
             flower, summary = flower_unit["timings"], flower_unit["summary"]
             baseline = algorithm == "fedavg" and not args.no_baseline
             plain_config = {k: v for k, v in overrides.items() if k != "output-dir"} if baseline else None
@@ -394,6 +441,7 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                     "ratio": summary["total_wall_seconds"] / flower_unit["library_floor"]["wall_seconds"],
                     "over_floor": flower_unit["library_floor"]["wall_seconds"] / flower_unit["floor"]["wall_seconds"],
                 }
+            entry["flower_repeats"] = [_repeat_figures(unit) for unit in flower_units]
             if ray_address:
                 entry["ray_address"] = ray_address
             results.append(entry)

@@ -151,7 +151,14 @@ FLOOR_COLUMNS = [
     "outside the rounds s: flower (floor)",
     "round 1 s: flower (floor)",
     "later rounds s: flower (floor)",
+    "flower / floor, each repeat",
 ]
+
+
+def _each_flower_repeat(entry: dict[str, Any], key: str) -> str:
+    """Each Flower repeat's ratio ``key`` (``--flower-repeats``; ``-`` for one run, or a record from before)."""
+    ratios = [repeat[key] for repeat in entry.get("flower_repeats", []) if key in repeat]
+    return " ".join(f"{ratio:.2f}x" for ratio in ratios) if len(ratios) > 1 else "-"
 
 
 def floor_rows(record: dict[str, Any]) -> list[list[str]]:
@@ -176,6 +183,7 @@ def floor_rows(record: dict[str, Any]) -> list[list[str]]:
                 f"{run['start_up_seconds']:.1f} ({floor['start_up_seconds']:.1f})",
                 f"{first:.1f} ({floor['first_round_seconds']:.1f})",
                 f"{later:.1f} ({floor_later:.1f})",
+                _each_flower_repeat(entry, "floor_ratio"),
             ]
         )
     return rows
@@ -190,6 +198,7 @@ LIBRARY_FLOOR_COLUMNS = [
     "flower / library floor",
     "round 1 s: flower (floor, library floor)",
     "a client's import s",
+    "flower / library floor, each repeat",
 ]
 
 
@@ -212,6 +221,7 @@ def library_floor_rows(record: dict[str, Any]) -> list[list[str]]:
                 f"{run['per_round']['first_round_seconds']:.1f} ({floor['first_round_seconds']:.1f}, "
                 f"{library['first_round_seconds']:.1f})",
                 f"{library['import_seconds']:.1f}",
+                _each_flower_repeat(entry, "library_floor_ratio"),
             ]
         )
     return rows

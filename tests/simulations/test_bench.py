@@ -31,6 +31,8 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
             "--repeats",
             "2",
             "--library-floor",
+            "--flower-repeats",
+            "2",
             "--name",
             "tiny",
             "--out",
@@ -92,6 +94,16 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
     assert library["over_floor"] == library["wall_seconds"] / floor["wall_seconds"]
     assert library["shapes"] == floor["shapes"]
     assert "Against the floor whose clients import PyTorch and PyG" in readme
+    # two Flower runs, each with its floors; the figures are the one whose ratio to the floor is the lower middle
+    first, second = entry["flower_repeats"]
+    for repeat in (first, second):
+        assert repeat["floor_ratio"] == repeat["total_wall_seconds"] / repeat["floor_wall_seconds"]
+        assert repeat["library_floor_ratio"] == repeat["total_wall_seconds"] / repeat["library_floor_wall_seconds"]
+    chosen = min((first, second), key=lambda repeat: repeat["floor_ratio"])
+    assert run["total_wall_seconds"] == chosen["total_wall_seconds"] and floor["ratio"] == chosen["floor_ratio"]
+    assert library["ratio"] == chosen["library_floor_ratio"]
+    assert {p.name.rsplit("-", 1)[-1] for p in (out / "runs").glob("*-flower*") if p.is_dir()} == {"flower", "2"}
+    assert f"{first['floor_ratio']:.2f}x {second['floor_ratio']:.2f}x" in readme
 
 
 @pytest.mark.slow
