@@ -271,8 +271,8 @@ def _flower_key(job: str, repeat: int) -> str:
 
 def _ratio_to_floor(unit: dict[str, Any]) -> float:
     """A Flower unit's run over its floor's (its wall time where it has no floor)."""
-    wall = unit["summary"]["total_wall_seconds"]
-    return wall / unit["floor"]["wall_seconds"] if "floor" in unit else wall
+    figures = _repeat_figures(unit)
+    return figures.get("floor_ratio", figures["total_wall_seconds"])
 
 
 def _repeat_figures(unit: dict[str, Any]) -> dict[str, float]:
@@ -430,18 +430,17 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
                 )
                 if with_client_figures is not None:
                     entry["engine_local_eval_ratio"] = with_client_figures["total_wall_seconds"] / plain
-            if "floor" in flower_unit:  # Stamen's Flower run over the floor's, over the same span
-                entry["flower_floor"] = {
-                    **flower_unit["floor"],
-                    "ratio": summary["total_wall_seconds"] / flower_unit["floor"]["wall_seconds"],
-                }
-            if "library_floor" in flower_unit:
-                entry["library_floor"] = {
-                    **flower_unit["library_floor"],
-                    "ratio": summary["total_wall_seconds"] / flower_unit["library_floor"]["wall_seconds"],
-                    "over_floor": flower_unit["library_floor"]["wall_seconds"] / flower_unit["floor"]["wall_seconds"],
-                }
             entry["flower_repeats"] = [_repeat_figures(unit) for unit in flower_units]
+            chosen = entry["flower_repeats"][flower_units.index(flower_unit)]
+            if "floor" in flower_unit:  # Stamen's Flower run over the floor's, over the same span
+                entry["flower_floor"] = {**flower_unit["floor"], "ratio": chosen["floor_ratio"]}
+            if "library_floor" in flower_unit:
+                library = flower_unit["library_floor"]
+                entry["library_floor"] = {
+                    **library,
+                    "ratio": chosen["library_floor_ratio"],
+                    "over_floor": library["wall_seconds"] / flower_unit["floor"]["wall_seconds"],
+                }
             if ray_address:
                 entry["ray_address"] = ray_address
             results.append(entry)
