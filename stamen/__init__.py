@@ -13,13 +13,72 @@
 See docs/api.md. Bad input is a ``ValueError`` whose message is the line the command prints.
 """
 
-from server.rundir import RunStatus
-from simulations.errors import RunFailed, RunInterrupted
-from stamen.certifying import Certificates, certify
-from stamen.runs import Run, load, run
-from stamen.sweeps import Sweep, sweep
-from stamen.tuning import Tuned, tune
-from stamen.unlearning import Unlearned, unlearn
+from __future__ import annotations
+
+import importlib
+import types
+from typing import TYPE_CHECKING, Any
+
+# The public names and the modules that define them. They load on first use (PEP 562), so that importing
+# one room (``stamen.server.app`` in a Flower process, ``stamen.client.app`` in a Ray actor) does not pull
+# in the whole API.
+_EXPORTS = {
+    "Certificates": "stamen.certifying",
+    "Run": "stamen.runs",
+    "load": "stamen.runs",
+    "run": "stamen.runs",
+    "RunFailed": "stamen.simulations.errors",
+    "RunInterrupted": "stamen.simulations.errors",
+    "RunStatus": "stamen.server.rundir",
+    "Sweep": "stamen.sweeps",
+    "sweep": "stamen.sweeps",
+    "Tuned": "stamen.tuning",
+    "tune": "stamen.tuning",
+    "Unlearned": "stamen.unlearning",
+}
+
+if TYPE_CHECKING:
+    from stamen.certifying import Certificates
+    from stamen.runs import Run, load, run
+    from stamen.server.rundir import RunStatus
+    from stamen.simulations.errors import RunFailed, RunInterrupted
+    from stamen.sweeps import Sweep, sweep
+    from stamen.tuning import Tuned, tune
+    from stamen.unlearning import Unlearned
+
+
+class _CallableRoom(types.ModuleType):
+    """A room that is also a call of the API: ``stamen.certify(...)`` certifies (:func:`stamen.certifying.certify`)
+    while ``stamen.certify.ntk`` stays the library's module; ``stamen.unlearn`` likewise. Python binds a subpackage
+    to its parent's attribute of the same name, so the room and the call must be one object."""
+
+    _call: tuple[str, str]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module, name = type(self)._call
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+
+def _callable_room(room: str, module: str, name: str) -> None:
+    kind = type(f"{room}_room", (_CallableRoom,), {"_call": (module, name), "__module__": __name__})
+    importlib.import_module(f"stamen.{room}").__class__ = kind  # both rooms' __init__ import nothing heavy
+
+
+_callable_room("certify", "stamen.certifying", "certify")
+_callable_room("unlearn", "stamen.unlearning", "unlearn")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'stamen' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "Certificates",

@@ -1,9 +1,9 @@
 """Certificates from Python: exact label-flip certificates of a graph's NTK machines, as ``stamen certify`` gives.
 
 :func:`certify` takes ``stamen certify``'s options as keyword arguments (``--csbm-nodes 40`` is
-``csbm_nodes=40``), checks them with the command's own check (:meth:`contract.certify_config.
+``csbm_nodes=40``), checks them with the command's own check (:meth:`stamen.contract.certify_config.
 CertifyConfig.from_values` and ``--out``) and calls the command's one path
-(:func:`simulations.commands.certify.certify_job`): the same journal in ``out`` (an interrupted
+(:func:`stamen.simulations.commands.certify.certify_job`): the same journal in ``out`` (an interrupted
 call resumes), the same ``certificate.json``, plot and ``report.md``. Only the printing differs:
 nothing unless ``progress=True``.
 """
@@ -72,13 +72,13 @@ def certify(*, out: str | os.PathLike[str], progress: bool = False, **options: A
     Raises:
         ValueError: bad input, before any slow work; the message is the line ``stamen certify`` prints.
         FileNotFoundError: a ``graph`` or ``kernel`` file, or the dataset's files, are missing.
-        simulations.errors.RunInterrupted: Ctrl-C; the finished units stay in ``out`` for the same call.
+        stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished units stay in ``out`` for the same call.
     """
     from rich.console import Console
 
-    from contract.certify_config import OPTIONS
-    from simulations.commands.certify import certify_job, checked_config
-    from simulations.errors import one_line
+    from stamen.contract.certify_config import OPTIONS
+    from stamen.simulations.commands.certify import certify_job, checked_config
+    from stamen.simulations.errors import one_line
 
     by_attribute = {key.attribute: name for name, key in OPTIONS.items()}
     values: dict[str, Any] = {"out": _option_value("out", out), "workers": 1}

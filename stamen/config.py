@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from contract.provenance import COMMAND_ENV, COMMIT_ENV, code_version
-from simulations.experiment_file import is_experiment_file, run_config_file
+from stamen.contract.provenance import COMMAND_ENV, COMMIT_ENV, code_version
+from stamen.simulations.experiment_file import is_experiment_file, run_config_file
 
 Config = Mapping[str, Any] | str | os.PathLike[str] | None
 

@@ -1,6 +1,6 @@
 """One federated run from Python: :func:`run` trains, :func:`load` reads a run folder, both give a :class:`Run`.
 
-:func:`run` is ``stamen run``: the same function (:func:`simulations.commands.run.launch`)
+:func:`run` is ``stamen run``: the same function (:func:`stamen.simulations.commands.run.launch`)
 checks the config, takes the run directory's lock, trains on the engine asked for, and
 records the run's status and outputs; only the printing is the command's own.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from server.rundir import RunDirectory, RunStatus
 from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
+from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -95,11 +95,11 @@ def run(
     Raises:
         ValueError: bad input, before anything is written; the message is the line ``stamen run`` prints.
         FileExistsError: the run directory exists (set ``overwrite=True`` or another ``run_name``).
-        simulations.errors.RunFailed: the run started and failed (its status says ``failed``).
-        simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
+        stamen.simulations.errors.RunFailed: the run started and failed (its status says ``failed``).
+        stamen.simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
     """
-    from simulations.commands.run import launch
-    from simulations.errors import one_line
+    from stamen.simulations.commands.run import launch
+    from stamen.simulations.errors import one_line
 
     items = run_config_items(config, overrides, output_dir=None if out is None else str(out))
     command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)

@@ -198,7 +198,7 @@ def subprocess_guard():  # noqa: ANN201
 def milp_models(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that grows by one for every sample-wise MILP model built (what a resumed certification
     must not build again for its finished targets)."""
-    from certify import cascade
+    from stamen.certify import cascade
 
     built: list[int] = []
     original = cascade.SampleWiseMILP
@@ -226,7 +226,7 @@ def keep_signal_handlers():  # noqa: ANN201
 @pytest.fixture
 def interrupt_long_job(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     """``interrupt(n)``: Ctrl-C right after the ``n``-th unit of a bench or audit is journaled; returns the undo."""
-    from simulations.long_job import LongJob
+    from stamen.simulations.long_job import LongJob
 
     def interrupt(units: int):  # noqa: ANN202
         original, calls = LongJob.finish, []

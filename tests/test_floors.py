@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[1] / "stamen"
+FACE = "stamen"  # the package's own modules (stamen/*.py): the public API
 FLOORS = {
     "graphs": 1,
     "models": 1,
@@ -20,14 +21,23 @@ FLOORS = {
     "client": 4,
     "server": 4,
     "simulations": 5,
-    "stamen": 6,
+    FACE: 6,
 }
 # The contract reads names and plain specs only, never code: the datasets and partitioners, the
 # federation's spec (a frozen value), the models and NTK architectures, and certify's models, modes,
 # search methods, solvers and NTK variants (for the options of stamen certify,
-# contract/certify_config.py); each of these modules imports nothing heavy.
-CONTRACT_MAY_READ = {"graphs.names", "graphs.spec", "models.names", "certify.names"}
+# stamen/contract/certify_config.py); each of these modules imports nothing heavy.
+CONTRACT_MAY_READ = {"stamen.graphs.names", "stamen.graphs.spec", "stamen.models.names", "stamen.certify.names"}
 CONTRACT_MAY_NOT = ("torch", "torch_geometric", "opacus")
+
+
+def _room(name: str) -> str | None:
+    """The room a module name belongs to: ``stamen.server.loop`` -> ``server``, ``stamen.runs`` -> the face;
+    ``None`` for a module that is not Stamen's."""
+    parts = name.split(".")
+    if parts[0] != "stamen":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in FLOORS and parts[1] != FACE else FACE
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -37,22 +47,30 @@ def _imports(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module in FLOORS:  # ``from graphs import names``: what is imported is graphs.names
+            if node.module == "stamen" or (
+                _room(node.module) not in (None, FACE) and node.module.count(".") == 1
+            ):  # ``from stamen.graphs import names``: what is imported is stamen.graphs.names
                 found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
             else:
                 found.append((node.lineno, node.module))
     return sorted(found)
 
 
+def _files(package: str, root: Path) -> list[Path]:
+    if package == FACE:
+        return sorted(root.glob("*.py"))
+    return sorted((root / package).rglob("*.py"))
+
+
 def _violations(package: str, root: Path = ROOT) -> list[str]:
     problems = []
-    for path in sorted((root / package).rglob("*.py")):
+    for path in _files(package, root):
         for line, name in _imports(path):
-            top = name.split(".")[0]
-            where = f"{path.relative_to(root)}:{line} imports {name}"
-            if package == "contract" and top in CONTRACT_MAY_NOT:
+            top = _room(name)
+            where = f"{path.relative_to(root.parent)}:{line} imports {name}"
+            if package == "contract" and name.split(".")[0] in CONTRACT_MAY_NOT:
                 problems.append(f"{where} (the contract holds no torch)")
-            if top not in FLOORS or top == package:
+            if top is None or top == package:
                 continue
             if package == "contract":
                 if not any(name == allowed or name.startswith(allowed + ".") for allowed in CONTRACT_MAY_READ):
@@ -69,16 +87,28 @@ def test_a_package_imports_only_lower_floors(package):
 
 
 def test_the_check_finds_sideways_and_upward_imports(tmp_path):
-    (tmp_path / "graphs").mkdir()
-    (tmp_path / "graphs" / "bad.py").write_text("def f():\n    from server.loop import run_rounds\nimport models\n")
-    (tmp_path / "contract").mkdir()
-    (tmp_path / "contract" / "bad.py").write_text("from graphs import names, splits\nimport torch\n")
-    assert _violations("graphs", tmp_path) == [
-        "graphs/bad.py:2 imports server.loop (floor 4 from floor 1)",
-        "graphs/bad.py:3 imports models (floor 1 from floor 1)",
+    root = tmp_path / "stamen"
+    (root / "graphs").mkdir(parents=True)
+    (root / "graphs" / "bad.py").write_text(
+        "def f():\n    from stamen.server.loop import run_rounds\nimport stamen.models\nfrom stamen import runs\n"
+    )
+    (root / "contract").mkdir()
+    (root / "contract" / "bad.py").write_text("from stamen.graphs import names, splits\nimport torch\n")
+    (root / "runs.py").write_text("from stamen.server import rundir\nimport models\n")
+    assert _violations("graphs", root) == [
+        "stamen/graphs/bad.py:2 imports stamen.server.loop (floor 4 from floor 1)",
+        "stamen/graphs/bad.py:3 imports stamen.models (floor 1 from floor 1)",
+        "stamen/graphs/bad.py:4 imports stamen.runs (floor 6 from floor 1)",
     ]
-    assert _violations("contract", tmp_path) == [
-        "contract/bad.py:1 imports graphs.splits (the contract reads only: certify.names, graphs.names, "
-        "graphs.spec, models.names)",
-        "contract/bad.py:2 imports torch (the contract holds no torch)",
+    assert _violations("contract", root) == [
+        "stamen/contract/bad.py:1 imports stamen.graphs.splits (the contract reads only: stamen.certify.names, "
+        "stamen.graphs.names, stamen.graphs.spec, stamen.models.names)",
+        "stamen/contract/bad.py:2 imports torch (the contract holds no torch)",
     ]
+    assert _violations(FACE, root) == []  # the face may import every room; ``models`` is not Stamen's
+
+
+def test_no_generic_top_level_package_is_left():
+    """Stamen installs one top-level package: nothing beside ``stamen/`` in the source folder is a package."""
+    beside = sorted(p.name for p in ROOT.parent.iterdir() if (p / "__init__.py").is_file() and p.name != "stamen")
+    assert beside == []

@@ -1,4 +1,4 @@
-"""Flower's non-public modules are imported in one place only: the adapter, ``simulations/flower_internals/``.
+"""Flower's non-public modules are imported in one place only: the adapter, ``stamen/simulations/flower_internals/``.
 
 Every ``.py`` file of the project outside ``tests/`` is parsed (nothing is imported) and each
 reference to Flower is listed: ``import flwr...``, ``from flwr... import ...`` (inside
@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ADAPTER = Path("simulations", "flower_internals")
+ADAPTER = Path("stamen", "simulations", "flower_internals")
 UPGRADING = ROOT / "docs" / "upgrading-flower.md"
 FLOWER = Path(flwr.__file__).resolve().parent
 
@@ -57,7 +57,7 @@ PUBLIC = frozenset(
 # Non-public Flower references allowed outside the adapter: {(file, Flower module): why it cannot go
 # through the adapter}. A file below simulations/ (floor 4: server/, client/) cannot import the adapter
 # (floor 5); such a file would be listed here. None is needed today: server/ and client/ use public API
-# only (server/secagg.py drives SecAgg+ through flwr.server.workflow and flwr.server's LegacyContext).
+# only (stamen/server/secagg.py drives SecAgg+ through flwr.server.workflow and flwr.server's LegacyContext).
 ALLOWED: dict[tuple[str, str], str] = {}
 
 
@@ -169,7 +169,7 @@ def violations(root: Path = ROOT, allowed: dict[tuple[str, str], str] = ALLOWED)
             continue
         for reference in references(path, root):
             if not reference.public and (reference.path, reference.module) not in allowed:
-                problems.append(f"{reference} (not Flower's public API: use simulations/flower_internals/)")
+                problems.append(f"{reference} (not Flower's public API: use stamen/simulations/flower_internals/)")
     return problems
 
 
@@ -181,8 +181,8 @@ def test_every_flower_reference_is_listed():
     """The scan sees the project's Flower imports: public ones everywhere, non-public ones in the adapter."""
     listed = [ref for path in source_files() for ref in references(path)]
     public = {(ref.path, ref.module, ref.name) for ref in listed if ref.public}
-    assert ("server/app.py", "flwr.serverapp", "ServerApp") in public
-    assert ("simulations/benches/records.py", "flwr", "") in public  # flwr.__version__
+    assert ("stamen/server/app.py", "flwr.serverapp", "ServerApp") in public
+    assert ("stamen/simulations/benches/records.py", "flwr", "") in public  # flwr.__version__
     internal = {ref.module for ref in listed if not ref.public}
     assert {"flwr.supercore.task_identity", "flwr.proto.fleet_pb2", "flwr.common.config"} <= internal
     assert all(ref.path.startswith(ADAPTER.as_posix() + "/") for ref in listed if not ref.public)
@@ -215,7 +215,7 @@ def test_the_check_finds_a_non_public_import(tmp_path):
     (adapter / "fine.py").write_text("from flwr.supercore.task_identity import TaskIdentity\n")
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text("from flwr.common.constant import ErrorCode\n")
-    hint = "(not Flower's public API: use simulations/flower_internals/)"
+    hint = "(not Flower's public API: use stamen/simulations/flower_internals/)"
     expected = [
         "server/bad.py:4 flwr.common.serde",
         "server/bad.py:5 from flwr.common.constant import ErrorCode",
@@ -238,7 +238,7 @@ def test_the_check_finds_a_non_public_import(tmp_path):
 
 @pytest.mark.parametrize("version", ["1.43.0", "1.41.2", "2.42.0", "1.4.2", "1.420.0", "nightly"])
 def test_another_flower_is_refused_in_one_line(monkeypatch, version):
-    from simulations.flower_internals.version import UnsupportedFlower, check_flower_version
+    from stamen.simulations.flower_internals.version import UnsupportedFlower, check_flower_version
 
     monkeypatch.setattr(flwr, "__version__", version)
     with pytest.raises(UnsupportedFlower) as refused:
@@ -253,7 +253,7 @@ def test_another_flower_is_refused_in_one_line(monkeypatch, version):
 
 @pytest.mark.parametrize("version", ["1.42.0", "1.42.7", "1.42.1rc2", "1.42.0.dev20251201"])
 def test_a_1_42_flower_is_accepted(version):
-    from simulations.flower_internals.version import check_flower_version
+    from stamen.simulations.flower_internals.version import check_flower_version
 
     check_flower_version(version)
 
@@ -262,7 +262,9 @@ def _forget_the_adapter(monkeypatch):
     """As in a fresh process: the adapter's package and every module of it unimported (restored afterwards).
     A submodule left in sys.modules would be returned as it is, without importing the package again."""
     for name in [
-        n for n in sys.modules if n == "simulations.flower_internals" or n.startswith("simulations.flower_internals.")
+        n
+        for n in sys.modules
+        if n == "stamen.simulations.flower_internals" or n.startswith("stamen.simulations.flower_internals.")
     ]:
         monkeypatch.delitem(sys.modules, name)
 
@@ -271,12 +273,12 @@ def test_importing_the_adapter_checks_the_version(monkeypatch):
     monkeypatch.setattr(flwr, "__version__", "1.43.0")
     _forget_the_adapter(monkeypatch)
     with pytest.raises(RuntimeError, match="Flower 1.43.0 is installed") as refused:
-        importlib.import_module("simulations.flower_internals.task_identity")
+        importlib.import_module("stamen.simulations.flower_internals.task_identity")
     assert type(refused.value).__name__ == "UnsupportedFlower"  # the class of the freshly imported adapter
 
 
 def test_the_cli_says_it_in_one_line(monkeypatch, capsys, tmp_path):
-    from simulations.cli import main
+    from stamen.simulations.cli import main
 
     monkeypatch.setattr(flwr, "__version__", "1.43.0")
     _forget_the_adapter(monkeypatch)
@@ -290,7 +292,7 @@ def test_the_cli_says_it_in_one_line(monkeypatch, capsys, tmp_path):
 
 
 def test_the_pin_is_the_adapters_range():
-    from simulations.flower_internals.version import REQUIREMENT
+    from stamen.simulations.flower_internals.version import REQUIREMENT
 
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     (pin,) = [d for d in dependencies if d.split("[")[0].split(">")[0].split("<")[0].strip() == "flwr"]
@@ -307,28 +309,28 @@ def test_the_copied_constants_equal_flowers():
     from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
     from flwr.server.workflow.constant import Key as WorkflowKey
 
-    import client.clipping
-    import client.secagg
-    import server.loop
-    import server.secagg
+    import stamen.client.clipping
+    import stamen.client.secagg
+    import stamen.server.loop
+    import stamen.server.secagg
 
     lost = {ErrorCode.NODE_UNAVAILABLE, ErrorCode.MESSAGE_UNAVAILABLE, ErrorCode.REPLY_MESSAGE_UNAVAILABLE}
-    assert server.loop._LOST_CODES == lost
-    assert server.loop.SUPERLINK_NODE_ID == SUPERLINK_NODE_ID
-    assert server.secagg.RECORD_KEY_CONFIGS == RECORD_KEY_CONFIGS
-    assert server.secagg.STAGE_KEY == Key.STAGE
-    assert server.secagg.COLLECT_MASKED_VECTORS == Stage.COLLECT_MASKED_VECTORS
-    assert server.secagg.MAIN_PARAMS_RECORD == MAIN_PARAMS_RECORD
-    assert server.secagg.MAIN_CONFIGS_RECORD == MAIN_CONFIGS_RECORD
-    assert server.secagg.CURRENT_ROUND_KEY == WorkflowKey.CURRENT_ROUND
-    for module in (client.clipping, client.secagg):
+    assert stamen.server.loop._LOST_CODES == lost
+    assert stamen.server.loop.SUPERLINK_NODE_ID == SUPERLINK_NODE_ID
+    assert stamen.server.secagg.RECORD_KEY_CONFIGS == RECORD_KEY_CONFIGS
+    assert stamen.server.secagg.STAGE_KEY == Key.STAGE
+    assert stamen.server.secagg.COLLECT_MASKED_VECTORS == Stage.COLLECT_MASKED_VECTORS
+    assert stamen.server.secagg.MAIN_PARAMS_RECORD == MAIN_PARAMS_RECORD
+    assert stamen.server.secagg.MAIN_CONFIGS_RECORD == MAIN_CONFIGS_RECORD
+    assert stamen.server.secagg.CURRENT_ROUND_KEY == WorkflowKey.CURRENT_ROUND
+    for module in (stamen.client.clipping, stamen.client.secagg):
         assert typing.get_args(module.ClientAppCallable) == typing.get_args(ClientAppCallable)
 
 
 def test_the_copied_noise_is_flowers_to_the_bit():
     from flwr.supercore import differential_privacy as flowers
 
-    from server import privacy as ours
+    from stamen.server import privacy as ours
 
     for args in [(1.0, 0.5, 10), (0.7, 3.0, 3), (2.5, 1e-3, 1)]:
         assert ours.compute_stdv(*args) == flowers.compute_stdv(*args)

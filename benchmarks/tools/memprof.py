@@ -58,15 +58,15 @@ def sample(interval: float = 0.05) -> None:
 
 
 if os.environ.get("MEMPROF_BATCH_NODES"):  # the in-process engine's batch size, for a before/after of the rounds
-    import client.together
+    import stamen.client.together
 
-    client.together.BATCH_NODES = int(os.environ["MEMPROF_BATCH_NODES"])
+    stamen.client.together.BATCH_NODES = int(os.environ["MEMPROF_BATCH_NODES"])
 thread = threading.Thread(target=sample, daemon=True)
 thread.start()
 sys.argv = ["stamen", *args]
 code = 0
 try:
-    from simulations.cli import main
+    from stamen.simulations.cli import main
 
     code = main(args) or 0
 except SystemExit as exit_:

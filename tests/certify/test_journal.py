@@ -1,16 +1,16 @@
-"""The certification journal (certify.journal) and the pipeline's units: kept, read back, resumed."""
+"""The certification journal (stamen.certify.journal) and the pipeline's units: kept, read back, resumed."""
 
 import json
 
 import numpy as np
 import pytest
 
-from certify.data import Instance
-from certify.journal import JOURNAL_FILE, Journal, JournalMismatch, job_digest
-from certify.outcome import CollectiveOutcome, TargetOutcome
-from certify.pipeline import Finished, Stage, run
-from certify.solvers import SolverSpec
-from certify.task import CertificationTask
+from stamen.certify.data import Instance
+from stamen.certify.journal import JOURNAL_FILE, Journal, JournalMismatch, job_digest
+from stamen.certify.outcome import CollectiveOutcome, TargetOutcome
+from stamen.certify.pipeline import Finished, Stage, run
+from stamen.certify.solvers import SolverSpec
+from stamen.certify.task import CertificationTask
 
 HIGHS = SolverSpec("highs", 60)
 OPTIONS = {"budgets": [0, 1, 2], "targets": 8}

@@ -5,9 +5,9 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from certify import bruteforce as bf
-from certify import krr
-from certify.solvers import SolverSpec
+from stamen.certify import bruteforce as bf
+from stamen.certify import krr
+from stamen.certify.solvers import SolverSpec
 
 
 @pytest.mark.parametrize("ridge", [0.01, 1.0])

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from certify import bruteforce as bf
-from certify.cascade import CERTIFIED, NOT_CERTIFIED, certify_collective, certify_samplewise
-from certify.cascade_multiclass import certify_multiclass
-from certify.milp_collective import CollectiveMILP
-from certify.milp_sample import PairwiseMILP, SampleWiseMILP
-from certify.screening import RetrainCache, stability_radius
-from certify.solvers import SolverSpec
-from certify.svm import KernelSVM
+from stamen.certify import bruteforce as bf
+from stamen.certify.cascade import CERTIFIED, NOT_CERTIFIED, certify_collective, certify_samplewise
+from stamen.certify.cascade_multiclass import certify_multiclass
+from stamen.certify.milp_collective import CollectiveMILP
+from stamen.certify.milp_sample import PairwiseMILP, SampleWiseMILP
+from stamen.certify.screening import RetrainCache, stability_radius
+from stamen.certify.solvers import SolverSpec
+from stamen.certify.svm import KernelSVM
 
 HIGHS = SolverSpec("highs", 60)
 CBC = SolverSpec("cbc", 60)
@@ -165,7 +165,7 @@ def test_multiclass_pairwise_equals_brute_force():
     k = x @ x.T + 0.1
     k_ll, k_tl = k[:6, :6], k[6:, :6]
     c = 1.0
-    from certify.svm import OneVsAllSVM
+    from stamen.certify.svm import OneVsAllSVM
 
     ova = OneVsAllSVM(c).fit(k_ll, labels, 3)
     for t in range(2):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from certify.ntk import dense_adjacency, ntk, propagation_matrix, validate_kernel
+from stamen.certify.ntk import dense_adjacency, ntk, propagation_matrix, validate_kernel
 
 EDGES = np.array([[0, 1, 1, 2, 2, 3, 3, 0, 1, 4], [1, 0, 2, 1, 3, 2, 0, 3, 4, 1]])
 WIDTH = 16384

@@ -9,12 +9,12 @@ not certified carries a flip set that a fresh retraining confirms.
 import numpy as np
 import pytest
 
-from certify import bruteforce as bf
-from certify.cascade import certify_samplewise
-from certify.cascade_multiclass import certify_multiclass
-from certify.outcome import Method, Status
-from certify.solvers import SolverSpec
-from certify.svm import KernelSVM, OneVsAllSVM
+from stamen.certify import bruteforce as bf
+from stamen.certify.cascade import certify_samplewise
+from stamen.certify.cascade_multiclass import certify_multiclass
+from stamen.certify.outcome import Method, Status
+from stamen.certify.solvers import SolverSpec
+from stamen.certify.svm import KernelSVM, OneVsAllSVM
 
 HIGHS = SolverSpec("highs", 60)
 BUDGETS = [0, 1, 2]
@@ -103,8 +103,8 @@ def test_binary_parallel_attack_first_equals_sequential_milp(make_problem):
 
 @pytest.mark.parametrize("workers", [0, -1])
 def test_workers_must_be_positive(workers):
-    from certify.data import Instance
-    from certify.task import CertificationTask
+    from stamen.certify.data import Instance
+    from stamen.certify.task import CertificationTask
 
     inst = Instance(
         np.eye(4),

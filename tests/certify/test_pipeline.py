@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from certify import bruteforce as bf
-from certify.data import Instance
-from certify.outcome import Method, SolveStatus, Status
-from certify.pipeline import run
-from certify.registry import MODELS, MODES
-from certify.solvers import SolverSpec
-from certify.task import CertificationTask
+from stamen.certify import bruteforce as bf
+from stamen.certify.data import Instance
+from stamen.certify.outcome import Method, SolveStatus, Status
+from stamen.certify.pipeline import run
+from stamen.certify.registry import MODELS, MODES
+from stamen.certify.solvers import SolverSpec
+from stamen.certify.task import CertificationTask
 
 HIGHS = SolverSpec("highs", 60)
 

@@ -5,13 +5,13 @@ from itertools import product
 import numpy as np
 import pytest
 
-from certify import bruteforce as bf
-from certify import exhaustive
-from certify.cascade import certify_collective, certify_samplewise
-from certify.milp import h_bounds
-from certify.milp_sample import SampleWiseMILP
-from certify.solvers import SolverSpec
-from certify.svm import KernelSVM
+from stamen.certify import bruteforce as bf
+from stamen.certify import exhaustive
+from stamen.certify.cascade import certify_collective, certify_samplewise
+from stamen.certify.milp import h_bounds
+from stamen.certify.milp_sample import SampleWiseMILP
+from stamen.certify.solvers import SolverSpec
+from stamen.certify.svm import KernelSVM
 
 HIGHS = SolverSpec("highs", 60)
 

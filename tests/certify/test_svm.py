@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from certify.svm import KernelSVM, OneVsAllSVM, kkt_residual, select_C, solve_box_qp
+from stamen.certify.svm import KernelSVM, OneVsAllSVM, kkt_residual, select_C, solve_box_qp
 
 
 @pytest.mark.parametrize("c", [0.01, 0.1, 1.0, 10.0, 100.0])

@@ -1,4 +1,4 @@
-"""Malicious clients (client/attacks.py): exact, seeded attacks through the ClientApp's training handler."""
+"""Malicious clients (stamen/client/attacks.py): exact, seeded attacks through the ClientApp's training handler."""
 
 import math
 
@@ -7,11 +7,11 @@ import pytest
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 
-from client.attacks import check_attack, flipped_labels, malicious_partitions
-from client.job import client_data
-from contract import protocol as p
-from contract.run_config import RunConfig
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.client.attacks import check_attack, flipped_labels, malicious_partitions
+from stamen.client.job import client_data
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 RUN = {"csbm-nodes": 600, "csbm-classes": 3, "local-epochs": 2, "min-clients": 2}
 CLIENTS = 5
@@ -46,7 +46,7 @@ def _train_reply(config: RunConfig, partition: int, server_round: int = 2) -> tu
 
 
 def _seeded_model(config: RunConfig) -> dict:
-    from client.job import LocalJob
+    from stamen.client.job import LocalJob
 
     spec = config.federation(CLIENTS)
     data = client_data(spec, 0, torch.device("cpu"))

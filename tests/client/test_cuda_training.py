@@ -7,9 +7,9 @@ machine (``python -m pytest tests/client/test_cuda_training.py``).
 import pytest
 import torch
 
-from client.device import choose_device
-from contract.run_config import RunConfig
-from simulations.inprocess import run_in_process
+from stamen.client.device import choose_device
+from stamen.contract.run_config import RunConfig
+from stamen.simulations.inprocess import run_in_process
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; CI machines have none")
 

@@ -4,10 +4,10 @@ for the length of a ``with`` block, and every other federation reads its graph a
 import pytest
 import torch
 
-from client.data_source import data_source, partition_data
-from client.job import client_data
-from contract.run_config import RunConfig
-from graphs import FederationSpec
+from stamen.client.data_source import data_source, partition_data
+from stamen.client.job import client_data
+from stamen.contract.run_config import RunConfig
+from stamen.graphs import FederationSpec
 
 CPU = torch.device("cpu")
 

@@ -5,8 +5,8 @@ import logging
 import pytest
 import torch
 
-from client import device as device_module
-from client.device import choose_device
+from stamen.client import device as device_module
+from stamen.client.device import choose_device
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def test_a_missing_gpu_index_falls_back(monkeypatch, caplog):
 
 
 class _FakeRay:
-    """A Ray worker's view of its resources, for :func:`client.device.ray_gpu_share`."""
+    """A Ray worker's view of its resources, for :func:`stamen.client.device.ray_gpu_share`."""
 
     def __init__(self, gpus):
         self.gpus = gpus
@@ -68,7 +68,7 @@ class _FakeRay:
 def test_a_ray_worker_without_a_gpu_share_trains_on_the_cpu(monkeypatch):
     import sys
 
-    from client.device import choose_device, ray_gpu_share
+    from stamen.client.device import choose_device, ray_gpu_share
 
     monkeypatch.setitem(sys.modules, "ray", _FakeRay([]))
     assert ray_gpu_share() == []

@@ -1,7 +1,7 @@
-"""DP-SGD in closed form (models/dp_sgd.py) against Opacus, the reference it replaces.
+"""DP-SGD in closed form (stamen/models/dp_sgd.py) against Opacus, the reference it replaces.
 
 Per-sample gradients equal Opacus's ``grad_sample``, one noiseless clipped step equals
-its ``DPOptimizer`` step, and a whole round of :func:`client.privacy.train_private`
+its ``DPOptimizer`` step, and a whole round of :func:`stamen.client.privacy.train_private`
 (Poisson batches, empty ones included, dropout, noise) equals the same round through
 Opacus, with the same accountant history and epsilon.
 """
@@ -15,7 +15,7 @@ from opacus.optimizers import DPOptimizer
 from torch import nn
 from torch_geometric.data import Data
 
-from client.privacy import (
+from stamen.client.privacy import (
     RowClassifier,
     load_accountant,
     propagated_rows,
@@ -23,9 +23,9 @@ from client.privacy import (
     spent_epsilon,
     train_private,
 )
-from contract.run_config import RunConfig
-from models import build_model
-from models.dp_sgd import (
+from stamen.contract.run_config import RunConfig
+from stamen.models import build_model
+from stamen.models.dp_sgd import (
     DpSgdSettings,
     LinearTape,
     clip_factors,
@@ -37,7 +37,7 @@ from models.dp_sgd import (
     private_step,
     trainable,
 )
-from simulations.benches.dpsgd import opacus_on_rows
+from stamen.simulations.benches.dpsgd import opacus_on_rows
 
 CASES = [("sgc", True), ("sgc", False), ("mlp", True), ("mlp", False)]
 

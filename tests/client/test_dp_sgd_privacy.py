@@ -1,6 +1,6 @@
 """DP-SGD's noise observed: every coordinate of a step carries N(0, (sigma C / (q N))^2), scaled by the optimizer.
 
-DP-SGD (:mod:`models.dp_sgd`, Opacus's convention) sums the clipped per-sample gradients of a
+DP-SGD (:mod:`stamen.models.dp_sgd`, Opacus's convention) sums the clipped per-sample gradients of a
 Poisson batch, adds :math:`\\mathcal{N}(0, \\sigma^2 C^2)` per coordinate and divides by the *expected* batch
 :math:`qN`; SGD then moves the weights by ``-lr`` times that. With the model, the data and
 the batches fixed and only the noise seed varying, the deviations from the noiseless step
@@ -16,9 +16,9 @@ from opacus.accountants import RDPAccountant
 from scipy import stats
 from torch_geometric.data import Data
 
-from client.privacy import RowClassifier, propagated_rows, train_private
-from contract.run_config import RunConfig
-from models import build_model, dp_sgd
+from stamen.client.privacy import RowClassifier, propagated_rows, train_private
+from stamen.contract.run_config import RunConfig
+from stamen.models import build_model, dp_sgd
 
 ALPHA = 1e-6
 SIGMA, CLIP, LR = 1.0, 0.5, 1.0

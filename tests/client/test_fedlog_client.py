@@ -5,12 +5,12 @@ import pytest
 import torch
 from flwr.app import ArrayRecord, Message
 
-from client.job import client_data, private_tensors
-from contract import protocol as p
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.client.job import client_data, private_tensors
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import run_rounds
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 RUN = {
     "algorithm": "fedlog",

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from contract import figures as f
-from contract.run_config import RunConfig
-from graphs import FederationSpec, build_federation
-from simulations.inprocess import run_in_process
+from stamen.contract import figures as f
+from stamen.contract.run_config import RunConfig
+from stamen.graphs import FederationSpec, build_federation
+from stamen.simulations.inprocess import run_in_process
 from tests.graphs.test_tu_folder import write_tu
 
 # graphs-synth (400 graphs) over 3 random clients, 3 rounds of 2 local epochs, GIN, seed 0: the initial model

@@ -4,11 +4,11 @@ import dataclasses
 
 import pytest
 
-from client.identity import HeadMismatch, check_head, peak_rss_mb, where_name
-from contract.identity import COMMIT, PARTITION_DIGEST, VERSION, identity_problem, own_identity
-from contract.run_config import RunConfig
-from graphs import build_federation
-from simulations.preflight import default_run_config
+from stamen.client.identity import HeadMismatch, check_head, peak_rss_mb, where_name
+from stamen.contract.identity import COMMIT, PARTITION_DIGEST, VERSION, identity_problem, own_identity
+from stamen.contract.run_config import RunConfig
+from stamen.graphs import build_federation
+from stamen.simulations.preflight import default_run_config
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +60,8 @@ def test_a_client_reports_its_peak_memory():
 def test_a_staged_app_carries_its_version_and_commit(tmp_path):
     import tomllib
 
-    from contract.provenance import BUILD_FILE
-    from simulations.flower import stage_app
+    from stamen.contract.provenance import BUILD_FILE
+    from stamen.simulations.flower import stage_app
 
     build = tomllib.loads((stage_app(tmp_path) / BUILD_FILE).read_text())
     assert build == {"version": own_identity()[VERSION], "commit": own_identity()[COMMIT]}
@@ -70,8 +70,8 @@ def test_a_staged_app_carries_its_version_and_commit(tmp_path):
 def test_a_run_whose_clients_cut_another_partition_fails_saying_so(tmp_path, monkeypatch, capsys):
     import json
 
-    from contract.identity import PARTITION_DIGEST_ENV
-    from simulations.cli import main as stamen
+    from stamen.contract.identity import PARTITION_DIGEST_ENV
+    from stamen.simulations.cli import main as stamen
 
     monkeypatch.setenv(PARTITION_DIGEST_ENV, "0" * 16)  # the head's digest, as a head with other data would send
     out = tmp_path / "runs"

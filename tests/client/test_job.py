@@ -4,11 +4,11 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord
 
-from client.device import seed_device
-from client.job import RAW, private_record, private_tensors
-from contract.run_config import RunConfig
-from models import build_model
-from models.training import evaluate
+from stamen.client.device import seed_device
+from stamen.client.job import RAW, private_record, private_tensors
+from stamen.contract.run_config import RunConfig
+from stamen.models import build_model
+from stamen.models.training import evaluate
 
 
 def test_private_state_round_trips_every_dtype_and_shape():
@@ -66,7 +66,7 @@ def test_evaluation_on_equal_graphs_counts_as_two_forward_passes_would(cora_like
 
 @pytest.fixture
 def cora_like():
-    from graphs import build_federation
+    from stamen.graphs import build_federation
 
     spec = RunConfig.from_flower({"dataset": "csbm", "csbm-nodes": 300}).federation(2)
     return build_federation(spec).clients[0].clone()

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from contract import figures as f
-from contract.run_config import RunConfig
-from simulations.inprocess import run_in_process
+from stamen.contract import figures as f
+from stamen.contract.run_config import RunConfig
+from stamen.simulations.inprocess import run_in_process
 
 # csbm with 300 nodes over 3 clients, 3 rounds of 5 local steps: the initial (random) model scores about
 # 0.58 on the clients' test edges, the trained one about 0.76 (seed 0); the margin leaves room for noise.

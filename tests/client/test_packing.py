@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, RecordDict
 
-from client.packing import packed_records_mod
-from contract.arrays import numpy_array
-from contract.packed import has_packed, is_packed, packed_content
-from simulations.inprocess import task_identity
+from stamen.client.packing import packed_records_mod
+from stamen.contract.arrays import numpy_array
+from stamen.contract.packed import has_packed, is_packed, packed_content
+from stamen.simulations.inprocess import task_identity
 
 
 @pytest.fixture(autouse=True)

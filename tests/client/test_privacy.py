@@ -6,7 +6,7 @@ from flwr.app import RecordDict
 from opacus.accountants import RDPAccountant
 from torch_geometric.data import Data
 
-from client.privacy import (
+from stamen.client.privacy import (
     RowClassifier,
     load_accountant,
     noise_multiplier,
@@ -15,8 +15,8 @@ from client.privacy import (
     save_accountant,
     train_private,
 )
-from contract.run_config import RunConfig
-from models import build_model
+from stamen.contract.run_config import RunConfig
+from stamen.models import build_model
 
 DP = {"privacy": "dp-sgd", "model": "sgc", "dropout": 0.0, "dp-batch-size": 10, "local-epochs": 2}
 

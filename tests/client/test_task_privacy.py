@@ -1,4 +1,4 @@
-"""Privacy and robustness on link prediction and graph classification (contract/tasks.py): client-level DP is
+"""Privacy and robustness on link prediction and graph classification (stamen/contract/tasks.py): client-level DP is
 seeded and accounted as for node classification, graph classification's per-graph DP-SGD reports the
 accountant's epsilon of every step, the attacks change the rows, a robust rule is admitted."""
 
@@ -9,16 +9,16 @@ import torch
 from flwr.app import RecordDict
 from opacus.accountants import RDPAccountant
 
-from client.algorithms import client_algorithm
-from client.attacks import attacked
-from client.job import LocalJob
-from client.privacy import sample_rate
-from contract import figures as f
-from contract.run_config import RunConfig
-from graphs import FederationSpec, build_federation
-from server.driver import build_driver
-from server.privacy import client_dp_epsilon
-from simulations.inprocess import InProcessGrid, run_in_process, task_identity
+from stamen.client.algorithms import client_algorithm
+from stamen.client.attacks import attacked
+from stamen.client.job import LocalJob
+from stamen.client.privacy import sample_rate
+from stamen.contract import figures as f
+from stamen.contract.run_config import RunConfig
+from stamen.graphs import FederationSpec, build_federation
+from stamen.server.driver import build_driver
+from stamen.server.privacy import client_dp_epsilon
+from stamen.simulations.inprocess import InProcessGrid, run_in_process, task_identity
 
 LINK = {"task": "link-prediction", "csbm-nodes": 300, "local-epochs": 5}
 GRAPHS = {"task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random", "model": "gin",
@@ -53,7 +53,7 @@ def test_client_level_dp_runs_seeded_and_spends_the_accountants_epsilon(task, sa
     same_figures(runs[0], runs[1], task)  # the server's noise is drawn from the run's seed
     assert not runs[0][-1]["failed_clients"] and runs[0][-1]["clients"] == 3
     assert _headlines(task, runs[0]) != _headlines(task, _rows(task))  # clipped and noised: not the plain run
-    # every client sampled each round (q = 1): the accountant of 1, 2 rounds, as server/app.py reports it
+    # every client sampled each round (q = 1): the accountant of 1, 2 rounds, as stamen/server/app.py reports it
     assert driver.epsilon_after is not None
     spent = [driver.epsilon_after(r) for r in (1, 2)]
     assert spent == [client_dp_epsilon(0.5, 1.0, r, config.target_delta) for r in (1, 2)]

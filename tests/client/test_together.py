@@ -1,19 +1,19 @@
-"""A round's clients trained together reply what each replies alone, to the bit (client/together.py)."""
+"""A round's clients trained together reply what each replies alone, to the bit (stamen/client/together.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from client import together as together_module
-from client.job import OPTIMIZER_STATE, private_tensors
-from contract import protocol as p
-from contract.run_config import RunConfig
-from models.together import evaluate_together, fit_together
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from server.unlearning import unlearn_federation
-from simulations.inprocess import InProcessGrid, run_in_process, task_identity
+from stamen.client import together as together_module
+from stamen.client.job import OPTIMIZER_STATE, private_tensors
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.models.together import evaluate_together, fit_together
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import run_rounds
+from stamen.server.unlearning import unlearn_federation
+from stamen.simulations.inprocess import InProcessGrid, run_in_process, task_identity
 
 BASE = {"dataset": "csbm", "csbm-nodes": 300, "num-server-rounds": 3, "seed": 4}
 

@@ -3,10 +3,10 @@ import copy
 import pytest
 import torch
 
-from client.device import choose_device
-from graphs import FederationSpec, build_federation
-from models import build_model
-from models.training import adam, adam_state_record, evaluate, fit, restore_adam_state
+from stamen.client.device import choose_device
+from stamen.graphs import FederationSpec, build_federation
+from stamen.models import build_model
+from stamen.models.training import adam, adam_state_record, evaluate, fit, restore_adam_state
 
 
 @pytest.fixture(scope="module")

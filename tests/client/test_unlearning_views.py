@@ -5,12 +5,12 @@ import copy
 import torch
 from flwr.app import RecordDict
 
-from client.job import LocalJob
-from client.unlearning import _forget_and_remaining
-from contract.requests import parse_request
-from contract.run_config import RunConfig
-from graphs import build_federation
-from unlearn.requests import client_forget_mask, remaining_view
+from stamen.client.job import LocalJob
+from stamen.client.unlearning import _forget_and_remaining
+from stamen.contract.requests import parse_request
+from stamen.contract.run_config import RunConfig
+from stamen.graphs import build_federation
+from stamen.unlearn.requests import client_forget_mask, remaining_view
 
 
 def _job() -> LocalJob:

@@ -7,8 +7,8 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord
 
-from client.weights import load_weights, record_tensors, weights_record
-from contract.arrays import NUMPY
+from stamen.client.weights import load_weights, record_tensors, weights_record
+from stamen.contract.arrays import NUMPY
 
 
 def _state() -> dict[str, torch.Tensor]:
@@ -81,7 +81,7 @@ def test_a_shared_record_gives_every_module_the_same_weights():
 
 
 def test_a_read_only_view_holds_the_same_values():
-    from contract.arrays import array_values
+    from stamen.contract.arrays import array_values
 
     for values in (np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(4, dtype=">f4")):
         array = Array(values)

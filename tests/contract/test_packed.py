@@ -5,8 +5,8 @@ import pytest
 from flwr.app import Array, ArrayRecord, ConfigRecord, MetricRecord, RecordDict
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
 
-from contract.arrays import numpy_array
-from contract.packed import PACKED, has_packed, is_packed, pack, packed_content, unpack, unpacked_content
+from stamen.contract.arrays import numpy_array
+from stamen.contract.packed import PACKED, has_packed, is_packed, pack, packed_content, unpack, unpacked_content
 
 
 def _weights() -> ArrayRecord:

@@ -1,9 +1,9 @@
-"""Requests in the run config: one parser (contract.requests) for the shape at config time."""
+"""Requests in the run config: one parser (stamen.contract.requests) for the shape at config time."""
 
 import pytest
 
-from contract.requests import Request, is_request, parse_request
-from contract.run_config import UNLEARN_METHODS, RunConfig
+from stamen.contract.requests import Request, is_request, parse_request
+from stamen.contract.run_config import UNLEARN_METHODS, RunConfig
 
 
 @pytest.mark.parametrize("text", ["class:2", "client:0", "nodes:3:0.5", "nodes:1:.25", ""])
@@ -29,7 +29,7 @@ def test_shape_only_parsing_at_config_time_and_ranges_once_the_federation_is_kno
 
 
 def test_unlearn_method_choices_are_the_registry_s():
-    from server.unlearning import METHODS
+    from stamen.server.unlearning import METHODS
 
     assert UNLEARN_METHODS == tuple(METHODS)
     for name in METHODS:

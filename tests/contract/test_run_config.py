@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from contract.algorithms import ALGORITHMS, admitting
-from contract.run_config import KEYS, SECTIONS, RunConfig
-from contract.unlearn_methods import UNLEARN_METHOD_SPECS
+from stamen.contract.algorithms import ALGORITHMS, admitting
+from stamen.contract.run_config import KEYS, SECTIONS, RunConfig
+from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
@@ -68,7 +68,7 @@ def test_every_float_key_refuses_a_non_finite_number(key, value):
 
 
 def test_a_range_holds_no_nan():
-    from contract.keys import ge, gt, within
+    from stamen.contract.keys import ge, gt, within
 
     for bound in (gt(0), ge(0), within(0, 1)):
         assert not bound.holds(float("nan"))
@@ -82,7 +82,7 @@ def test_certify_arch_is_checked_before_training_without_budgets():
 
 
 def test_certify_arch_names_are_the_ntk_architectures():
-    from certify.ntk import ARCHITECTURES
+    from stamen.certify.ntk import ARCHITECTURES
 
     assert tuple(KEYS["certify-arch"].choices) == ARCHITECTURES
 
@@ -133,8 +133,8 @@ def test_resume_rules_come_from_the_specs():
 
 
 def test_algorithm_specs_name_declared_keys_and_loadable_parts():
-    from client.algorithms import ClientAlgorithm, client_algorithm
-    from server.algorithms import server_algorithm
+    from stamen.client.algorithms import ClientAlgorithm, client_algorithm
+    from stamen.server.algorithms import server_algorithm
 
     assert tuple(KEYS["algorithm"].choices) == tuple(ALGORITHMS)
     for name, spec in ALGORITHMS.items():
@@ -147,8 +147,8 @@ def test_algorithm_specs_name_declared_keys_and_loadable_parts():
 
 
 def test_the_server_app_runs_the_same_validation():
-    """``server/app.py:check_run_config`` (a plain ``flwr run``) is the contract's validation plus run-name."""
-    from server.app import check_run_config
+    """``stamen/server/app.py:check_run_config`` (a plain ``flwr run``) is the contract's validation plus run-name."""
+    from stamen.server.app import check_run_config
 
     for values in ({"certify-arch": "transformer"}, {"lrr": 0.1}, {"privacy": "client-dp", "algorithm": "local"}):
         with pytest.raises(ValueError) as expected:
@@ -188,8 +188,8 @@ def test_only_federaser_replays_the_training_history():
 def test_the_federation_is_derived_from_the_typed_config_and_the_defaults_agree():
     import inspect
 
-    from graphs.csbm import make_csbm
-    from graphs.spec import FederationSpec
+    from stamen.graphs.csbm import make_csbm
+    from stamen.graphs.spec import FederationSpec
 
     config = RunConfig.from_flower({})
     spec = config.federation(10)

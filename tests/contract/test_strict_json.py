@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from contract import strict_json
-from contract.strict_json import dumps, finite
+from stamen.contract import strict_json
+from stamen.contract.strict_json import dumps, finite
 
 
 def strict_loads(text: str):
@@ -48,22 +48,22 @@ def test_a_non_finite_value_the_rule_missed_fails_loudly(monkeypatch):
 
 
 # json.dumps calls that write no figure (TOML quoting of strings, wire messages between Stamen's own
-# processes, a cache key), by file and count; every other call must go through contract.strict_json.
+# processes, a cache key), by file and count; every other call must go through stamen.contract.strict_json.
 NOT_OUTPUTS = {
     # the job digest's options (2) and the journal's unit lines, which Stamen alone reads back (an
     # unbounded score bound round-trips as itself); the certificates written from them go through clean_floats
-    "certify/journal.py": 3,
+    "stamen/certify/journal.py": 3,
     # the bench and audit journal: its settings' digest and copy, and numpy scalars made plain before strict_json
-    "simulations/journal.py": 3,
-    "graphs/node_data.py": 1,  # a cache key of names and integers
-    "server/runlock.py": 1,  # the lock holder's command, pid, time and token
-    "simulations/benches/deploy.py": 1,  # TOML quoting of -c values
-    "simulations/benches/sim.py": 2,  # TOML quoting; the run config handed to a child process
-    "simulations/commands/deploy.py": 1,  # a node's public key path and id
-    "simulations/commands/sweep.py": 2,  # TOML quoting of output-dir and run-name
-    "simulations/deploy/clientapp_launcher.py": 1,  # the launcher's wire protocol
-    "simulations/deploy/clientapp_shim.py": 1,
-    "simulations/deploy/gate.py": 1,  # an HTTP refusal's body
+    "stamen/simulations/journal.py": 3,
+    "stamen/graphs/node_data.py": 1,  # a cache key of names and integers
+    "stamen/server/runlock.py": 1,  # the lock holder's command, pid, time and token
+    "stamen/simulations/benches/deploy.py": 1,  # TOML quoting of -c values
+    "stamen/simulations/benches/sim.py": 2,  # TOML quoting; the run config handed to a child process
+    "stamen/simulations/commands/deploy.py": 1,  # a node's public key path and id
+    "stamen/simulations/commands/sweep.py": 2,  # TOML quoting of output-dir and run-name
+    "stamen/simulations/deploy/clientapp_launcher.py": 1,  # the launcher's wire protocol
+    "stamen/simulations/deploy/clientapp_shim.py": 1,
+    "stamen/simulations/deploy/gate.py": 1,  # an HTTP refusal's body
 }
 
 
@@ -74,7 +74,7 @@ def test_every_json_output_goes_through_the_strict_helper():
     root = Path(__file__).resolve().parents[2]
     found: dict[str, int] = {}
     for package in ("graphs", "models", "certify", "unlearn", "client", "server", "simulations"):
-        for path in sorted((root / package).rglob("*.py")):
+        for path in sorted((root / "stamen" / package).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 func = node.func if isinstance(node, ast.Call) else None
                 if isinstance(func, ast.Attribute) and func.attr in ("dump", "dumps"):

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import load_ssh_private_key, load_ssh_public_key
 from flwr.supercore.primitives.asymmetric import uses_nist_ec_curve
 
-from simulations.deploy.certs import make_certificates, make_node_key
+from stamen.simulations.deploy.certs import make_certificates, make_node_key
 
 
 def test_superlink_certificate_is_signed_by_the_ca_for_every_host(tmp_path):
@@ -70,7 +70,7 @@ def test_an_existing_ca_key_without_ca_pem_is_left_untouched(tmp_path):
     (root / "nodes" / "node-1.key").write_bytes(b"node 1's key")
     command = ["deploy", "certs", "--out", str(root), "--host", "10.0.0.5", "--clients", "2"]
     result = subprocess.run(
-        [sys.executable, "-m", "simulations.cli", *command], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "stamen.simulations.cli", *command], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.strip().splitlines()

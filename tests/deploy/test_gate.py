@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from simulations.deploy.gate import REFUSAL, OperatorGate
+from stamen.simulations.deploy.gate import REFUSAL, OperatorGate
 
 
 def _request(gate: OperatorGate, path: str, local_host: str, kind: str = "http") -> tuple[list[str], list[dict]]:

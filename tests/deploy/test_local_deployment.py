@@ -22,19 +22,19 @@ from pathlib import Path
 
 import pytest
 
-from contract.run_config import RunConfig
-from graphs.node_data import export_partitions
-from server.checkpoint import load_checkpoint
-from simulations.deploy.certs import make_node_key
-from simulations.deploy.gate import REFUSAL
-from simulations.deploy.local import LocalDeployment
-from simulations.deploy.processes import (
+from stamen.contract.run_config import RunConfig
+from stamen.graphs.node_data import export_partitions
+from stamen.server.checkpoint import load_checkpoint
+from stamen.simulations.deploy.certs import make_node_key
+from stamen.simulations.deploy.gate import REFUSAL
+from stamen.simulations.deploy.local import LocalDeployment
+from stamen.simulations.deploy.processes import (
     flwr_run_command,
     register_supernode,
     supernode_statuses,
     write_connection,
 )
-from simulations.flower import FEDERATION, flower_environment
+from stamen.simulations.flower import FEDERATION, flower_environment
 
 # The tests share one deployment (the module's fixture) and run in order on it: one xdist worker runs them all.
 pytestmark = pytest.mark.xdist_group("local-deployment")

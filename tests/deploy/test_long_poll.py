@@ -8,7 +8,7 @@ from flwr.proto.message_pb2 import Message, Metadata
 from flwr.proto.node_pb2 import Node
 from flwr.proto.runtime_pb2 import PushAppMessagesRequest
 
-from simulations.deploy.long_poll import PULL_PATH, PUSH_PATH, FleetLongPoll
+from stamen.simulations.deploy.long_poll import PULL_PATH, PUSH_PATH, FleetLongPoll
 
 EMPTY = PullMessagesResponse().SerializeToString()
 WITH_MESSAGE = PullMessagesResponse(messages_list=[Message()]).SerializeToString()

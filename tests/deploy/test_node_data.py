@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from client.job import client_data
-from graphs import FederationSpec, build_federation
-from graphs.node_data import export_partitions
+from stamen.client.job import client_data
+from stamen.graphs import FederationSpec, build_federation
+from stamen.graphs.node_data import export_partitions
 
 SPEC = FederationSpec(dataset="csbm", num_clients=3, seed=1, dataset_options=(("num_nodes", 300),))
 

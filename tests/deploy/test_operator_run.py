@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import simulations.relay
-from simulations import run_follow
-from simulations.deploy import processes
+import stamen.simulations.relay
+from stamen.simulations import run_follow
+from stamen.simulations.deploy import processes
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def fake_flower(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         state["asked"] += 1
         return state["statuses"].pop(0)
 
-    monkeypatch.setattr(simulations.relay, "relayed_call", relayed_call)
+    monkeypatch.setattr(stamen.simulations.relay, "relayed_call", relayed_call)
     monkeypatch.setattr(processes, "run_status", run_status)
     monkeypatch.setattr(processes, "stage_app", lambda flwr_home: tmp_path / "app")
     monkeypatch.setattr(run_follow, "STATUS_WAIT", 0.0)
@@ -90,7 +90,7 @@ def test_a_busy_superlink_is_asked_again(fake_flower, monkeypatch: pytest.Monkey
 
 def test_stamen_deploy_run_follows_the_run_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
     """``stamen deploy run`` (a real deployment's operator) ends with the run, not with flwr run's stream."""
-    from simulations.commands import deploy
+    from stamen.simulations.commands import deploy
 
     statuses = iter(["running", "running", "finished:failed"])
     calls = {}
@@ -120,7 +120,7 @@ def test_the_superlinks_state_database_waits_for_its_lock(monkeypatch: pytest.Mo
 
     from flwr.supercore import sql_mixin
 
-    from simulations.flower_internals.superlink import STATE_BUSY_TIMEOUT_MS, patient_state_database
+    from stamen.simulations.flower_internals.superlink import STATE_BUSY_TIMEOUT_MS, patient_state_database
 
     monkeypatch.setattr(sql_mixin, "SQLITE_PRAGMAS", sql_mixin.SQLITE_PRAGMAS)  # restored after the test
     before = dict(sql_mixin.SQLITE_PRAGMAS)

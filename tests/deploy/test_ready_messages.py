@@ -7,7 +7,7 @@ from flwr.proto.fleet_pb2 import PullMessagesResponse, PushMessagesRequest, Push
 from flwr.proto.message_pb2 import Message, ObjectTree, PushObjectRequest
 from flwr.proto.runtime_pb2 import PullAppMessagesResponse, PushAppMessagesRequest, PushAppMessagesResponse
 
-from simulations.deploy.ready_messages import MessagesReady, object_ids
+from stamen.simulations.deploy.ready_messages import MessagesReady, object_ids
 
 TREE = ObjectTree(
     object_id="msg",

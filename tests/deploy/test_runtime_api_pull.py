@@ -1,4 +1,4 @@
-"""simulations/flower_internals/runtime_api.py: a task's message pulled with a short back-off waits as long as
+"""stamen/simulations/flower_internals/runtime_api.py: a task's message pulled with a short back-off waits as long as
 Flower's own pull would, however many tries that takes.
 
 With a back-off of milliseconds, Flower's limit of 500 tries an object gave up after about 25 s on
@@ -21,8 +21,8 @@ from flwr.supercore.fab import Fab
 from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects, get_object_tree
 from flwr.supercore.run import Run
 
-from simulations.flower_internals.runtime_api import pull_task_input
-from simulations.flower_internals.task_identity import running_as_task
+from stamen.simulations.flower_internals.runtime_api import pull_task_input
+from stamen.simulations.flower_internals.task_identity import running_as_task
 
 UNAVAILABLE_PULLS = 600  # of each object: more than Flower's 500 tries an object
 

@@ -1,6 +1,6 @@
 """The warm ClientApp launcher and the ``flwr-clientapp`` stand-in, without Flower or PyTorch.
 
-A launcher process runs :class:`~simulations.deploy.clientapp_launcher.Launcher` with
+A launcher process runs :class:`~stamen.simulations.deploy.clientapp_launcher.Launcher` with
 a stand-in entry point (it records its arguments and exits with code 3); the
 ``flwr-clientapp`` script :func:`prepare_warm_clientapp` writes is run as Flower's
 SuperExec would run it. A resident launcher serves its launches in itself (its task
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from simulations.deploy.clientapp_launcher import Refused, check_arguments, remove_socket
-from simulations.deploy.resident_clientapp import TaskArguments, forget_modules_under
-from simulations.deploy.warm_clientapp import prepare_warm_clientapp
+from stamen.simulations.deploy.clientapp_launcher import Refused, check_arguments, remove_socket
+from stamen.simulations.deploy.resident_clientapp import TaskArguments, forget_modules_under
+from stamen.simulations.deploy.warm_clientapp import prepare_warm_clientapp
 
 PORT = 49321
 TOKEN = "ab" * 32
@@ -29,7 +29,7 @@ ARGV = ["--runtime-api-address", f"127.0.0.1:{PORT}", "--token", TOKEN, "--insec
 
 LAUNCHER = """
 import sys
-from simulations.deploy.clientapp_launcher import serve_on
+from stamen.simulations.deploy.clientapp_launcher import serve_on
 
 socket_path, port, argv_file = sys.argv[1:4]
 
@@ -44,8 +44,8 @@ serve_on(socket_path, int(port), lambda: entry)
 # A resident launcher whose "task" writes its process id and the arguments, then exits with 5.
 RESIDENT_LAUNCHER = """
 import os, sys
-from simulations.deploy import clientapp_launcher
-from simulations.deploy.resident_clientapp import ResidentClientApp
+from stamen.simulations.deploy import clientapp_launcher
+from stamen.simulations.deploy.resident_clientapp import ResidentClientApp
 
 socket_path, port, record = sys.argv[1:4]
 
@@ -227,7 +227,7 @@ def test_a_new_bundle_does_not_run_the_old_bundles_modules(tmp_path, monkeypatch
 # A launcher's stop handler, signalled again while its exit runs its clean-up (as PyTorch's atexit finalizers do).
 SIGNALLED_TWICE = """
 import atexit, os, signal, time
-from simulations.deploy.clientapp_launcher import stop_once
+from stamen.simulations.deploy.clientapp_launcher import stop_once
 
 def clean_up():
     os.kill(os.getpid(), signal.SIGTERM)  # the second signal, in the middle of the exit

@@ -5,11 +5,11 @@ import sys
 
 import pytest
 
-from simulations.deploy.workdir import MARKER, prepare_workdir
+from stamen.simulations.deploy.workdir import MARKER, prepare_workdir
 
 
 def _stamen(*arguments: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "simulations.cli", *arguments]
+    command = [sys.executable, "-m", "stamen.simulations.cli", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
@@ -81,8 +81,8 @@ def test_partition_out_must_be_a_real_folder_without_earlier_partitions(tmp_path
 
 
 def test_a_workdir_in_use_is_refused_and_left_whole(tmp_path):
-    from server.runlock import FolderLocked
-    from simulations.deploy.workdir import held_workdir
+    from stamen.server.runlock import FolderLocked
+    from stamen.simulations.deploy.workdir import held_workdir
 
     with held_workdir(tmp_path / "work") as workdir:
         (workdir / "certs").mkdir()

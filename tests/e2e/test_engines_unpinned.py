@@ -4,7 +4,7 @@ On a machine with more than one core, torch's CPU kernels split their sums over 
 threads as it has cores, and the order of a sum depends on their number: the in-process
 engine (one process, every thread) drifted from Flower's one-thread actors in the last
 bits, and then in the figures (4 of 30 rounds). Clients now pin their kernels themselves
-(:func:`client.device.pin_threads`), so the rows agree exactly, with nothing set.
+(:func:`stamen.client.device.pin_threads`), so the rows agree exactly, with nothing set.
 """
 
 import json
@@ -39,7 +39,7 @@ def test_both_engines_give_the_same_rows_with_threads_unpinned(tmp_path):
     config = f"output-dir='{tmp_path}' num-server-rounds=15 csbm-nodes=3000 local-epochs=2 seed=3"
     for engine in ("flower", "inprocess"):
         result = subprocess.run(
-            [sys.executable, "-m", "simulations.cli", "run", "--quiet", "--engine", engine]
+            [sys.executable, "-m", "stamen.simulations.cli", "run", "--quiet", "--engine", engine]
             + ["-c", f"{config} run-name='{engine}'", "--federation-config", "num-supernodes=4"],
             capture_output=True,
             text=True,

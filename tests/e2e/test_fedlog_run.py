@@ -1,6 +1,6 @@
 """FedLoG as real Flower processes (``stamen run``) against FedAvg, with a class withheld at every client.
 
-FedAvg runs the same app code in process (:mod:`simulations.inprocess`), which keeps
+FedAvg runs the same app code in process (:mod:`stamen.simulations.inprocess`), which keeps
 the test to one Flower start-up.
 """
 
@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from contract.run_config import RunConfig
-from simulations.inprocess import run_in_process
+from stamen.contract.run_config import RunConfig
+from stamen.simulations.inprocess import run_in_process
 
 SETTING = (
     "num-server-rounds=5 local-epochs=5 seed=0 csbm-nodes=900 csbm-classes=4 csbm-signal=2.0 "
@@ -28,7 +28,7 @@ def _flower_run(tmp_path, algorithm: str) -> list[dict]:
         [
             sys.executable,
             "-m",
-            "simulations.cli",
+            "stamen.simulations.cli",
             "run",
             "-c",
             run_config,

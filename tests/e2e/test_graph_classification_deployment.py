@@ -1,13 +1,13 @@
 """Graph classification in a deployment: a SuperLink and 3 SuperNodes on the loopback, TLS and node auth, each
-node reading only its own exported graphs (graphs.node_data), give the in-process engine's rows."""
+node reading only its own exported graphs (stamen.graphs.node_data), give the in-process engine's rows."""
 
 import json
 
 import pytest
 
-from contract import figures as f
-from graphs.node_data import export_partitions
-from simulations.deploy.local import LocalDeployment
+from stamen.contract import figures as f
+from stamen.graphs.node_data import export_partitions
+from stamen.simulations.deploy.local import LocalDeployment
 
 NUM_NODES = 3
 RUN = {
@@ -26,7 +26,7 @@ RUN = {
 
 @pytest.mark.slow
 def test_a_deployed_graph_classification_gives_the_in_process_rows(tmp_path, same_in_process):
-    from contract.run_config import RunConfig
+    from stamen.contract.run_config import RunConfig
 
     spec = RunConfig.from_flower(RUN).federation(NUM_NODES)
     roots = [path.parent for path in export_partitions(spec, tmp_path / "data")]

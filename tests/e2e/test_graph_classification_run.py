@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from contract import figures as f
+from stamen.contract import figures as f
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from contract import figures as f
+from stamen.contract import figures as f
 
 
 @pytest.mark.slow

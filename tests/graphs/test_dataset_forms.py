@@ -8,9 +8,9 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.utils import coalesce, is_undirected
 
-from contract.run_config import KEYS, RunConfig
-from graphs import load_dataset
-from graphs.names import accepted_datasets, dataset_slug, pyg_datasets
+from stamen.contract.run_config import KEYS, RunConfig
+from stamen.graphs import load_dataset
+from stamen.graphs.names import accepted_datasets, dataset_slug, pyg_datasets
 
 
 def _check_graph(data, graph, binary: bool = False) -> None:

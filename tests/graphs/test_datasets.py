@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphs import load_dataset, make_csbm
+from stamen.graphs import load_dataset, make_csbm
 
 
 def test_cora_loads_from_the_shared_root(shared_datasets):
@@ -62,9 +62,9 @@ def test_csbm_has_the_requested_degree_and_homophily():
 
 
 def test_default_csbm_needs_the_graph_a_gcn_beats_an_mlp():
-    from graphs import split_masks
-    from models import build_model
-    from models.training import evaluate, fit
+    from stamen.graphs import split_masks
+    from stamen.models import build_model
+    from stamen.models.training import evaluate, fit
 
     data = make_csbm(num_nodes=1500)
     data.train_mask, data.val_mask, data.test_mask = split_masks(data.num_nodes, 0.6, 0.2, seed=0)

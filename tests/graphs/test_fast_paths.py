@@ -13,9 +13,9 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, subgraph, to_undirected
 
-from graphs import client_subgraph, client_subgraphs, make_csbm, partition_nodes
-from graphs.csbm import make_paper_csbm, sample_csbm
-from graphs.datasets import canonical_edges
+from stamen.graphs import client_subgraph, client_subgraphs, make_csbm, partition_nodes
+from stamen.graphs.csbm import make_paper_csbm, sample_csbm
+from stamen.graphs.datasets import canonical_edges
 
 
 def _old_sample_block(left, right, prob, rng):
@@ -67,7 +67,7 @@ def _old_sample_csbm(labels, means, sigma, p, q, seed):
 )
 def test_csbm_sampling_equals_the_per_pair_loop(monkeypatch, num_nodes, num_classes, p, q, seed):
     """Dense blocks (p, q near 1) need several oversampling rounds; empty ones none; features come in blocks."""
-    monkeypatch.setattr("graphs.csbm.FEATURE_ROWS", 7)  # several blocks and a ragged last one
+    monkeypatch.setattr("stamen.graphs.csbm.FEATURE_ROWS", 7)  # several blocks and a ragged last one
     rng = np.random.default_rng(seed)
     labels = rng.permutation(np.arange(num_nodes) % num_classes)
     means = rng.standard_normal((num_classes, 6))
@@ -88,7 +88,7 @@ def test_default_and_paper_csbm_keep_their_graphs(monkeypatch, make, num_nodes):
         x, edge_index = _old_sample_csbm(labels, means, sigma, p, q, seed)
         return Data(x=x, edge_index=edge_index, y=torch.from_numpy(np.asarray(labels, dtype=np.int64)))
 
-    monkeypatch.setattr("graphs.csbm.sample_csbm", old)
+    monkeypatch.setattr("stamen.graphs.csbm.sample_csbm", old)
     reference = make(num_nodes=num_nodes, seed=5)
     assert reference.edge_index.size(1) > num_nodes
     assert torch.equal(new.edge_index, reference.edge_index) and torch.equal(new.x, reference.x)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from graphs import FederationSpec, build_federation
-from graphs.graph_sets import MAX_DEGREE, MAX_NODES, MIN_NODES, NUM_FEATURES, make_graph_set
+from stamen.graphs import FederationSpec, build_federation
+from stamen.graphs.graph_sets import MAX_DEGREE, MAX_NODES, MIN_NODES, NUM_FEATURES, make_graph_set
 
 
 def _same(a, b) -> bool:
@@ -73,7 +73,7 @@ def test_random_deals_graphs_evenly():
 
 
 def test_a_graph_set_is_not_one_graph_for_the_loaders():
-    from graphs import load_dataset
+    from stamen.graphs import load_dataset
 
     with pytest.raises(ValueError, match="set of small graphs, read by task='graph-classification' only"):
         load_dataset("graphs-synth")
@@ -83,8 +83,8 @@ def test_a_graph_set_is_not_one_graph_for_the_loaders():
 
 def test_a_host_reads_back_exactly_its_clients_graphs_and_a_graph_leaving_edge_is_refused(tmp_path):
     """A deployment's host holds its client's exported graphs: the batch it rebuilds is the simulation's."""
-    from client.job import client_data
-    from graphs.node_data import PARTITION_FILE, export_partitions, load_partition
+    from stamen.client.job import client_data
+    from stamen.graphs.node_data import PARTITION_FILE, export_partitions, load_partition
 
     spec = FederationSpec(dataset="graphs-synth", num_clients=3, partitioner="label-dirichlet", seed=2)
     roots = [path.parent for path in export_partitions(spec, tmp_path / "out")]
@@ -105,7 +105,7 @@ def test_a_host_reads_back_exactly_its_clients_graphs_and_a_graph_leaving_edge_i
 def test_the_partition_command_counts_a_graph_sets_graphs(capsys):
     import json
 
-    from simulations.cli import main as stamen
+    from stamen.simulations.cli import main as stamen
 
     assert (
         stamen(["partition", "--dataset", "graphs-synth", "--clients", "3", "--partitioner", "random", "--json"]) == 0

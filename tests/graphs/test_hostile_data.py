@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from graphs import load_dataset
-from graphs.npz_graph import REQUIRED
-from graphs.planetoid import read_planetoid
+from stamen.graphs import load_dataset
+from stamen.graphs.npz_graph import REQUIRED
+from stamen.graphs.planetoid import read_planetoid
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PICKLED_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph")
@@ -281,7 +281,11 @@ def test_the_resaved_npz_still_loads(npz_root):
 def _cli(*argv: str, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "STAMEN_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "simulations.cli", *argv], capture_output=True, text=True, cwd=PROJECT_ROOT, env=env
+        [sys.executable, "-m", "stamen.simulations.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env=env,
     )
 
 
@@ -310,8 +314,8 @@ def test_stamen_partition_refuses_a_truncated_npz(npz_root, tmp_path):
 
 
 def test_a_damaged_or_crafted_partition_cache_is_recomputed(tmp_path, monkeypatch):
-    from graphs import make_csbm
-    from graphs.federation import cached_partition
+    from stamen.graphs import make_csbm
+    from stamen.graphs.federation import cached_partition
 
     monkeypatch.setenv("STAMEN_CACHE", str(tmp_path / "cache"))
     graph = make_csbm(num_nodes=300, seed=0)
@@ -335,8 +339,8 @@ def test_a_damaged_or_crafted_partition_cache_is_recomputed(tmp_path, monkeypatc
 
 @pytest.fixture
 def exported(tmp_path):
-    from graphs import FederationSpec
-    from graphs.node_data import export_partitions
+    from stamen.graphs import FederationSpec
+    from stamen.graphs.node_data import export_partitions
 
     spec = FederationSpec(dataset="csbm", num_clients=2, seed=1, dataset_options=(("num_nodes", 200),))
     [path, _] = export_partitions(spec, tmp_path / "export")
@@ -344,7 +348,7 @@ def exported(tmp_path):
 
 
 def _load_partition_error(spec) -> str:
-    from graphs.node_data import load_partition
+    from stamen.graphs.node_data import load_partition
 
     with pytest.raises(ValueError) as caught:
         load_partition(spec, 0)
@@ -354,7 +358,7 @@ def _load_partition_error(spec) -> str:
 
 
 def test_an_exported_partition_loads(exported):
-    from graphs.node_data import load_partition
+    from stamen.graphs.node_data import load_partition
 
     spec, _ = exported
     assert load_partition(spec, 0).num_nodes > 0

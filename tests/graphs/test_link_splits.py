@@ -4,9 +4,9 @@ non-edges that are non-edges; the cut edges are the partition's and nothing a cl
 import numpy as np
 import torch
 
-from graphs import make_csbm
-from graphs.link_splits import cut_links, sample_non_edges, split_links, undirected_edges
-from graphs.partition import client_subgraph, partition_nodes
+from stamen.graphs import make_csbm
+from stamen.graphs.link_splits import cut_links, sample_non_edges, split_links, undirected_edges
+from stamen.graphs.partition import client_subgraph, partition_nodes
 
 
 def _graph():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphs import PARTITIONERS, FederationSpec, build_federation, client_subgraph, load_dataset, partition_nodes
+from stamen.graphs import PARTITIONERS, FederationSpec, build_federation, client_subgraph, load_dataset, partition_nodes
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_splits_are_disjoint_deterministic_and_the_new_client_is_held_out():
 
 
 def test_partitions_are_cached_on_disk_by_content(cora, writable_cache, monkeypatch):
-    from graphs import federation
+    from stamen.graphs import federation
 
     first = federation.cached_partition(cora, 7, "louvain", 3, 0.5)
     files = list((writable_cache / "partitions").glob("*.npz"))

@@ -2,8 +2,8 @@
 
 import torch
 
-from graphs import FederationSpec, build_federation
-from graphs.settings import missing_classes
+from stamen.graphs import FederationSpec, build_federation
+from stamen.graphs.settings import missing_classes
 
 
 def _federation(**settings):

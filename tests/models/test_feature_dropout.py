@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from models import build_model
-from models.feature_dropout import feature_dropout, sparse_feature_dropout
-from models.sparse_product import sparse_features
+from stamen.models import build_model
+from stamen.models.feature_dropout import feature_dropout, sparse_feature_dropout
+from stamen.models.sparse_product import sparse_features
 
 
 def _sparse_features(rows: int = 200, cols: int = 300, density: float = 0.05, seed: int = 0) -> torch.Tensor:

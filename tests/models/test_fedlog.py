@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from models.fedlog import FedLoGNet, degree_gate, prototype_log_probs, scale_features, update_lambda
-from models.neighbour_generator import (
+from stamen.models.fedlog import FedLoGNet, degree_gate, prototype_log_probs, scale_features, update_lambda
+from stamen.models.neighbour_generator import (
     NeighbourGenerator,
     mean_neighbour_features,
     train_generator,

@@ -1,4 +1,4 @@
-"""FedSage+'s cross-client term in parts (models.fedsage_cross) is the direct implementation up to float
+"""FedSage+'s cross-client term in parts (stamen.models.fedsage_cross) is the direct implementation up to float
 rounding: the same matches, loss and fGen gradients.
 
 The direct implementations are kept here as oracles: generating every slot's row and ``torch.cdist`` to
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from contract import protocol as p
-from models.fedsage import NeighGen, matching_loss
-from models.fedsage_cross import (
+from stamen.contract import protocol as p
+from stamen.models.fedsage import NeighGen, matching_loss
+from stamen.models.fedsage_cross import (
     PARTS,
     ROW_VALUES,
     ROWS,

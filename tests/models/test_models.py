@@ -2,12 +2,12 @@ import pytest
 import torch
 from torch_geometric.nn import GCNConv
 
-from models import MODELS, build_model
+from stamen.models import MODELS, build_model
 
 
 @pytest.fixture(scope="module")
 def graph():
-    from graphs import make_csbm
+    from stamen.graphs import make_csbm
 
     return make_csbm(num_nodes=120, num_classes=3, num_features=16, seed=0)
 

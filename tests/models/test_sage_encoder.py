@@ -1,4 +1,4 @@
-"""SAGEEncoder is PyG's two-layer GraphSAGE: the same parameters, the same function (models/sage_encoder.py)."""
+"""SAGEEncoder is PyG's two-layer GraphSAGE: the same parameters, the same function (stamen/models/sage_encoder.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch_geometric.nn.models import GraphSAGE
 
-from models.sage_encoder import SAGEEncoder
-from models.sparse_product import SparseMatrix
+from stamen.models.sage_encoder import SAGEEncoder
+from stamen.models.sparse_product import SparseMatrix
 
 
 def _graph(sparse: bool) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,11 +11,11 @@ from torch_geometric.data import Data
 from torch_geometric.nn import GCNConv, SAGEConv, SimpleConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-import models.object_cache as object_cache  # its entries
-from models import build_model
-from models.object_cache import kept
-from models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
-from models.sparse_product import SparsePattern, gcn_adjacency, mean_adjacency, sparse_features
+import stamen.models.object_cache as object_cache  # its entries
+from stamen.models import build_model
+from stamen.models.object_cache import kept
+from stamen.models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
+from stamen.models.sparse_product import SparsePattern, gcn_adjacency, mean_adjacency, sparse_features
 
 
 def _sparse(rows: int, cols: int, density: float, seed: int) -> torch.Tensor:

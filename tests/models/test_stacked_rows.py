@@ -1,4 +1,4 @@
-"""A mended graph's features as two row blocks (models/stacked_rows.py): every model computes what it
+"""A mended graph's features as two row blocks (stamen/models/stacked_rows.py): every model computes what it
 computes on the stacked dense matrix, and input dropout falls on the graph's own rows only."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.fedsage import MendedClassifier, NeighGen, mended_once, weights_digest
-from models.node_classifier import build_model
-from models.stacked_rows import StackedRows
+from stamen.models.fedsage import MendedClassifier, NeighGen, mended_once, weights_digest
+from stamen.models.node_classifier import build_model
+from stamen.models.stacked_rows import StackedRows
 
 FEATURES, CLASSES = 60, 3
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from models import build_model
-from models.state import copy_state
+from stamen.models import build_model
+from stamen.models.state import copy_state
 
 
 def _gcn() -> torch.nn.Module:

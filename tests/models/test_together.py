@@ -1,4 +1,4 @@
-"""Clients trained together take each client's sequential steps to the bit (models/together.py)."""
+"""Clients trained together take each client's sequential steps to the bit (stamen/models/together.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from models import build_model
-from models.fedsage import MendedClassifier, NeighGen
-from models.together import (
+from stamen.models import build_model
+from stamen.models.fedsage import MendedClassifier, NeighGen
+from stamen.models.together import (
     ClientBlock,
     computed_graph,
     fit_together,
@@ -18,7 +18,7 @@ from models.together import (
     trained_module,
     trains_together,
 )
-from models.training import adam, fit
+from stamen.models.training import adam, fit
 
 
 def _client(seed: int, nodes: int, features: int, sparse: bool) -> Data:

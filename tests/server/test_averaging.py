@@ -7,11 +7,11 @@ from flwr.app import Array, ArrayRecord, Error, Message, MessageType, MetricReco
 from flwr.serverapp.strategy import FedAvg, FedProx
 from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
 
-from contract import protocol as p
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.averaging import WeightedAverage, average_records
-from simulations.inprocess import task_identity
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.server.averaging import WeightedAverage, average_records
+from stamen.simulations.inprocess import task_identity
 
 
 def _reply(seed: int, examples: int, node: int) -> Message:

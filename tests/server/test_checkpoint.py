@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from flwr.app import Array, ArrayRecord
 
-from server.checkpoint import CHECKPOINT_FILE, Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
+from stamen.server.checkpoint import CHECKPOINT_FILE, Checkpoint, checkpoint_dir, load_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("encoder.weight", "encoder.bias", "head.weight")
@@ -58,7 +58,7 @@ import os, signal, sys
 import numpy as np
 from pathlib import Path
 from flwr.app import Array, ArrayRecord
-from server.checkpoint import Checkpoint, save_checkpoint
+from stamen.server.checkpoint import Checkpoint, save_checkpoint
 
 point, run_dir = sys.argv[1], Path(sys.argv[2])
 names, shapes = NAMES, ((4, 3), (4,), (2, 4))

@@ -24,13 +24,13 @@ from flwr.serverapp.strategy import (
 )
 from scipy import stats
 
-import server.privacy as server_privacy
-from client.clipping import client_dp_mod
-from contract import protocol as p
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.privacy import client_dp_strategy
-from simulations.inprocess import task_identity
+import stamen.server.privacy as server_privacy
+from stamen.client.clipping import client_dp_mod
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.server.privacy import client_dp_strategy
+from stamen.simulations.inprocess import task_identity
 
 ALPHA = 1e-6
 CLIENTS = 5  # m = N: every client is sampled every round

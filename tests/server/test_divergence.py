@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from flwr.app import ArrayRecord
 
-from contract.arrays import numpy_array
-from server.divergence import DivergedError, check_round, non_finite
+from stamen.contract.arrays import numpy_array
+from stamen.server.divergence import DivergedError, check_round, non_finite
 
 
 def _record(**arrays: np.ndarray) -> ArrayRecord:
@@ -40,8 +40,8 @@ def test_a_non_finite_loss_names_the_round():
 def test_a_client_without_training_nodes_does_not_make_the_round_diverge():
     from flwr.app import MetricRecord
 
-    from contract import protocol as p
-    from server.rows import training_figures
+    from stamen.contract import protocol as p
+    from stamen.server.rows import training_figures
 
     seconds = {key: 0.0 for key in (p.SETUP_SECONDS, p.TRAIN_SECONDS, p.EVAL_SECONDS, p.PACK_SECONDS)}
     metrics = [

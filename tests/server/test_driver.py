@@ -1,4 +1,4 @@
-"""One driver: every caller that trains a federation builds it with :func:`server.driver.build_driver`.
+"""One driver: every caller that trains a federation builds it with :func:`stamen.server.driver.build_driver`.
 
 Each caller run on one config gives the rows (or the weights) of ``stamen run`` on that
 config; the config uses client-level DP, so a caller that left out the privacy wrapper, the
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from contract.run_config import RunConfig
-from server.rundir import row_line
-from simulations.benches.attacks import final_accuracy
-from simulations.benches.privacy import federated_run
-from simulations.cli import main as stamen
-from simulations.inprocess import run_in_process
-from simulations.unlearn_experiment import new_model, train_original
+from stamen.contract.run_config import RunConfig
+from stamen.server.rundir import row_line
+from stamen.simulations.benches.attacks import final_accuracy
+from stamen.simulations.benches.privacy import federated_run
+from stamen.simulations.cli import main as stamen
+from stamen.simulations.inprocess import run_in_process
+from stamen.simulations.unlearn_experiment import new_model, train_original
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 3
@@ -104,4 +104,4 @@ def test_no_module_but_the_driver_calls_the_round_loop():
         for path in sorted(package.rglob("*.py"))
         if (lines := _calls_of_the_round_loop(path))
     }
-    assert set(users) == {"server/driver.py"}, users  # server/loop.py defines it
+    assert set(users) == {"stamen/server/driver.py"}, users  # stamen/server/loop.py defines it

@@ -2,8 +2,8 @@
 
 import pytest
 
-from contract.run_config import RunConfig
-from simulations.inprocess import run_in_process, task_identity
+from stamen.contract.run_config import RunConfig
+from stamen.simulations.inprocess import run_in_process, task_identity
 
 RUN = {"num-server-rounds": 5, "csbm-nodes": 600, "local-epochs": 2, "min-clients": 2, "lr": 0.005}
 

@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from client.fedpub import OPTIMIZER
-from client.job import private_tensors
-from contract.run_config import RunConfig
-from models.masked import PROXY_EDGE_PROB, proxy_graph
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.client.fedpub import OPTIMIZER
+from stamen.client.job import private_tensors
+from stamen.contract.run_config import RunConfig
+from stamen.models.masked import PROXY_EDGE_PROB, proxy_graph
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import run_rounds
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 
 def test_the_default_proxy_is_the_authors_five_disjoint_random_graphs_of_100_nodes():
@@ -52,9 +52,9 @@ def _fit_masks(l1: float) -> torch.Tensor:
     """The first layer's mask after 5 epochs on data whose last feature is always 0 (no cross-entropy gradient)."""
     from torch_geometric.data import Data
 
-    from models.masked import MaskedClassifier, fit_masked
-    from models.node_classifier import build_model
-    from models.training import adam
+    from stamen.models.masked import MaskedClassifier, fit_masked
+    from stamen.models.node_classifier import build_model
+    from stamen.models.training import adam
 
     torch.manual_seed(0)
     x = torch.randn(40, 6)

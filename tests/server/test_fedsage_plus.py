@@ -7,14 +7,14 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, Message, RecordDict
 
-from client.fedsage import GENERATOR
-from client.job import client_data, private_tensors
-from contract import protocol as p
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from simulations.cli import main as stamen
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.client.fedsage import GENERATOR
+from stamen.client.job import client_data, private_tensors
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import run_rounds
+from stamen.simulations.cli import main as stamen
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 CLIENTS = 3
 STEPS = 12
@@ -176,7 +176,7 @@ def test_a_bad_generator_setting_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_a_client_failing_in_the_generator_phase_counts_in_the_runs_health():
-    from server.loop import FailureCategory, RunHealth
+    from stamen.server.loop import FailureCategory, RunHealth
 
     config = RunConfig.from_flower({**RUN, "algorithm": "fedsage+", "fedsage-gen-rounds": 2})
     grid = InProcessGrid(config, CLIENTS, failing=[2])

@@ -1,17 +1,17 @@
-"""fedsage-schedule: when fedsage+'s federated generator steps happen (server/fedsage.py), in process, small csbm."""
+"""fedsage-schedule: when fedsage+'s federated generator steps happen (stamen/server/fedsage.py), in process, csbm."""
 
 import pytest
 import torch
 from flwr.app import Message, MessageType
 
-from client.fedsage import GENERATOR
-from client.job import private_tensors
-from contract import protocol as p
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from simulations.cli import main as stamen
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.client.fedsage import GENERATOR
+from stamen.client.job import private_tensors
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import run_rounds
+from stamen.simulations.cli import main as stamen
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 CLIENTS = 3
 RUN = {"num-server-rounds": 3, "csbm-nodes": 300, "min-clients": 2, "algorithm": "fedsage+", "fedsage-gen-rounds": 2}

@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from contract.run_config import RunConfig
-from server.curves import PANELS, PLOT_HEIGHT, TOP, curves_svg, tick_labels
-from server.outputs import run_title, summarize, summary_lines, summary_table
+from stamen.contract.run_config import RunConfig
+from stamen.server.curves import PANELS, PLOT_HEIGHT, TOP, curves_svg, tick_labels
+from stamen.server.outputs import run_title, summarize, summary_lines, summary_table
 
 SVG = "{http://www.w3.org/2000/svg}"
 

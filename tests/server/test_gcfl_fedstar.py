@@ -16,19 +16,19 @@ import pytest
 import torch
 from flwr.app import ArrayRecord, Message
 
-import graphs.graph_federation as graph_federation
-from client import fedstar
-from client.job import client_data, private_tensors
-from contract import protocol as p
-from contract.run_config import RunConfig
-from graphs import build_federation
-from graphs.structural_encoding import structural_encoding
-from models.fedstar import STRUCTURE
-from server.algorithms import server_algorithm
-from server.cluster_split import dtw_distance, min_cut
-from server.gcfl import GCFL, Split
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+import stamen.graphs.graph_federation as graph_federation
+from stamen.client import fedstar
+from stamen.client.job import client_data, private_tensors
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.graphs import build_federation
+from stamen.graphs.structural_encoding import structural_encoding
+from stamen.models.fedstar import STRUCTURE
+from stamen.server.algorithms import server_algorithm
+from stamen.server.cluster_split import dtw_distance, min_cut
+from stamen.server.gcfl import GCFL, Split
+from stamen.server.loop import run_rounds
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 GRAPH_RUN = {"task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random", "model": "gin",
              "dropout": 0.0, "seed": 11}  # fmt: skip

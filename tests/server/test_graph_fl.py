@@ -7,12 +7,12 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
-from contract import protocol as p
-from contract.run_config import RunConfig
-from models.fedsage import Impaired, NeighGen, generated_neighbours, mend, train_neighgen
-from server.fedgta import topology_weights
-from server.fedpub import FedPub
-from simulations.inprocess import run_in_process, task_identity
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.models.fedsage import Impaired, NeighGen, generated_neighbours, mend, train_neighgen
+from stamen.server.fedgta import topology_weights
+from stamen.server.fedpub import FedPub
+from stamen.simulations.inprocess import run_in_process, task_identity
 
 RUN = {"num-server-rounds": 5, "csbm-nodes": 600, "local-epochs": 2, "min-clients": 2}
 

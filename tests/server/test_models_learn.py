@@ -6,11 +6,11 @@ import random
 import numpy as np
 import pytest
 
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.checkpoint import load_checkpoint, save_checkpoint
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.server.checkpoint import load_checkpoint, save_checkpoint
+from stamen.server.loop import run_rounds
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 RUN = {"csbm-nodes": 600, "min-clients": 2, "seed": 0}
 

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from server.curves import _ticks, curves_svg
+from stamen.server.curves import _ticks, curves_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -74,7 +74,7 @@ def test_a_run_writes_its_curves_without_importing_matplotlib(tmp_path):
     code = f"""
 import sys
 from pathlib import Path
-from server import outputs
+from stamen.server import outputs
 outputs.plot_curves(Path({str(tmp_path)!r}), [{{"round": 1, "global_val_acc": 0.5}}], "test")
 assert "matplotlib" not in sys.modules
 """
@@ -84,7 +84,7 @@ assert "matplotlib" not in sys.modules
 
 
 def test_a_resumed_run_of_an_earlier_version_loses_its_stale_png(tmp_path):
-    from server import outputs
+    from stamen.server import outputs
 
     (tmp_path / "curves.png").write_bytes(b"\x89PNG drawn before the run was resumed")
     outputs.plot_curves(tmp_path, [{"round": 1, "global_val_acc": 0.5}], "resumed")

@@ -5,17 +5,17 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 
-from client import ditto, fedper, fedproto, local
-from client.handlers import _job
-from client.job import private_tensors
-from contract import protocol as p
-from contract.run_config import RunConfig
-from models.personal_training import ENCODER, HEAD, load_part
-from models.training import evaluate
-from server.algorithms import server_algorithm
-from server.fedproto import average_prototypes
-from server.loop import run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.client import ditto, fedper, fedproto, local
+from stamen.client.handlers import _job
+from stamen.client.job import private_tensors
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.models.personal_training import ENCODER, HEAD, load_part
+from stamen.models.training import evaluate
+from stamen.server.algorithms import server_algorithm
+from stamen.server.fedproto import average_prototypes
+from stamen.server.loop import run_rounds
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 # label-skewed clients with all four evaluation settings
 RUN = {

@@ -2,8 +2,8 @@
 
 from flwr.app import MetricRecord
 
-from contract import protocol as p
-from server.loop import pooled_accuracies
+from stamen.contract import protocol as p
+from stamen.server.loop import pooled_accuracies
 
 
 def test_settings_are_pooled_by_their_node_counts():

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from opacus.accountants import RDPAccountant
 
-from contract.run_config import RunConfig
-from server import outputs
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from server.privacy import client_dp_epsilon, private_setup
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.contract.run_config import RunConfig
+from stamen.server import outputs
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import run_rounds
+from stamen.server.privacy import client_dp_epsilon, private_setup
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 RUN = {"num-server-rounds": 3, "csbm-nodes": 600, "local-epochs": 2, "min-clients": 3, "seed": 0}
 

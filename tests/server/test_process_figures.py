@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 from flwr.app import ConfigRecord, MetricRecord, RecordDict
 
-from contract import protocol as p
-from server.outputs import process_figures
-from server.rows import client_processes
+from stamen.contract import protocol as p
+from stamen.server.outputs import process_figures
+from stamen.server.rows import client_processes
 
 
 def _reply(process: str, peak: float) -> SimpleNamespace:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from contract.run_config import RunConfig
-from simulations.inprocess import run_in_process, task_identity
+from stamen.contract.run_config import RunConfig
+from stamen.simulations.inprocess import run_in_process, task_identity
 from tests.server.test_strategies import TASK  # the easy, near-IID task on which every rule learns
 
 SIGN_FLIP = {"attack": "sign-flip", "malicious-clients": "1"}  # one of five, drawn by the seed

@@ -7,14 +7,14 @@ import pytest
 from flwr.app import Array, ArrayRecord, Error, Message, MessageType, MetricRecord, RecordDict
 from flwr.common.constant import ErrorCode
 
-from contract import protocol as p
-from contract.run_config import RunConfig
-from server import outputs
-from server.algorithms import server_algorithm
-from server.certification import certify_federation
-from server.checkpoint import load_checkpoint, save_checkpoint
-from server.loop import FailureCategory, RunHealth, TooFewClientsError, pooled_accuracies, run_rounds
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.server import outputs
+from stamen.server.algorithms import server_algorithm
+from stamen.server.certification import certify_federation
+from stamen.server.checkpoint import load_checkpoint, save_checkpoint
+from stamen.server.loop import FailureCategory, RunHealth, TooFewClientsError, pooled_accuracies, run_rounds
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 
 @pytest.fixture(autouse=True)

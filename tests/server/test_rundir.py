@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from contract.run_config import RunConfig
-from server.checkpoint import load_checkpoint
-from server.rundir import RunDirectory, RunStatus, atomic_write, check_output_dir, check_run_name, run_token
+from stamen.contract.run_config import RunConfig
+from stamen.server.checkpoint import load_checkpoint
+from stamen.server.rundir import RunDirectory, RunStatus, atomic_write, check_output_dir, check_run_name, run_token
 
 RUN = {"num-server-rounds": 4, "csbm-nodes": 600, "local-epochs": 3, "min-clients": 2}
 
@@ -148,7 +148,7 @@ def _strict(text: str):
 
 
 def test_a_non_finite_figure_is_written_as_null_and_read_as_no_figure(tmp_path):
-    from server.outputs import summarize, summary_table
+    from stamen.server.outputs import summarize, summary_table
 
     config = RunConfig.from_flower({**RUN, "output-dir": str(tmp_path), "run-name": "r"})
     run_dir = _created(config)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from server.rundir import TOKEN_ENV
-from server.runlock import FolderLock, FolderLocked, lock_path, writer_of
+from stamen.server.rundir import TOKEN_ENV
+from stamen.server.runlock import FolderLock, FolderLocked, lock_path, writer_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ def test_a_symlink_in_place_of_the_lock_file_is_refused(tmp_path):
 def test_kill_9_of_the_holder_frees_the_lock(tmp_path):
     run = tmp_path / "r"
     code = (
-        f"from server.runlock import FolderLock; lock = FolderLock({str(run)!r}); lock.acquire(); "
+        f"from stamen.server.runlock import FolderLock; lock = FolderLock({str(run)!r}); lock.acquire(); "
         "print('held', flush=True); input()"
     )
     holder = subprocess.Popen(
@@ -91,8 +91,8 @@ def test_kill_9_of_the_holder_frees_the_lock(tmp_path):
 
 
 def test_a_generated_run_name_taken_a_moment_ago_is_not_given_again(tmp_path):
-    from contract.run_config import RunConfig
-    from server.rundir import RunDirectory
+    from stamen.contract.run_config import RunConfig
+    from stamen.server.rundir import RunDirectory
 
     config = RunConfig(output_dir=str(tmp_path))
     first = RunDirectory.plan(config)

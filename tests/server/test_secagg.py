@@ -6,12 +6,12 @@ import pytest
 from flwr.common import bytes_to_ndarray
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage
 
-from contract import protocol as p
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from server.loop import TooFewClientsError, run_rounds
-from server.secagg import SecureAggregationGrid
-from simulations.inprocess import InProcessGrid, task_identity
+from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import TooFewClientsError, run_rounds
+from stamen.server.secagg import SecureAggregationGrid
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 RUN = {"num-server-rounds": 1, "csbm-nodes": 600, "local-epochs": 2, "min-clients": 2}
 CLIP, LEVELS = 8.0, 2**22  # Flower's SecAgg+ defaults: clipping range, quantisation levels
@@ -57,7 +57,7 @@ def _run(secure: bool, grid=None, silent=frozenset(), **run):
 
 
 def _bound(replies: dict, max_weight: float = 1000.0) -> float:
-    """SecAgg+'s error per weight: one quantisation step per client over the summed weights (server/secagg.py)."""
+    """SecAgg+'s error per weight: a quantisation step per client over the summed weights (stamen/server/secagg.py)."""
     examples = sum(int(reply.content[p.METRICS][p.NUM_EXAMPLES]) for reply in replies.values())
     return len(replies) * (2 * CLIP / LEVELS) * max_weight / examples + 1e-6
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 
-from contract import protocol as p
-from contract.algorithms import ALGORITHMS
-from contract.run_config import RunConfig
-from server.algorithms import server_algorithm
-from simulations.inprocess import run_in_process, task_identity
+from stamen.contract import protocol as p
+from stamen.contract.algorithms import ALGORITHMS
+from stamen.contract.run_config import RunConfig
+from stamen.server.algorithms import server_algorithm
+from stamen.simulations.inprocess import run_in_process, task_identity
 
 STRATEGIES = ("fedadam", "fedyogi", "fedadagrad", "fedmedian", "fedtrimmedavg", "krum", "multikrum", "bulyan")
 # an easy, near-IID task on which every rule, Krum's single pick included, learns in a few rounds
@@ -231,4 +231,4 @@ def test_strategies_leave_metric_averaging_to_the_round_loop(algorithm):
     replies = [_reply([1.0, 2.0], 2), _reply([3.0, 5.0], 6), _reply([2.0, 2.0], 2), _reply([0.0, 1.0], 2)]
     replies += [_reply([1.0, 1.0], 2)]
     arrays, metrics = strategy.aggregate_train(1, replies)
-    assert arrays is not None and len(metrics) == 0  # the loop pools the replies' figures (server/rows.py)
+    assert arrays is not None and len(metrics) == 0  # the loop pools the replies' figures (stamen/server/rows.py)

@@ -1,4 +1,4 @@
-"""Live tracking (server/tracking.py): TensorBoard events on disk each round while the run goes, an
+"""Live tracking (stamen/server/tracking.py): TensorBoard events on disk each round while the run goes, an
 MLflow run read back from its store, resume continuing it, and no number changed by tracking."""
 
 import json
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from contract.figures import ROW_TIMINGS
-from contract.tracking import missing_tracker, trackers, translate_retired
-from server import tracking
-from simulations.cli import main as stamen
+from stamen.contract.figures import ROW_TIMINGS
+from stamen.contract.tracking import missing_tracker, trackers, translate_retired
+from stamen.server import tracking
+from stamen.simulations.cli import main as stamen
 
 TIMING_FREE = {"round", "clients", "per_client", "devices", "failed_clients", "final_eval_failed_clients"}
 

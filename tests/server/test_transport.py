@@ -1,4 +1,4 @@
-"""server/transport.py: a simulation's in-memory grid gets at most SIMULATION_IN_FLIGHT messages at a time, every
+"""stamen/server/transport.py: a simulation's in-memory grid gets at most SIMULATION_IN_FLIGHT messages at a time, every
 message is still answered once, and any other grid gets every message at once."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, RecordDict
 
-from contract.arrays import numpy_array
-from contract.packed import PACKED, has_packed, is_packed
-from server import transport
-from simulations.inprocess import task_identity
+from stamen.contract.arrays import numpy_array
+from stamen.contract.packed import PACKED, has_packed, is_packed
+from stamen.server import transport
+from stamen.simulations.inprocess import task_identity
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +75,7 @@ def test_another_grid_gets_every_message_at_once() -> None:
 
 
 class _EchoGrid(_Grid):
-    """Replies with the message's own content, as a ClientApp that packs its answer would (contract/packed.py)."""
+    """Replies with the message's own content, as a ClientApp packing its answer would (stamen/contract/packed.py)."""
 
     def __init__(self) -> None:
         super().__init__()

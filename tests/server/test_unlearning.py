@@ -5,21 +5,21 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, MessageType
 
-from contract import protocol as p
-from contract.requests import parse_request
-from contract.run_config import RunConfig
-from graphs import build_federation
-from server.algorithms import server_algorithm
-from server.loop import run_rounds
-from server.privacy import initial_arrays
-from server.unlearning import history_recorder, unlearn_federation
-from server.unlearning.rollcall import query
-from server.unlearning.wash import check_statistics
-from simulations.inprocess import InProcessGrid, task_identity
-from simulations.unlearn_experiment import new_model
-from unlearn.federaser import UpdateHistory
-from unlearn.requests import split_federation
-from unlearn.wash import wash
+from stamen.contract import protocol as p
+from stamen.contract.requests import parse_request
+from stamen.contract.run_config import RunConfig
+from stamen.graphs import build_federation
+from stamen.server.algorithms import server_algorithm
+from stamen.server.loop import run_rounds
+from stamen.server.privacy import initial_arrays
+from stamen.server.unlearning import history_recorder, unlearn_federation
+from stamen.server.unlearning.rollcall import query
+from stamen.server.unlearning.wash import check_statistics
+from stamen.simulations.inprocess import InProcessGrid, task_identity
+from stamen.simulations.unlearn_experiment import new_model
+from stamen.unlearn.federaser import UpdateHistory
+from stamen.unlearn.requests import split_federation
+from stamen.unlearn.wash import wash
 
 # A well-separated graph: the held-out rule refuses edits that change more than 1% of the other
 # predictions, which on a weakly separable graph leaves the class nearly untouched.

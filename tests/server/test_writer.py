@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from server.writer import BehindWriter
+from stamen.server.writer import BehindWriter
 
 
 def test_writes_run_in_order_and_close_waits_for_all_of_them():

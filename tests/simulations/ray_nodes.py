@@ -1,6 +1,6 @@
 """Ray nodes on loopback for the cluster tests: each ``ray start --block`` in a process group of its own.
 
-A node is stopped by its own processes (:func:`simulations.lifetime.kill_tree` on its ``ray start``, then
+A node is stopped by its own processes (:func:`stamen.simulations.lifetime.kill_tree` on its ``ray start``, then
 its process group), never with ``ray stop``, which ends every Ray process of the machine's user, other
 sessions' clusters and simulations included. Each node keeps its files in a temp dir of its own.
 """
@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from simulations import lifetime
-from simulations.flower import free_port
+from stamen.simulations import lifetime
+from stamen.simulations.flower import free_port
 
 RAY = str(Path(sys.executable).parent / "ray")
 STARTED = "Ray runtime started"

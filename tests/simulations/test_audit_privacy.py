@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from contract.run_config import RunConfig
-from simulations.cli import main
-from simulations.commands.audit import audit_run
-from unlearn.privacy_audit import Guesses, epsilon_lower_bound, guess_membership, p_value
+from stamen.contract.run_config import RunConfig
+from stamen.simulations.cli import main
+from stamen.simulations.commands.audit import audit_run
+from stamen.unlearn.privacy_audit import Guesses, epsilon_lower_bound, guess_membership, p_value
 
 
 def test_all_guesses_right_without_delta_is_the_binomial_closed_form():

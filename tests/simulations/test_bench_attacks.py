@@ -3,7 +3,7 @@
 import json
 import math
 
-from simulations.cli import main
+from stamen.simulations.cli import main
 
 TINY = ["--csbm-nodes", "400", "--clients", "5", "--rounds", "2", "--local-epochs", "1", "--targets", "10"]
 

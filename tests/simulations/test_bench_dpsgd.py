@@ -2,7 +2,7 @@
 
 import json
 
-from simulations.cli import main
+from stamen.simulations.cli import main
 
 
 def test_bench_dpsgd_times_the_same_steps_and_spends_the_same_epsilon(tmp_path, capsys):

@@ -11,7 +11,17 @@ import pytest
 @pytest.mark.slow
 def test_bench_fedlog_writes_json_and_markdown(tmp_path):
     out = tmp_path / "benchmarks"
-    command = [sys.executable, "-m", "simulations.cli", "bench", "fedlog", "--dataset", "csbm", "--csbm-nodes", "300"]
+    command = [
+        sys.executable,
+        "-m",
+        "stamen.simulations.cli",
+        "bench",
+        "fedlog",
+        "--dataset",
+        "csbm",
+        "--csbm-nodes",
+        "300",
+    ]
     command += ["--clients", "2,3", "--seeds", "0", "--rounds", "2"]
     command += ["--algorithms", "local,fedavg,fedlog,fedlog-no-cd"]
     command += ["-c", "fedlog-warmup-epochs=2", "-c", "fedlog-generator-epochs=2", "-c", "csbm-features=16"]
@@ -41,7 +51,7 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
 
 @pytest.mark.slow
 def test_bench_fedlog_refuses_an_unknown_algorithm(tmp_path):
-    command = [sys.executable, "-m", "simulations.cli", "bench", "fedlog", "--algorithms", "fedsage"]
+    command = [sys.executable, "-m", "stamen.simulations.cli", "bench", "fedlog", "--algorithms", "fedsage"]
     command += ["--out", str(tmp_path)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "unknown algorithm(s) ['fedsage']" in result.stderr

@@ -7,13 +7,23 @@ import sys
 import pytest
 import torch
 
-from simulations.benches.gpu import check_devices, rows
+from stamen.simulations.benches.gpu import check_devices, rows
 
 
 @pytest.mark.slow
 def test_bench_gpu_on_the_cpu_writes_the_table(tmp_path):
     out = tmp_path / "benchmarks"
-    command = [sys.executable, "-m", "simulations.cli", "bench", "gpu", "--devices", "cpu", "--csbm-nodes", "300"]
+    command = [
+        sys.executable,
+        "-m",
+        "stamen.simulations.cli",
+        "bench",
+        "gpu",
+        "--devices",
+        "cpu",
+        "--csbm-nodes",
+        "300",
+    ]
     command += ["--clients", "3", "--rounds", "3", "--local-epochs", "1", "--models", "gcn,mlp", "--out", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

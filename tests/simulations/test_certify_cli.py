@@ -1,4 +1,4 @@
-"""``stamen certify`` end to end (in-process, through add_parser/main like simulations/cli.py),
+"""``stamen certify`` end to end (in-process, through add_parser/main like stamen/simulations/cli.py),
 and the per-client certificates of a federated run against it."""
 
 import argparse
@@ -8,8 +8,8 @@ import shlex
 import numpy as np
 import pytest
 
-from certify.ntk import ntk
-from simulations.commands import certify as command
+from stamen.certify.ntk import ntk
+from stamen.simulations.commands import certify as command
 
 
 def run(argv):
@@ -194,10 +194,10 @@ def _help_text(capsys) -> str:
 
 def test_help_lists_every_declared_option_its_choices_and_default(capsys):
     """``stamen certify --help`` is derived from the contract: each option, its registry's choices, its default."""
-    from certify.names import METHODS, MODELS, MODES, SOLVERS, VARIANTS
-    from contract.certify_config import OPTIONS
-    from graphs.names import DATASET_FORMS, DATASETS
-    from models.names import NTK_ARCHITECTURES
+    from stamen.certify.names import METHODS, MODELS, MODES, SOLVERS, VARIANTS
+    from stamen.contract.certify_config import OPTIONS
+    from stamen.graphs.names import DATASET_FORMS, DATASETS
+    from stamen.models.names import NTK_ARCHITECTURES
 
     text = _help_text(capsys)
     for key in OPTIONS.values():
@@ -215,7 +215,7 @@ def test_help_lists_every_declared_option_its_choices_and_default(capsys):
 
 def test_the_parsed_defaults_are_the_declared_ones(tmp_path):
     """Every option's argparse default is its Key's; parsed, they build the contract's defaults."""
-    from contract.certify_config import OPTIONS, CertifyConfig
+    from stamen.contract.certify_config import OPTIONS, CertifyConfig
 
     parser = argparse.ArgumentParser(prog="stamen")
     command.add_parser(parser.add_subparsers())
@@ -227,7 +227,7 @@ def test_the_parsed_defaults_are_the_declared_ones(tmp_path):
 
 
 def test_the_contract_refuses_in_one_line_naming_the_flag():
-    from contract.certify_config import CertifyConfig
+    from stamen.contract.certify_config import CertifyConfig
 
     with pytest.raises(ValueError, match=r"^--out is required"):
         CertifyConfig.from_values({})
@@ -247,7 +247,7 @@ def test_the_contract_refuses_in_one_line_naming_the_flag():
 
 # ------------------------------------------ every dataset form of stamen run, read from --data-root
 def _write_graph_npz(path, n=16):
-    """A small two-class graph in the sparse-matrix .npz layout (graphs.npz_graph): a ring with chords,
+    """A small two-class graph in the sparse-matrix .npz layout (stamen.graphs.npz_graph): a ring with chords,
     integer features (exact in float32), no isolated node. Returns x, edge_index and y."""
     import scipy.sparse as sp
 
@@ -308,7 +308,7 @@ def test_an_npz_dataset_certifies_as_the_named_dataset_and_the_graph_file(tmp_pa
 
 
 def test_a_bad_npz_dataset_is_one_line_exit_2(tmp_path, capsys):
-    from simulations.cli import main as stamen
+    from stamen.simulations.cli import main as stamen
 
     out = tmp_path / "out"
     (tmp_path / "data" / "npz").mkdir(parents=True)
@@ -324,7 +324,7 @@ def test_a_bad_npz_dataset_is_one_line_exit_2(tmp_path, capsys):
         "stamen certify: error: dataset 'npz:sub/g.npz': npz:STEM takes a file stem (letters, digits, _ . -; "
         "no folder, no .npz) and reads <root>/npz/STEM.npz"
     ]
-    from contract.run_config import RunConfig
+    from stamen.contract.run_config import RunConfig
 
     with pytest.raises(ValueError) as refused:
         RunConfig.from_flower({"dataset": "npz:sub/g.npz"})
@@ -357,12 +357,12 @@ def test_in_run_client_certificates_equal_stamen_certify_node_by_node(tmp_path):
     the ratios the client's query handler sends the server are those of the CLI."""
     import torch
 
-    from client.certification import client_certificate
-    from client.job import client_data
-    from contract import protocol as p
-    from contract.run_config import RunConfig
-    from server.certification import certify_federation
-    from simulations.inprocess import InProcessGrid, task_identity
+    from stamen.client.certification import client_certificate
+    from stamen.client.job import client_data
+    from stamen.contract import protocol as p
+    from stamen.contract.run_config import RunConfig
+    from stamen.server.certification import certify_federation
+    from stamen.simulations.inprocess import InProcessGrid, task_identity
 
     config = RunConfig.from_flower(FEDERATION)
     spec = config.federation(NUM_CLIENTS)

@@ -4,10 +4,10 @@ import socket
 
 import pytest
 
-from contract.identity import PARTITION_DIGEST_ENV
-from simulations.cli import main as stamen
-from simulations.cluster import check_ray_address, cluster_environment, ray_address
-from simulations.flower import flower_environment, free_port
+from stamen.contract.identity import PARTITION_DIGEST_ENV
+from stamen.simulations.cli import main as stamen
+from stamen.simulations.cluster import check_ray_address, cluster_environment, ray_address
+from stamen.simulations.flower import flower_environment, free_port
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from simulations.cli import main as stamen
+from stamen.simulations.cli import main as stamen
 
 
 def _strict(text: str):

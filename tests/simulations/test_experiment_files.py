@@ -5,9 +5,9 @@ Every problem with a file is one line naming the file, and exit 2; nothing here 
 
 import pytest
 
-from simulations.cli import main as stamen
-from simulations.overrides import parse_overrides
-from simulations.sweep import grid_file
+from stamen.simulations.cli import main as stamen
+from stamen.simulations.overrides import parse_overrides
+from stamen.simulations.sweep import grid_file
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 

@@ -1,6 +1,6 @@
 """The environment of Flower's processes: offline and quiet, Ray's settings chosen, a user's own kept."""
 
-from simulations.flower import INLINE_BYTES, flower_environment
+from stamen.simulations.flower import INLINE_BYTES, flower_environment
 
 
 def test_flower_runs_offline_with_rays_messages_inline(tmp_path, monkeypatch):
@@ -19,7 +19,7 @@ def test_a_users_own_ray_and_thread_settings_are_kept(tmp_path, monkeypatch):
 
 
 def test_a_supernodes_superexec_looks_for_tasks_less_often_than_a_runs_start_needs(tmp_path):
-    from simulations.deploy.processes import SUPERNODE_TASK_POLL, supernode_environment
+    from stamen.simulations.deploy.processes import SUPERNODE_TASK_POLL, supernode_environment
 
     assert float(flower_environment(tmp_path)["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"]) == 0.05
     node = supernode_environment(tmp_path)

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from server.runlog import run_log, strip_ansi
-from simulations.cli import SUMMARIES, build_parser, main
-from simulations.helptext import plain
-from simulations.relay import clean_line, relay
+from stamen.server.runlog import run_log, strip_ansi
+from stamen.simulations.cli import SUMMARIES, build_parser, main
+from stamen.simulations.helptext import plain
+from stamen.simulations.relay import clean_line, relay
 
 
 def _parsers(parser: argparse.ArgumentParser, name: str = "stamen"):
@@ -29,8 +29,11 @@ def _every_parser():
 
 
 def test_plain_turns_sphinx_markup_into_plain_text():
-    text = "see :mod:`simulations.preflight`, :class:`~server.rundir.RunDirectory`, :func:`x <server.app.serve>`"
-    assert plain(text) == "see simulations.preflight, RunDirectory, x"
+    text = (
+        "see :mod:`stamen.simulations.preflight`, :class:`~stamen.server.rundir.RunDirectory`,"
+        " :func:`x <stamen.server.app.serve>`"
+    )
+    assert plain(text) == "see stamen.simulations.preflight, RunDirectory, x"
     assert plain("keeps ``run.log`` and ``a b``") == "keeps 'run.log' and 'a b'"
 
 
@@ -123,7 +126,7 @@ def test_a_flower_run_keeps_a_plain_run_log_and_hides_the_supernodes_warning(tmp
 
     config = f"num-server-rounds=1 csbm-nodes=300 output-dir='{tmp_path}' run-name='f'"
     result = subprocess.run(
-        [sys.executable, "-m", "simulations.cli", "run", "--verbose", "--clients", "3", "-c", config],
+        [sys.executable, "-m", "stamen.simulations.cli", "run", "--verbose", "--clients", "3", "-c", config],
         capture_output=True,
         text=True,
         timeout=600,
@@ -139,7 +142,7 @@ def test_a_flower_run_keeps_a_plain_run_log_and_hides_the_supernodes_warning(tmp
 def test_flower_console_colours_only_a_terminal(monkeypatch):
     from flwr.common.logger import console_handler
 
-    from simulations.relay import plain_flower_console
+    from stamen.simulations.relay import plain_flower_console
 
     monkeypatch.setattr(console_handler, "colored", True)
     monkeypatch.setattr(console_handler, "stream", io.StringIO())  # a file or a pipe: no terminal

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from simulations.cli import main as stamen
+from stamen.simulations.cli import main as stamen
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 FEDERATION = "num-supernodes=3"
@@ -134,6 +134,6 @@ def test_a_federation_config_key_flower_does_not_take_is_refused(federation, tmp
 def test_the_federation_keys_are_those_of_flowers_simulation_config():
     from flwr.proto.federation_config_pb2 import SimulationConfig
 
-    from simulations.flower import FEDERATION_KEYS
+    from stamen.simulations.flower import FEDERATION_KEYS
 
     assert sorted(FEDERATION_KEYS) == sorted(f.name.replace("_", "-") for f in SimulationConfig.DESCRIPTOR.fields)

@@ -1,4 +1,4 @@
-"""Every process Stamen starts dies with its command (:mod:`simulations.lifetime`), ``kill -9`` included.
+"""Every process Stamen starts dies with its command (:mod:`stamen.simulations.lifetime`), ``kill -9`` included.
 
 A census: the processes of a tree are recorded while it runs, the command is killed with
 SIGKILL, and every recorded process (and every process carrying the test's own marker in
@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from simulations import lifetime
+from stamen.simulations import lifetime
 
 MARK = "STAMEN_TEST_LIFETIME"
 PROJECT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def _listening(port: int) -> bool:
 STARTER = textwrap.dedent(
     """
     import sys, time
-    from simulations import lifetime
+    from stamen.simulations import lifetime
     lifetime.start(["sh", "-c", "setsid sh -c 'sleep 300 & exit 0' & sleep 300"])
     print("started", flush=True)
     time.sleep(300)
@@ -165,7 +165,7 @@ def test_kill_9_of_stamen_run_on_flower_stops_every_process_and_every_write(tmp_
     mark = uuid.uuid4().hex
     run_dir = tmp_path / "runs" / "killed"
     config = f"num-server-rounds=100000 csbm-nodes=300 output-dir='{tmp_path / 'runs'}' run-name='killed'"
-    command = [sys.executable, "-m", "simulations.cli", "run", "--quiet", "--clients", "2", "-c", config]
+    command = [sys.executable, "-m", "stamen.simulations.cli", "run", "--quiet", "--clients", "2", "-c", config]
     metrics = run_dir / "metrics.jsonl"
     with open(tmp_path / "out.log", "w") as log:
         cli = subprocess.Popen(command, env=_env(mark), stdout=log, stderr=subprocess.STDOUT)

@@ -1,4 +1,4 @@
-"""simulations/flower_internals/link_state.py: the simulation's link state, its messages indexed by node.
+"""stamen/simulations/flower_internals/link_state.py: the simulation's link state, its messages indexed by node.
 
 The patched state hands every node the same messages as Flower's own (same order, same
 limit, each once, none expired), checked side by side on one random sequence of pushes,
@@ -23,8 +23,8 @@ from flwr.supercore.object_store import ObjectStoreFactory
 from flwr.supercore.run import Run
 from flwr.superlink.federation import NoOpFederationManager
 
-from simulations.flower_internals.link_state import FLOWER_METHODS, index_messages_by_node
-from simulations.flower_internals.task_identity import running_as_task
+from stamen.simulations.flower_internals.link_state import FLOWER_METHODS, index_messages_by_node
+from stamen.simulations.flower_internals.task_identity import running_as_task
 
 RUN_ID, TASK_ID = 7, 11
 
@@ -142,15 +142,15 @@ def test_an_expired_message_is_deleted_not_delivered():
 def test_a_local_simulation_starts_flowers_simulation_through_the_shim_patched_first(tmp_path, monkeypatch):
     import flwr.simulation.app
 
-    from simulations.flower import simulation_shim
-    from simulations.flower_internals import link_state
+    from stamen.simulations.flower import simulation_shim
+    from stamen.simulations.flower_internals import link_state
 
     folder = simulation_shim(tmp_path)
     shim = folder / "flwr-simulation"
     assert shim.stat().st_mode & 0o777 == 0o700 and list(folder.iterdir()) == [shim]  # no partial file left
     text = shim.read_text()
     assert text.startswith(f"#!{sys.executable}\n")
-    assert "from simulations.flower_internals.link_state import flwr_simulation" in text
+    assert "from stamen.simulations.flower_internals.link_state import flwr_simulation" in text
     # the shim's function patches Flower's state, then runs Flower's own command
     seen = []
     patched = InMemoryLinkState.__dict__.get

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from simulations.cli import main as stamen
-from simulations.flower import flower_environment
+from stamen.simulations.cli import main as stamen
+from stamen.simulations.flower import flower_environment
 
 from .ray_nodes import ray_cluster
 
@@ -47,7 +47,7 @@ def test_a_run_on_a_two_node_cluster_runs_on_both_and_gets_the_in_process_rows(t
 # What a Ray actor sees of the GPUs: its CUDA_VISIBLE_DEVICES and the share the client asks Ray for.
 PROBE = """
 import json, os, ray
-from client.device import ray_gpu_share
+from stamen.client.device import ray_gpu_share
 ray.init(address="local", num_cpus=3, num_gpus=2, include_dashboard=False, _temp_dir=os.environ["PROBE_TEMP"])
 
 @ray.remote

@@ -20,14 +20,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from server.checkpoint import load_checkpoint
+from stamen.server.checkpoint import load_checkpoint
 
 FEDERATION = ["--federation-config", "num-supernodes=3"]
 
 
 def _stamen(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "simulations.cli", *args], env=env, text=True, **kwargs)
+    return subprocess.Popen([sys.executable, "-m", "stamen.simulations.cli", *args], env=env, text=True, **kwargs)
 
 
 def _files(folder: Path) -> dict[str, tuple[int, str]]:
@@ -130,8 +130,8 @@ def test_ctrl_c_stops_everything_then_resume_finish_and_fail_cleanly(tmp_path):
 def test_a_run_that_never_wrote_its_folder_points_at_its_own_log_not_anothers(tmp_path):
     """A ServerApp that stopped before writing (another command finished the run meanwhile) leaves the folder's
     run.log to that command: the failure quotes this command's own log instead of pointing there."""
-    from server.rundir import RunDirectory
-    from simulations.commands.run import _where
+    from stamen.server.rundir import RunDirectory
+    from stamen.simulations.commands.run import _where
 
     folder = tmp_path / "r"
     folder.mkdir()

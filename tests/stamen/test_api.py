@@ -8,7 +8,7 @@ import json
 import pytest
 
 import stamen
-from simulations.cli import main as cli
+from stamen.simulations.cli import main as cli
 
 TINY = {"csbm-nodes": 300, "num-server-rounds": 3}
 TINY_ITEM = "csbm-nodes=300 num-server-rounds=3"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import stamen
-from simulations.cli import main as cli
+from stamen.simulations.cli import main as cli
 
 
 @pytest.fixture

@@ -1,19 +1,19 @@
 """``federaser``: the recorded updates add up to the model, and the replay never reads the forgotten data.
 
 Training and replay run through the app's engine (round loop + ClientApp, in-process); the
-math (:mod:`unlearn.federaser`) is what is checked."""
+math (:mod:`stamen.unlearn.federaser`) is what is checked."""
 
 import copy
 
 import pytest
 import torch
 
-from client.job import client_data
-from contract.requests import parse_request
-from graphs import build_federation
-from simulations.unlearn_experiment import forget_in_process, new_model, run_request, train_original
-from unlearn.federaser import UpdateHistory, check_clients
-from unlearn.requests import client_forget_mask
+from stamen.client.job import client_data
+from stamen.contract.requests import parse_request
+from stamen.graphs import build_federation
+from stamen.simulations.unlearn_experiment import forget_in_process, new_model, run_request, train_original
+from stamen.unlearn.federaser import UpdateHistory, check_clients
+from stamen.unlearn.requests import client_forget_mask
 
 
 def _train(config, num_clients, window):

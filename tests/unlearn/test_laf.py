@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from contract.requests import parse_request
-from graphs import build_federation
-from unlearn.laf import LAFConfig, alignment_loss, bounded, extractor_loss, laf, laf_traced
-from unlearn.requests import split_federation
+from stamen.contract.requests import parse_request
+from stamen.graphs import build_federation
+from stamen.unlearn.laf import LAFConfig, alignment_loss, bounded, extractor_loss, laf, laf_traced
+from stamen.unlearn.requests import split_federation
 
 
 @pytest.fixture(scope="module")
@@ -116,10 +116,10 @@ def test_a_later_federated_round_reusing_the_first_rounds_vaes_gives_what_refitt
 def test_the_client_keeps_its_laf_vaes_across_rounds_and_rebuilds_them_exactly():
     from flwr.app import RecordDict
 
-    from client.job import LocalJob
-    from client.unlearning import LAF_VAES, _keep_vaes, _kept_vaes
-    from contract.run_config import RunConfig
-    from unlearn.laf import train_vae
+    from stamen.client.job import LocalJob
+    from stamen.client.unlearning import LAF_VAES, _keep_vaes, _kept_vaes
+    from stamen.contract.run_config import RunConfig
+    from stamen.unlearn.laf import train_vae
 
     torch.manual_seed(0)
     vae = train_vae(torch.randn(20, 8), latent=4, hidden=6, epochs=3, lr=0.01, beta=0.1)

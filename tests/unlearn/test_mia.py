@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from contract.requests import parse_request
-from graphs import build_federation
-from unlearn.evaluate import mia_sets
-from unlearn.mia import LogisticRegression, attack_features, auc, membership_auc
-from unlearn.requests import split_federation
+from stamen.contract.requests import parse_request
+from stamen.graphs import build_federation
+from stamen.unlearn.evaluate import mia_sets
+from stamen.unlearn.mia import LogisticRegression, attack_features, auc, membership_auc
+from stamen.unlearn.requests import split_federation
 
 
 def test_auc_known_values():

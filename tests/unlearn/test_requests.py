@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from contract.requests import Request, parse_request
-from graphs import build_federation
-from unlearn.requests import split_federation
+from stamen.contract.requests import Request, parse_request
+from stamen.graphs import build_federation
+from stamen.unlearn.requests import split_federation
 
 
 def test_parse_good_requests():
@@ -81,7 +81,7 @@ def test_remaining_graph_has_no_forgotten_node_or_edge(small_config, text):
 
 def test_dropping_nodes_keeps_every_node_attribute_and_edge_list(small_config):
     """A client that drops nodes must report what one that drops none reports (the same metric keys)."""
-    from unlearn.requests import drop_nodes
+    from stamen.unlearn.requests import drop_nodes
 
     config = small_config(unseen_node_frac=0.2, missing_classes=1)
     data = build_federation(config.federation(3)).clients[0]

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from unlearn.wash import (
+from stamen.unlearn.wash import (
     EditStatistics,
     apply_edit,
     choose_lambda_heldout,

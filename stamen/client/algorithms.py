@@ -1,0 +1,72 @@
+"""The client part of every FL algorithm: its contract and the loader by run-config name.
+
+An algorithm's client module (named by its spec in :mod:`stamen.contract.algorithms`) sets
+``PART`` to an instance of a :class:`ClientAlgorithm` subclass (a spec ``module:NAME``
+names another attribute, when one module holds the parts of several variants). The subclass implements
+:meth:`ClientAlgorithm.train`; an algorithm whose model or messages differ from a plain
+weight exchange overrides the hooks, whose defaults are FedAvg's:
+
+- :meth:`~ClientAlgorithm.data_view`: the job with the data the algorithm's model reads
+  (default: the client's own; FedStar's adds the nodes' structural embeddings), for
+  training and every evaluation of the message;
+- :meth:`~ClientAlgorithm.new_model`: the model (default: the run's seeded model);
+- :meth:`~ClientAlgorithm.receive`: install what the server sent (default: load the
+  ``arrays`` record when it is not empty; round 1 sends none, as every client builds
+  the same seeded model);
+- :meth:`~ClientAlgorithm.reply_records`: the array records of the training reply
+  (default: ``{"arrays": the model's weights}``);
+- :meth:`~ClientAlgorithm.query`: the reply to a query message of a kind the ClientApp
+  does not answer itself, e.g. an algorithm's own phase before its rounds (default:
+  None, the kind is unknown).
+
+Whether the client evaluates the model it receives (the algorithm keeps a global
+model) is the spec's ``aggregates``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
+
+from stamen.client.job import LocalJob
+from stamen.client.weights import load_weights, weights_record
+from stamen.contract import protocol as p
+from stamen.contract.algorithms import AlgorithmSpec, algorithm_spec
+
+
+class ClientAlgorithm:
+    """The client part of an FL algorithm (see the module docstring)."""
+
+    def data_view(self, job: LocalJob) -> LocalJob:
+        return job
+
+    def new_model(self, job: LocalJob) -> torch.nn.Module:
+        return job.model()
+
+    def receive(self, model: torch.nn.Module, job: LocalJob, content: RecordDict) -> None:
+        if len(content[p.ARRAYS]) > 0:
+            load_weights(model, content[p.ARRAYS])
+
+    def train(self, model: torch.nn.Module, job: LocalJob, round_config: ConfigRecord) -> float:
+        """Train ``model`` locally for the round; return the mean training loss."""
+        raise NotImplementedError
+
+    def reply_records(self, model: torch.nn.Module, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
+        return {p.ARRAYS: weights_record(model.state_dict())}
+
+    def query(self, job: LocalJob, message: Message) -> Message | None:
+        """The reply to an algorithm-specific query (``config["query"]`` names the kind); None: not one of ours."""
+        return None
+
+
+def client_algorithm(name: str) -> tuple[AlgorithmSpec, ClientAlgorithm]:
+    """The spec of ``name`` and its client part (ValueError in one line if unknown)."""
+    spec = algorithm_spec(name)
+    module, _, attribute = spec.client.partition(":")
+    attribute = attribute or "PART"
+    part = getattr(importlib.import_module(module), attribute, None)
+    if not isinstance(part, ClientAlgorithm):
+        raise TypeError(f"{spec.client} (the client part of {name!r}) sets no {attribute} = a ClientAlgorithm")
+    return spec, part

@@ -1,0 +1,95 @@
+"""Graph classification's client part (``task='graph-classification'``): the model, the local step, the figures.
+
+The client holds a set of small graphs (:mod:`stamen.graphs.graph_federation`: one batch of its graphs
+with graph-level train/validation/test masks), trains the run's graph classifier
+(:mod:`stamen.models.graph_classifier`) on its training graphs in mini-batches of ``graph-batch-size``
+(:func:`stamen.models.graph_training.fit_graphs`) and scores a model by the number of its validation
+and test graphs classified right. It replies node classification's counts, over graphs
+(:mod:`stamen.contract.protocol`), so the server's rows, summary, table and curves show accuracies
+over graphs under the usual names. With ``privacy='dp-sgd'`` the local step is per-graph DP-SGD
+(:func:`stamen.client.privacy.train_private_graphs`): each training graph is one record.
+
+A client's graphs are unbatched once per process and kept, as its batch is.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch_geometric.data import Batch, Data
+
+from stamen.client.job import LocalJob
+from stamen.client.tasks import ClientTask
+from stamen.contract import protocol as p
+from stamen.models.graph_classifier import GraphClassifier, build_graph_classifier
+from stamen.models.graph_training import correct_graphs, fit_graphs
+
+_COUNTS = {
+    "global": (p.GLOBAL_VAL_CORRECT, p.GLOBAL_TEST_CORRECT),
+    "local": (p.LOCAL_VAL_CORRECT, p.LOCAL_TEST_CORRECT),
+}
+_SETS: dict[int, tuple[Data, tuple[list[Data], list[Data], list[Data]]]] = {}  # by data object
+
+
+class GraphClassificationTask(ClientTask):
+    """See the module docstring."""
+
+    def initial_model(self, job: LocalJob) -> tuple[GraphClassifier, dict[str, torch.Tensor]]:
+        c = job.config
+        return _initial_model(
+            c.model, job.data.num_features, int(job.data.num_classes), c.hidden, c.num_layers, c.dropout, c.seed,
+            job.device,
+        )  # fmt: skip
+
+    def fit(self, model: torch.nn.Module, job: LocalJob, optimizer: torch.optim.Optimizer, proximal_mu: float) -> float:
+        (train, _, _), c = self.graphs(job), job.config
+        return fit_graphs(model, train, c.local_epochs, c.graph_batch_size, optimizer, proximal_mu)  # type: ignore[arg-type]
+
+    def figures(self, model: torch.nn.Module, job: LocalJob, which: str) -> dict[str, float]:
+        _, val, test = self.graphs(job)
+        val_key, test_key = _COUNTS[which]
+        return {val_key: correct_graphs(model, val), test_key: correct_graphs(model, test)}  # type: ignore[arg-type]
+
+    def sizes(self, job: LocalJob) -> dict[str, int]:
+        data = job.data
+        return {
+            p.NUM_EXAMPLES: int(data.train_mask.sum()),
+            p.NUM_VAL: int(data.val_mask.sum()),
+            p.NUM_TEST: int(data.test_mask.sum()),
+        }
+
+    def private_records(self, job: LocalJob) -> list[Data]:
+        """The training graphs: each graph is one record of per-graph DP-SGD (:mod:`stamen.models.graph_dp_sgd`)."""
+        return self.graphs(job)[0]
+
+    def graphs(self, job: LocalJob) -> tuple[list[Data], list[Data], list[Data]]:
+        """The client's training, validation and test graphs (on its device), unbatched once per process."""
+        data = job.data
+        cached = _SETS.get(id(data))
+        if cached is None or cached[0] is not data:  # the data object is held: its id stays its own
+            if not isinstance(data, Batch):
+                raise TypeError(
+                    f"task='graph-classification' needs a client's set of graphs; dataset {job.config.dataset!r} "
+                    "gave one graph"
+                )
+            graphs = data.to_data_list()
+            sets = tuple([g for g, keep in zip(graphs, mask.tolist(), strict=True) if keep]
+                         for mask in (data.train_mask, data.val_mask, data.test_mask))  # fmt: skip
+            if len(_SETS) >= 64:  # a long-lived process (sweeps in process) keeps the latest federations only
+                _SETS.clear()
+            cached = _SETS[id(data)] = (data, sets)  # type: ignore[assignment]
+        return cached[1]  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=8)
+def _initial_model(
+    name: str, in_dim: int, num_classes: int, hidden: int, num_layers: int, dropout: float, seed: int,
+    device: torch.device,
+) -> tuple[GraphClassifier, dict[str, torch.Tensor]]:  # fmt: skip
+    torch.manual_seed(seed)
+    model = build_graph_classifier(name, in_dim, num_classes, hidden, num_layers, dropout).to(device)
+    return model, {key: value.detach().clone() for key, value in model.state_dict().items()}
+
+
+PART = GraphClassificationTask()

@@ -1,0 +1,203 @@
+"""The names of a run's figures, declared once: one name per figure in ``metrics.jsonl``,
+``summary.json``, sweeps, benches and docs.
+
+A round's row (a line of ``metrics.jsonl``) holds the keys of :data:`ROW_KEYS`, plus an
+accuracy per evaluation setting (:func:`setting_acc`); each client's entry of ``per_client``
+the keys of :data:`CLIENT_KEYS`. A run's ``summary.json`` holds the keys of
+:data:`SUMMARY_KEYS`; its ``final`` and ``best`` parts the figures of :data:`SUMMARY_FIGURES`
+at the last round and at the round of best validation accuracy.
+
+Accuracies come in two kinds: the *global* model's (the weights the server sent, evaluated
+on each client's nodes; ``global_`` names) and the *clients' models'* (each client's model
+after its local training, on its own nodes). Both are pooled over clients by node counts.
+A run's *headline* test accuracy (:func:`headline`) is the global model's where there is
+one, else the clients' models' (an algorithm that keeps no global model).
+
+A link-prediction run (``task='link-prediction'``, :mod:`stamen.contract.tasks`) has no accuracy: its
+figures are AUC, average precision and Hits@K (:data:`LINK_METRICS`) on the validation and
+test edges of each client and on the cut edges between clients (:data:`LINK_SETS`), of the
+global model and of the clients' models, named by :func:`link_figure` (``global_test_auc``).
+Each client scores its own edges; a pooled figure is the clients' figures weighted by their
+positive edges (AUC and AP do not add over clients as counts do: the exact pooled AUC would
+need every score at the server). Its headline is the test AUC, its best round the one of
+best validation AUC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stamen.contract.protocol import SETTINGS
+
+ROUND = "round"
+GLOBAL_TEST_ACC = "global_test_acc"
+GLOBAL_VAL_ACC = "global_val_acc"
+TEST_ACC = "test_acc"
+VAL_ACC = "val_acc"
+TRAIN_LOSS = "train_loss"
+CLIENT_DP_EPSILON = "client_dp_epsilon"
+
+# What a sweep and the benches report of a run (the headline accuracy, see module docstring).
+FINAL_TEST_ACC = "final_test_acc"  # at the last round
+TEST_ACC_AT_BEST_VAL = "test_acc_at_best_val"  # at the round of best validation accuracy
+# The attack, privacy and scale benches' name of FINAL_TEST_ACC before it was declared here; read
+# only, from units an earlier version kept in a journal that a bench resumes.
+EARLIER_FINAL_TEST_ACC = TEST_ACC
+
+# Link prediction: what is scored (positive edges: the NUM_VAL, NUM_TEST and NUM_CUT metrics) and how.
+LINK_SETS = {
+    "val": "validation edges",
+    "test": "test edges",
+    "cut": "cut edges (between clients, on the union of the clients' training graphs)",
+}
+LINK_METRICS = {"auc": "AUC", "ap": "average precision", "hits": "Hits@K"}
+
+
+def link_figure(edges: str, metric: str, global_model: bool) -> str:
+    """The row key of a link figure: ``link_figure("test", "auc", True) == "global_test_auc"``."""
+    return f"{'global_' if global_model else ''}{edges}_{metric}"
+
+
+GLOBAL_TEST_AUC = link_figure("test", "auc", True)
+GLOBAL_VAL_AUC = link_figure("val", "auc", True)
+TEST_AUC = link_figure("test", "auc", False)
+VAL_AUC = link_figure("val", "auc", False)
+LINK_FIGURES: tuple[tuple[str, str], ...] = tuple(
+    (link_figure(edges, metric, model), f"{'global' if model else 'client'} {what} {label}"
+     + ("" if model else " (local models)"))
+    for model in (True, False) for edges, what in (("test", "test"), ("val", "validation"), ("cut", "cut-edge"))
+    for metric, label in LINK_METRICS.items()
+)  # fmt: skip
+
+
+def clients_mean(figure: str) -> str:
+    """The bench key of a figure's unweighted mean over the clients' own ``per_client`` values
+    (``clients_mean("global_test_auc") == "global_test_auc_clients_mean"``): beside the pooled figure,
+    which weights clients by their examples, it shows whether small clients fare worse."""
+    return f"{figure}_clients_mean"
+
+
+# What `stamen tune` maximises: the headline validation accuracy at the round of best validation accuracy
+BEST_VAL_ACC = "best_val_acc"
+FINAL_VAL_ACC = "final_val_acc"  # beside it: a config that peaks and then diverges shows here
+
+SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
+    (GLOBAL_TEST_ACC, "global test accuracy"),
+    (GLOBAL_VAL_ACC, "global validation accuracy"),
+    (TEST_ACC, "client test accuracy (local models)"),
+    (VAL_ACC, "client validation accuracy (local models)"),
+    (TRAIN_LOSS, "train loss"),
+    # FedLoG's evaluation settings besides the seen graph, where the clients report them
+    ("global_unseen_node_acc", "global unseen-node accuracy"),
+    ("unseen_node_acc", "client unseen-node accuracy"),
+    ("global_missing_class_acc", "global missing-class accuracy"),
+    ("missing_class_acc", "client missing-class accuracy"),
+    ("global_new_client_acc", "global new-client accuracy"),
+    ("new_client_acc", "client new-client accuracy"),
+    *LINK_FIGURES,
+)
+
+# The row keys that are wall times (seconds), not figures of the model: trackers keep them apart.
+ROW_TIMINGS: dict[str, str] = {
+    "seconds": "the round's wall time",
+    "exchange_seconds": "sending the round's messages and collecting the replies",
+    "aggregate_seconds": "aggregating the replies",
+    "final_eval_seconds": "the final evaluation's wall time",
+    "client_train_seconds_max": "the slowest client's local training",
+    "client_setup_seconds_sum": "the clients' setup, added over clients",
+    "client_train_seconds_sum": "the clients' local training, added over clients",
+    "client_eval_seconds_sum": "the clients' evaluation, added over clients",
+    "client_pack_seconds_sum": "the clients' packing of their replies, added over clients",
+    "client_handler_seconds_sum": "the clients' whole handlers, added over clients",
+    "client_handler_seconds_max": "the slowest client's whole handler",
+}
+
+ROW_KEYS: dict[str, str] = {
+    ROUND: "the round (0: the initial model's evaluation; the last row also has the final evaluation)",
+    "clients": "clients whose training replies were aggregated",
+    "failed_clients": "the clients that failed in the round: node, partition, category, reason",
+    "final_eval_failed_clients": "the clients that failed the final evaluation",
+    "devices": "the devices the clients trained on",
+    "client_processes": "the processes that answered ('HOST[/ray-NODE] pid PID'), each with its peak memory in MB",
+    GLOBAL_TEST_ACC: "the global model's test accuracy, pooled over clients",
+    GLOBAL_VAL_ACC: "the global model's validation accuracy, pooled over clients",
+    TEST_ACC: "the clients' models' test accuracy, pooled over clients",
+    VAL_ACC: "the clients' models' validation accuracy, pooled over clients",
+    TRAIN_LOSS: "training loss, weighted by training nodes",
+    **{key: f"{label}, pooled over clients by positive edges" for key, label in LINK_FIGURES},
+    "per_client": "each client's own figures, by partition id (CLIENT_KEYS)",
+    "epsilon": "each DP-SGD client's epsilon so far, by partition id",
+    "epsilon_max": "the largest DP-SGD client epsilon so far",
+    "epsilon_mean": "the mean DP-SGD client epsilon so far",
+    CLIENT_DP_EPSILON: "client-level DP epsilon after this round",
+    **ROW_TIMINGS,
+}
+
+
+def setting_nodes(setting: str) -> str:
+    """A client's node count of an evaluation setting (``missing-class`` -> ``missing_class_nodes``): the
+    weights of a pooled figure, and of FedLoG's authors' round selection
+    (:mod:`stamen.simulations.benches.fedlog_selection`)."""
+    return setting.replace("-", "_") + "_nodes"
+
+
+CLIENT_KEYS: tuple[str, ...] = (
+    GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, VAL_ACC, TRAIN_LOSS, "train_nodes", *(k for k, _ in LINK_FIGURES),
+    *(setting_nodes(s) for s in SETTINGS),
+)  # fmt: skip
+
+SUMMARY_KEYS: dict[str, str] = {
+    "task": "what the clients learnt (stamen/contract/tasks.py)",
+    "algorithm": "the FL algorithm",
+    "dataset": "the dataset",
+    "client_datasets": "a dataset list's run (cross-dataset): the dataset each client held, by partition id",
+    "model": "the GNN",
+    "rounds": "rounds trained",
+    "clients": "clients in the last round",
+    "devices": "the devices the clients trained on",
+    "final": "SUMMARY_FIGURES at the last round",
+    "best_round": "the round of best validation accuracy (link prediction: AUC; the global model's where there is one)",
+    "best": "SUMMARY_FIGURES at best_round",
+    "max_test_acc": "the highest headline test accuracy of any round (for reference, never for selection)",
+    "wall_seconds": "the server loop's wall time",
+    "total_wall_seconds": "the run's wall time from its engine's start (engine start-up included: the SuperLink and "
+    "flwr run, or the in-process ServerApp's; the command's own imports and checks not)",
+    "seconds_per_round": "mean wall time of a round",
+    "client_train_seconds_per_round": "mean of the slowest client's local training per round",
+    "clients_train_seconds_per_round": "mean of all clients' local training per round",
+    "failed_clients": "client failures by category",
+    "degraded": "whether any client failed (the figures are not the full federation's)",
+    "fairness": "the spread of the final model's test accuracy over clients (each client on its own test nodes)",
+    "settings": "the evaluation settings besides the seen graph that the run turned on (unseen-node, ...)",
+    "privacy": "the privacy spent",
+    "peak_memory_gb": "peak resident memory of the run's processes on the command's machine",
+    "client_nodes": "the hosts (Ray nodes on a Ray cluster) whose processes answered the clients' messages",
+    "client_processes": "how many processes answered the clients' messages, on every node",
+    "client_peak_memory_gb": "the clients' processes' peak memories added up, on every node (an upper bound of "
+    "their peak together)",
+    "run_dir": "the run directory",
+    "provenance": "version, commit, packages, command, seeds",
+    "certificates": "the run's label-flip certificates, when asked",
+    "unlearning": "the unlearning request's results, when asked",
+}
+
+
+def setting_acc(setting: str, global_model: bool) -> str:
+    """The row key of an evaluation setting's accuracy (``missing-class`` -> ``global_missing_class_acc``)."""
+    name = setting.replace("-", "_") + "_acc"
+    return "global_" + name if global_model else name
+
+
+def headline(part: dict[str, Any], kind: str = "test") -> Any:
+    """A run's headline ``kind`` accuracy in ``part`` (a row, or a summary's final/best part): the global
+    model's where there is one, else the clients' models'; a link-prediction run's AUC likewise; None when
+    none is there."""
+    for key in headline_keys(kind):
+        if part.get(key) is not None:
+            return part[key]
+    return None
+
+
+def headline_keys(kind: str = "test") -> tuple[str, ...]:
+    """The figures a headline ``kind`` figure is read from, in order (see :func:`headline`)."""
+    return (f"global_{kind}_acc", f"{kind}_acc", link_figure(kind, "auc", True), link_figure(kind, "auc", False))

@@ -1,0 +1,472 @@
+"""The typed run configuration shared by the ServerApp, the ClientApp and the CLI, declared once.
+
+Flower hands both apps the run config as a flat ``{key: value}`` mapping (the
+``[tool.flwr.app.config]`` table of ``pyproject.toml`` with the user's overrides).
+Every key is declared below, once, in its feature's section, with its type (the
+annotation), default, constraint (range, choices from a registry, or shape) and one
+line of help (:mod:`stamen.contract.keys`). :meth:`RunConfig.from_flower` is THE validation
+of a run config: unknown keys (with a suggestion), types, each key's constraint and the
+rules between keys (:mod:`stamen.contract.rules`), each failure one line. ``stamen run``'s
+preflight, the ServerApp of a plain ``flwr run``, the ClientApp and the benches all
+call it, so a mistake fails before any training. It gives a frozen object whose
+attribute names are the keys with ``-`` turned into ``_``. The defaults equal those in
+``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the reference's key
+table are printed from this declaration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES
+from stamen.contract.keys import Form, Key, Section, declared_keys, ge, gt, within
+from stamen.contract.requests import is_request
+from stamen.contract.suggest import did_you_mean
+from stamen.contract.tasks import TASKS
+from stamen.contract.tracking import TRACKING_FORM_TEXT, is_tracking, trackers, translate_retired
+from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
+from stamen.graphs.names import RUN_PARTITIONERS, accepted_datasets, dataset_problem
+from stamen.graphs.spec import FederationSpec
+from stamen.models.names import ALL_MODELS, LINK_DECODERS, NTK_ARCHITECTURES
+
+PRIVACY = {
+    "none": "no differential privacy",
+    "dp-sgd": "DP-SGD with Opacus's accountant on each client (per-record gradients clipped and noised: a training "
+    "node's, or a graph's for graph classification)",
+    "client-dp": "client-level DP: Flower's DP strategy wrappers clip and noise each client's update",
+}
+CLIPPINGS = ("server-fixed", "client-fixed", "server-adaptive", "client-adaptive")
+UNLEARN_METHODS = tuple(UNLEARN_METHOD_SPECS)  # what a federated run can do with unlearn-request
+
+
+def _is_device(spec: str) -> bool:
+    if spec in ("auto", "cpu", "cuda"):
+        return True
+    prefix, _, index = spec.partition(":")
+    return prefix == "cuda" and index.isdigit()
+
+
+def _is_unlearn_request(text: str) -> bool:
+    """The shape of a request (ranges are checked where the federation is known)."""
+    return is_request(text)
+
+
+def _is_dataset(name: str) -> bool:
+    """True for a dataset name; otherwise a ValueError that names the exact problem (the forms are too
+    many for the generic ``must be ...`` line, e.g. the accepted ``pyg:`` classes)."""
+    problem = dataset_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return True
+
+
+def _is_budget_list(text: str) -> bool:
+    return all(part.strip().isdigit() for part in text.split(",") if part.strip())
+
+
+def _is_malicious_clients(text: str) -> bool:
+    """Empty, a positive count, or a comma list of partition ids (ranges are checked where the clients are known)."""
+    text = text.strip()
+    if text == "" or ("," not in text and text.isdigit() and int(text) > 0):
+        return True
+    ids = [part.strip() for part in text.split(",")]
+    ids = ids[:-1] if ids[-1] == "" else ids
+    return "," in text and bool(ids) and all(part.isdigit() for part in ids) and len(set(map(int, ids))) == len(ids)
+
+
+DEVICE = Form(_is_device, "auto, cpu, cuda or cuda:N")
+BUDGETS = Form(_is_budget_list, "like '1,2,3' (empty: off)")
+DATASET = Form(_is_dataset, accepted_datasets())
+REQUEST = Form(_is_unlearn_request, "client:i, nodes:i:FRACTION, class:c or empty")
+TRACKING = Form(is_tracking, TRACKING_FORM_TEXT)
+MALICIOUS = Form(_is_malicious_clients, "a count like '2', partition ids like '0,3' or '3,', or empty")
+ATTACKS = {
+    "none": "no attack",
+    "label-flip": "train on labels flipped to another class (attack-flip-fraction of them)",
+    "sign-flip": "send global - attack-scale * (local - global)",
+    "gaussian": "send global + N(0, attack-std^2) per weight, whatever was learnt",
+}
+
+# The server step eta and adaptivity tau of each FedOpt algorithm where fedopt-eta / fedopt-tau are 0 (their
+# defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3; beta_1 0.9) made FedAdam diverge on
+# Cora and csbm and FedYogi on Cora. The cause was the first moment: a pseudo-gradient is the step to where the
+# clients' training went, and beta_1 = 0.9 averages ten of them, so the model overshoots and rings (FedAdagrad, whose
+# beta_1 is 0, never did). With beta_1 = 0 (fedopt-beta-1's default) and eta = tau = 0.1 FedAdam and FedYogi held on
+# Cora and csbm over three seeds (benchmarks/tuning.md); FedAdagrad keeps Flower's, its best in the studies.
+FEDOPT_DEFAULTS: dict[str, tuple[float, float]] = {
+    "fedadam": (0.1, 0.1),
+    "fedyogi": (0.1, 0.1),
+    "fedadagrad": (0.1, 1e-3),
+}
+
+TRAINING = Section("training", "what to train, for how long")
+DATA = Section("data", "the graph, its partition into clients, the splits")
+SETTINGS = Section("settings", "evaluation settings of local generalization (stamen/graphs/settings.py)")
+MODEL = Section("model", "the GNN every client trains")
+LOCAL = Section("local", "local training on each client")
+FEDPROX = Section("fedprox", "FedProx's options (algorithm='fedprox')")
+FEDAVGM = Section("fedavgm", "FedAvgM's options (algorithm='fedavgm', Flower's FedAvgM)")
+FEDLOG = Section("fedlog", "FedLoG's options (algorithm='fedlog'); local-epochs and weight-decay are shared")
+FEDSAGE = Section(
+    "fedsage", "FedSage's options (algorithm='fedsage-local', 'fedsage+'): its missing-neighbour generator"
+)
+FEDPUB = Section("fedpub", "FED-PUB's options (algorithm='fedpub')")
+FEDGTA = Section("fedgta", "FedGTA's options (algorithm='fedgta')")
+FEDOPT = Section("fedopt", "server-side adaptive optimisers (algorithm='fedadam', 'fedyogi', 'fedadagrad')")
+ROBUST = Section("robust", "robust aggregation (algorithm='fedtrimmedavg', 'krum', 'multikrum', 'bulyan')")
+ATTACK = Section("attack", "malicious clients, to test robust aggregation (stamen/client/attacks.py; empty: none)")
+CERTIFY = Section("certify", "federated label-flip certificates after training (empty budgets: off)")
+UNLEARN = Section("unlearn", "federated unlearning after training (empty request: off)")
+FEDERATION = Section("federation", "client sampling and time-outs")
+OUTPUTS = Section("outputs", "where the run's results go")
+PRIVACY_SECTION = Section("privacy", "differential privacy (docs/privacy.md)")
+RESUME = Section("resume", "deployment: continue a run from its checkpoint")
+PERSONAL = Section("personal", "personalised FL's options (algorithm='fedrep', 'ditto', 'fedproto')")
+LINK = Section("link", "link prediction's options (task='link-prediction', stamen/contract/tasks.py)")
+GRAPHS = Section("graphs", "graph classification's options (task='graph-classification', stamen/contract/tasks.py)")
+GRAPH_FL = Section("graphfl", "graph-FL methods' options (algorithm='gcfl', 'fedstar'; task='graph-classification')")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every run-config key of the Stamen app (``stamen config`` lists them with their help)."""
+
+    task: str = TRAINING.key(
+        "node-classification",
+        "what the clients learn (stamen/contract/tasks.py)",
+        choices={n: s.help for n, s in TASKS.items()},
+    )
+    algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices={n: s.help for n, s in ALGORITHMS.items()})
+    num_server_rounds: int = TRAINING.key(100, "federated rounds", bound=ge(1))
+    dataset: str = DATA.key(
+        "csbm", "the graph (csbm: generated from the seed; the others read files, docs/datasets.md)", form=DATASET
+    )
+    data_root: str = DATA.key("", "folder holding the datasets' files (docs/datasets.md); empty: $STAMEN_DATA")
+    partitioner: str = DATA.key(
+        "louvain", "how the graph is cut into clients (cross-dataset: a dataset list's)", choices=RUN_PARTITIONERS
+    )
+    dirichlet_alpha: float = DATA.key(0.5, "label skew of label-dirichlet (smaller: more skewed)", bound=gt(0))
+    train_frac: float = DATA.key(0.6, "per-client random split: training share", bound=within(0, 1, "()"))
+    val_frac: float = DATA.key(
+        0.2, "per-client random split: validation share (test: the rest)", bound=within(0, 1, "[)")
+    )
+    new_client: bool = DATA.key(False, "hold out one more partition that never trains (the new-client setting)")
+    seed: int = DATA.key(0, "graph generation, partition, splits, initial model, dropout")
+    csbm_nodes: int = DATA.key(3000, "csbm: nodes", bound=ge(2))
+    csbm_classes: int = DATA.key(7, "csbm: classes", bound=ge(2))
+    csbm_degree: float = DATA.key(8.0, "csbm: mean degree", bound=gt(0))
+    csbm_homophily: float = DATA.key(0.8, "csbm: share of a node's edges within its class", bound=within(0, 1))
+    csbm_features: int = DATA.key(64, "csbm: feature dimension", bound=ge(1))
+    csbm_signal: float = DATA.key(1.0, "csbm: distance of the class means in feature space", bound=ge(0))
+    unseen_node_frac: float = SETTINGS.key(
+        0.0,
+        "share of each client's nodes held out of training with their edges (unseen node)",
+        bound=within(0, 1, "[)"),
+    )
+    missing_classes: int = SETTINGS.key(
+        0, "classes whose labels each client withholds: its rarest ones (missing class)", bound=ge(0)
+    )
+    model: str = MODEL.key(
+        "gcn", "the GNN (encoder -> linear head; graph classification: a readout between)", choices=ALL_MODELS
+    )
+    hidden: int = MODEL.key(64, "hidden width", bound=ge(1))
+    num_layers: int = MODEL.key(2, "layers", bound=ge(1))
+    dropout: float = MODEL.key(0.5, "dropout rate", bound=within(0, 1, "[)"))
+    local_epochs: int = LOCAL.key(1, "full-batch local steps per round", bound=ge(1))
+    lr: float = LOCAL.key(0.01, "Adam's learning rate", bound=gt(0))
+    weight_decay: float = LOCAL.key(5e-4, "Adam's weight decay", bound=ge(0))
+    proximal_mu: float = FEDPROX.key(0.01, "FedProx's proximal strength", bound=ge(0))
+    keep_optimizer_state: bool = LOCAL.key(True, "each client keeps its Adam moments across rounds")
+    local_eval: bool = LOCAL.key(
+        True,
+        "clients also evaluate their models after local training (the client figures); false: the received "
+        "global model only, on an algorithm that aggregates",
+    )
+    device: str = LOCAL.key("auto", "auto: a visible GPU, else the CPU", form=DEVICE)
+    # FedAvgM's defaults as tuned by `stamen tune` on Cora and csbm (benchmarks/tuning.md): Hsu et al.'s 0.9 with a
+    # server learning rate of 1 (an effective step of 10 averaged updates) diverged on both
+    server_momentum: float = FEDAVGM.key(
+        0.5, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
+    )
+    server_learning_rate: float = FEDAVGM.key(0.3, "server learning rate on the averaged update", bound=gt(0))
+    fedlog_lr: float = FEDLOG.key(0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0))
+    fedlog_hidden: int = FEDLOG.key(128, "GraphSAGE hidden width", bound=ge(1))
+    fedlog_embedding: int = FEDLOG.key(64, "embedding width", bound=ge(1))
+    fedlog_batch_size: int = FEDLOG.key(64, "mini-batch of training nodes", bound=ge(1))
+    fedlog_num_proto: int = FEDLOG.key(20, "synthetic nodes per class and branch", bound=ge(1))
+    fedlog_gamma: float = FEDLOG.key(3.0, "degree gate sigmoid(degree - (gamma + 1))")
+    fedlog_beta_metric: float = FEDLOG.key(1.0, "loss weight of the prototype loss", bound=ge(0))
+    fedlog_beta_norm: float = FEDLOG.key(1.0, "loss weight of the synthetic-feature norm", bound=ge(0))
+    fedlog_beta_cd: float = FEDLOG.key(1.0, "loss weight on the global synthetic data (0: the ablation)", bound=ge(0))
+    fedlog_lambda_step: float = FEDLOG.key(0.001, "adaptive feature scaling: lambda's step", bound=ge(0))
+    fedlog_lambda_threshold: float = FEDLOG.key(
+        0.8, "lambda moves up where accuracy on a class's synthetic nodes exceeds this", bound=within(0, 1)
+    )
+    fedlog_warmup_epochs: int = FEDLOG.key(100, "first participation: cross-entropy warm-up epochs", bound=ge(0))
+    fedlog_warmup_patience: int = FEDLOG.key(10, "warm-up early stopping on validation: patience", bound=ge(0))
+    fedlog_generator_epochs: int = FEDLOG.key(100, "neighbour generator's pretraining epochs", bound=ge(0))
+    fedlog_generator_hidden: int = FEDLOG.key(256, "neighbour generator's hidden width", bound=ge(1))
+    fedsage_hidden_portion: float = FEDSAGE.key(
+        0.5, "share of a client's nodes hidden to train its generator", bound=within(0, 1, "()")
+    )
+    fedsage_max_pred: int = FEDSAGE.key(5, "most neighbours generated per node", bound=ge(1))
+    fedsage_gen_epochs: int = FEDSAGE.key(100, "generator's training epochs (first participation)", bound=ge(0))
+    fedsage_gen_hidden: int = FEDSAGE.key(64, "generator's hidden width", bound=ge(1))
+    fedsage_gen_lr: float = FEDSAGE.key(0.01, "generator's Adam step", bound=gt(0))
+    fedsage_gen_rounds: int = FEDSAGE.key(
+        10, "fedsage+: federated generator steps (0: local NeighGen); when: fedsage-schedule", bound=ge(0)
+    )
+    fedsage_schedule: str = FEDSAGE.key("paper", "fedsage+: when the generator steps happen", choices=FEDSAGE_SCHEDULES)
+    fedsage_cross_weight: float = FEDSAGE.key(
+        1.0, "fedsage+: weight alpha of the cross-client feature-matching loss (0: local NeighGen)", bound=ge(0)
+    )
+    fedpub_tau: float = FEDPUB.key(10.0, "scale of the similarities in the aggregation softmax", bound=ge(0))
+    fedpub_proxy_nodes: int = FEDPUB.key(100, "nodes of each random graph of the seeded proxy", bound=ge(1))
+    fedpub_proxy_graphs: int = FEDPUB.key(5, "disjoint random graphs (p=0.1) making the proxy", bound=ge(1))
+    fedpub_l1: float = FEDPUB.key(
+        0.0, "weight of the masks' L1 norm in the loss (0: the authors' code, where it has no gradient)", bound=ge(0)
+    )
+    fedpub_prune: float = FEDPUB.key(0.001, "mask entries below it count as zero in evaluation", bound=ge(0))
+    fedpub_loc_l2: float = FEDPUB.key(
+        0.0, "weight of the distance to the received aggregate (0: the authors' code, as fedpub-l1)", bound=ge(0)
+    )
+    fedgta_prop_steps: int = FEDGTA.key(5, "label propagation steps", bound=ge(1))
+    fedgta_lp_alpha: float = FEDGTA.key(0.5, "label propagation's alpha", bound=within(0, 1))
+    fedgta_temperature: float = FEDGTA.key(20.0, "softmax temperature of the confidence", bound=gt(0))
+    fedgta_moments: int = FEDGTA.key(10, "moment orders (raw and central each)", bound=ge(1))
+    fedgta_accept: float = FEDGTA.key(
+        0.5, "moment cosine similarity above which a client joins another's average", bound=within(-1, 1)
+    )
+    # Flower's strategies as algorithms, and attacks on them
+    # (stamen/server/fedopt.py, median.py, krum.py; stamen/client/attacks.py)
+    fedopt_eta: float = FEDOPT.key(
+        0.0, "server step eta; 0: the algorithm's default (0.1 FedAdam, FedYogi, FedAdagrad)", bound=ge(0)
+    )
+    fedopt_beta_1: float = FEDOPT.key(
+        0.0, "first-moment decay (FedAdam, FedYogi; Flower's 0.9 made both diverge on Cora)", bound=within(0, 1, "[)")
+    )
+    fedopt_beta_2: float = FEDOPT.key(0.99, "second-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
+    fedopt_tau: float = FEDOPT.key(
+        0.0,
+        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.1 FedAdam, FedYogi; "
+        "0.001 FedAdagrad)",
+        bound=ge(0),
+    )
+    trimmed_beta: float = ROBUST.key(
+        0.2, "fedtrimmedavg: share of clients dropped at each end, per coordinate", bound=within(0, 0.5, "[)")
+    )
+    num_malicious_nodes: int = ROBUST.key(
+        1, "krum, multikrum, bulyan: f, the malicious clients to tolerate (Flower's default 0)", bound=ge(0)
+    )
+    num_nodes_to_select: int = ROBUST.key(
+        0, "multikrum: replies averaged (0: all but num-malicious-nodes; Flower's default 1)", bound=ge(0)
+    )
+    malicious_clients: str = ATTACK.key(
+        "", "malicious clients: a count N (chosen by the seed) or partition ids '0,3' (one id: '3,')", form=MALICIOUS
+    )
+    attack: str = ATTACK.key("none", "what the malicious clients do", choices=ATTACKS)
+    attack_flip_fraction: float = ATTACK.key(
+        1.0, "label-flip: share of a malicious client's training labels flipped", bound=within(0, 1, "(]")
+    )
+    attack_scale: float = ATTACK.key(10.0, "sign-flip: s in global - s * (local - global)", bound=gt(0))
+    attack_std: float = ATTACK.key(1.0, "gaussian: std of the noise sent as the update", bound=gt(0))
+    certify_budgets: str = CERTIFY.key(
+        "", "after training, clients certify their own predictions against these label-flip budgets", form=BUDGETS
+    )
+    certify_arch: str = CERTIFY.key("gcn", "the NTK's architecture", choices=NTK_ARCHITECTURES)
+    certify_c: float = CERTIFY.key(0.01, "the SVM's C", bound=gt(0))
+    certify_labels_per_class: int = CERTIFY.key(10, "labelled nodes per class", bound=ge(1))
+    certify_targets: int = CERTIFY.key(20, "target nodes certified per client", bound=ge(1))
+    certify_time_limit: float = CERTIFY.key(60.0, "seconds per MILP", bound=gt(0))
+    unlearn_request: str = UNLEARN.key(
+        "", "after training, forget this through Flower messages and evaluate", form=REQUEST
+    )
+    unlearn_method: str = UNLEARN.key(
+        "wash",
+        "how (all but federaser retrain if a client holding data to forget does not answer)",
+        choices={n: s.help for n, s in UNLEARN_METHOD_SPECS.items()},
+    )
+    fraction_train: float = FEDERATION.key(1.0, "share of clients sampled per round", bound=within(0, 1, "(]"))
+    min_clients: int = FEDERATION.key(2, "fewest clients a round may go on with", bound=ge(1))
+    round_timeout: float = FEDERATION.key(600.0, "seconds to wait for a round's replies", bound=gt(0))
+    output_dir: str = OUTPUTS.key("runs", "folder of the run directories")
+    run_name: str = OUTPUTS.key("", "the run directory's name; empty: <dataset>-<algorithm>-<time>")
+    overwrite: bool = OUTPUTS.key(False, "replace an earlier run directory of the same name")
+    tracking: str = OUTPUTS.key(
+        "none",
+        "live tracking each round: none, tensorboard, mlflow or both joined by a comma (docs/runs.md)",
+        form=TRACKING,
+    )
+    privacy: str = PRIVACY_SECTION.key("none", "differential privacy", choices=PRIVACY)
+    noise_multiplier: float = PRIVACY_SECTION.key(
+        1.0, "Gaussian noise std over the clipping norm (per sample for dp-sgd, per update for client-dp)", bound=gt(0)
+    )
+    target_epsilon: float = PRIVACY_SECTION.key(
+        0.0,
+        "> 0: solve the noise multiplier so the whole run spends this epsilon (noise-multiplier unused)",
+        bound=ge(0),
+    )
+    target_delta: float = PRIVACY_SECTION.key(1e-5, "the delta of every reported epsilon", bound=within(0, 1, "()"))
+    max_grad_norm: float = PRIVACY_SECTION.key(1.0, "dp-sgd: per-sample gradient clipping norm", bound=gt(0))
+    dp_batch_size: int = PRIVACY_SECTION.key(
+        32, "dp-sgd: expected Poisson batch size (at most a client's training nodes, or graphs)", bound=ge(1)
+    )
+    clipping: str = PRIVACY_SECTION.key(
+        "server-fixed", "client-dp: where and how updates are clipped", choices=CLIPPINGS
+    )
+    clipping_norm: float = PRIVACY_SECTION.key(
+        1.0, "client-dp: the update clipping norm (the initial one when adaptive)", bound=gt(0)
+    )
+    secure_aggregation: bool = PRIVACY_SECTION.key(
+        False,
+        "average through Flower's SecAgg+: the server sees only the clients' weighted sum (stamen/server/secagg.py)",
+    )
+    secagg_shares: float = PRIVACY_SECTION.key(
+        1.0,
+        "secure-aggregation: share of the round's clients each shares its keys with (1: SecAgg; less: faster SecAgg+)",
+        bound=within(0, 1, "(]"),
+    )
+    secagg_threshold: float = PRIVACY_SECTION.key(
+        0.6,
+        "secure-aggregation: share of those key shares needed to unmask (> 0.5: safer; lower: more dropouts)",
+        bound=within(0, 1, "(]"),
+    )
+    secagg_max_weight: float = PRIVACY_SECTION.key(
+        1000.0, "secure-aggregation: most training nodes one client may weigh (quantisation scale)", bound=gt(0)
+    )
+    resume_from: str = RESUME.key(
+        "", "a run directory (or a file in it) whose checkpoint the run continues (docs/runs.md)"
+    )
+    rep_head_epochs: int = PERSONAL.key(10, "fedrep: steps on the local head (encoder frozen) per round", bound=ge(0))
+    ditto_lambda: float = PERSONAL.key(1.0, "ditto: pull of the personal model to the global one", bound=ge(0))
+    ditto_personal_epochs: int = PERSONAL.key(1, "ditto: full-batch steps on the personal model per round", bound=ge(1))
+    fedproto_lambda: float = PERSONAL.key(
+        1.0, "fedproto: weight of the mean squared distance to the global prototypes", bound=ge(0)
+    )
+    link_decoder: str = LINK.key("dot", "how two node embeddings give an edge's score", choices=LINK_DECODERS)
+    link_val_frac: float = LINK.key(
+        0.05, "share of each client's edges held out for validation", bound=within(0, 1, "()")
+    )
+    link_test_frac: float = LINK.key(0.1, "share of each client's edges held out for test", bound=within(0, 1, "()"))
+    hits_k: int = LINK.key(50, "K of Hits@K: share of positive edges scored above the K-th best non-edge", bound=ge(1))
+    graph_batch_size: int = GRAPHS.key(32, "graphs per mini-batch of a client's local step", bound=ge(1))
+    gcfl_eps1: float = GRAPH_FL.key(
+        0.05, "gcfl: a cluster splits only when the norm of its clients' mean update is below it", bound=ge(0)
+    )
+    gcfl_eps2: float = GRAPH_FL.key(
+        0.1, "gcfl: ... and the largest norm of a client's update in it is above it", bound=ge(0)
+    )
+    gcfl_warmup_rounds: int = GRAPH_FL.key(20, "gcfl: no cluster splits in the first rounds", bound=ge(0))
+    gcfl_sequence_length: int = GRAPH_FL.key(
+        0,
+        "gcfl: 0 plain GCFL (cosine of the updates); L > 0 GCFL+ (DTW over the last L update norms; authors: 5)",
+        bound=ge(0),
+    )
+    fedstar_rw_length: int = GRAPH_FL.key(
+        16, "fedstar: random-walk steps of the structural embedding (landing probabilities)", bound=ge(1)
+    )
+    fedstar_degree_length: int = GRAPH_FL.key(
+        16, "fedstar: columns of the one-hot degree embedding (degrees above it share the last)", bound=ge(1)
+    )
+
+    @classmethod
+    def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
+        """Check and build from Flower's run config; missing keys take defaults. ValueError in one line.
+
+        A key of earlier versions reads as the key that took its place
+        (:func:`stamen.contract.tracking.translate_retired`).
+        """
+        values = translate_retired(values)
+        unknown = [key for key in values if key not in KEYS]
+        if unknown:
+            named = ", ".join(f"{key!r}{did_you_mean(key, KEYS, ' (')}".replace("?", "?)") for key in unknown)
+            plural = "s" if len(unknown) > 1 else ""
+            raise ValueError(f"unknown run-config key{plural} {named}; `stamen config` lists every key")
+        typed = {KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items()}
+        config = cls(**typed)
+        config.validate()
+        return config
+
+    def to_flower(self) -> dict[str, Any]:
+        """The kebab-case mapping that :meth:`from_flower` reads."""
+        return {key.name: getattr(self, key.attribute) for key in KEYS.values()}
+
+    def validate(self) -> None:
+        """Each key's constraint, then the rules between keys (:mod:`stamen.contract.rules`)."""
+        from stamen.contract.rules import check_rules
+
+        for key in KEYS.values():
+            key.check(getattr(self, key.attribute))
+        check_rules(self)
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A checked copy with ``changes`` (attribute names: ``local_epochs=1``); ValueError in one line."""
+        config = dataclasses.replace(self, **changes)
+        config.validate()
+        return config
+
+    def federation(self, num_clients: int, data_root: str | None = None) -> FederationSpec:
+        """The clients' data of this run over ``num_clients`` clients: derived here, and only here.
+
+        ``data_root`` replaces the config's own (a deployment's host names its own folder).
+        The csbm generator's options enter only for ``dataset='csbm'``, under its own names.
+        """
+        options: tuple[tuple[str, float], ...] = ()
+        if self.dataset == "csbm":
+            options = tuple(
+                sorted(
+                    {
+                        "num_nodes": self.csbm_nodes,
+                        "num_classes": self.csbm_classes,
+                        "avg_degree": self.csbm_degree,
+                        "homophily": self.csbm_homophily,
+                        "num_features": self.csbm_features,
+                        "signal": self.csbm_signal,
+                    }.items()
+                )
+            )
+        return FederationSpec(
+            dataset=self.dataset,
+            num_clients=num_clients,
+            partitioner=self.partitioner,
+            seed=self.seed,
+            data_root=self.data_root if data_root is None else data_root,
+            dirichlet_alpha=self.dirichlet_alpha,
+            train_frac=self.train_frac,
+            val_frac=self.val_frac,
+            new_client=self.new_client,
+            unseen_node_frac=self.unseen_node_frac,
+            missing_classes=self.missing_classes,
+            dataset_options=options,
+        )
+
+    def trackers(self) -> tuple[str, ...]:
+        """``tracking`` as the trackers' names (empty: none)."""
+        return trackers(self.tracking)
+
+    def fedopt_step(self) -> tuple[float, float]:
+        """``(eta, tau)`` of a FedOpt algorithm: ``fedopt-eta`` and ``fedopt-tau`` where given (> 0), else the
+        algorithm's :data:`FEDOPT_DEFAULTS`."""
+        eta, tau = FEDOPT_DEFAULTS.get(self.algorithm, FEDOPT_DEFAULTS["fedadagrad"])
+        return (self.fedopt_eta or eta, self.fedopt_tau or tau)
+
+    def budgets(self) -> list[int]:
+        """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
+        return sorted({int(part) for part in self.certify_budgets.split(",") if part.strip()})
+
+
+KEYS: dict[str, Key] = declared_keys(RunConfig)
+SECTIONS: dict[str, Section] = {
+    section.name: section
+    for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
+                    PERSONAL, FEDOPT, ROBUST, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME,
+                    LINK, GRAPHS, GRAPH_FL)
+}  # fmt: skip
+
+
+def run_config_keys() -> dict[str, Key]:
+    """Every key, in declaration order (the sections' order groups them)."""
+    return dict(KEYS)

@@ -1,0 +1,212 @@
+r"""GCFL server: clusters of clients, one model per cluster, a cluster split in two when its clients disagree.
+
+Xie, Ma, Yang, Wei and Dai, *Federated Graph Classification over Non-IID Graphs*, NeurIPS 2021
+(code: github.com/Oxfordblue7/GCFL), after Sattler et al.'s clustered FL. The server starts with
+one cluster of every client. In round :math:`t` client :math:`i` of cluster :math:`C` receives
+:math:`C`'s model :math:`\boldsymbol{\theta}_C`, trains, and replies :math:`\boldsymbol{\theta}_i`;
+its update is :math:`\Delta_i = \boldsymbol{\theta}_i - \boldsymbol{\theta}_C` (what the server
+sent it). A cluster whose every client replied is split when it is near a stationary point of
+the clients' joint objective while some client is still far from its own,
+
+.. math:: \Big\lVert \frac{1}{|C|} \sum_{i \in C} \Delta_i \Big\rVert < \varepsilon_1, \qquad
+   \max_{i \in C} \lVert \Delta_i \rVert > \varepsilon_2, \qquad |C| > 2, \qquad t > t_0,
+
+into the two sides of the minimum cut of its clients' similarity graph (:func:`stamen.server.cluster_split.min_cut`):
+
+- GCFL (``gcfl-sequence-length=0``): :math:`S_{ij} = \cos(\Delta_i, \Delta_j) + 1`;
+- GCFL+ (``gcfl-sequence-length=L > 0``): each client's sequence of update norms
+  :math:`\lVert \Delta_i \rVert` over the rounds; a split also needs every client's sequence to
+  have :math:`L` entries, compares the last :math:`L` of them by DTW distance :math:`D`
+  (:func:`stamen.server.cluster_split.dtw_distance`), :math:`S = \max D - D`, and starts every sequence anew.
+
+Then each cluster's model is the average of its clients' weights, weighted by their training
+graphs (with every client of a cluster sent the same model, the authors' "model plus the weighted
+mean update"), and goes to its clients in the next round and the final evaluation
+(:class:`stamen.server.per_node.PerNodeContent`): the run's ``global_*`` figures are each client's on its
+cluster's model, as a personalised algorithm's are. The global model the round loop keeps (and
+``model.pt``) is FedAvg's average over every client.
+
+Clients are known by partition id, replies are read in partition order, and ties in the cut
+go to the lowest id: the same config and seed give the same clusters on every engine.
+
+Defaults (the authors' ``main_oneDS.py``): :math:`\varepsilon_1 = 0.05`, :math:`\varepsilon_2 = 0.1`,
+:math:`t_0 = 20` (``c_round > 20``), :math:`L = 5` for GCFL+. Differences: the whole model is a
+cluster's (the authors' share the GIN layers and keep each client's head; Stamen's graph classifier
+is GIN layers and one linear head, and a cluster of like clients gains from a shared head); GCFL+'s
+sequences are of the update norms (the authors' ``run_gcflplus_dWs``; their ``run_gcflplus`` uses
+the last step's gradient norm, which the server never sees). Round 1 gives no update (the clients
+start from the seeded model, which the server does not send), so clustering starts in round 2. A
+client first heard from after a split joins the first cluster. The clusters are server state
+outside the checkpoint: GCFL is not resumable (its spec says so).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Strategy
+
+from stamen.contract import protocol as p
+from stamen.contract.arrays import array_values
+from stamen.contract.run_config import RunConfig
+from stamen.server.cluster_split import cosine_similarities, dtw_matrix, min_cut
+from stamen.server.fedavg import strategy_options
+from stamen.server.per_node import PerNodeContent
+from stamen.server.personalised import weighted_average
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split: in ``round``, ``cluster`` (partition ids) became ``first`` and ``second``."""
+
+    round: int
+    cluster: tuple[int, ...]
+    first: tuple[int, ...]
+    second: tuple[int, ...]
+
+
+class GCFL(PerNodeContent):
+    """Clustered FedAvg with GCFL's splits (see the module docstring).
+
+    Args:
+        eps1: a cluster's mean update norm must be below it to split.
+        eps2: its largest client update norm must be above it.
+        warmup_rounds: no split in rounds ``<= warmup_rounds``.
+        sequence_length: 0 plain GCFL; ``L > 0`` GCFL+ over the last ``L`` update norms.
+        **fedavg: Flower FedAvg's arguments.
+    """
+
+    def __init__(self, eps1: float, eps2: float, warmup_rounds: int, sequence_length: int, **fedavg) -> None:
+        super().__init__(**fedavg)
+        self.eps1, self.eps2 = eps1, eps2
+        self.warmup_rounds, self.sequence_length = warmup_rounds, sequence_length
+        self.clusters: list[tuple[int, ...]] = []  # partition ids, each cluster sorted; empty before round 1
+        self.splits: list[Split] = []
+        self.models: dict[int, ArrayRecord] = {}  # partition id -> its cluster's model
+        self.partitions: dict[int, int] = {}  # node id -> partition id
+        self.sent: dict[int, ArrayRecord] = {}  # node id -> the weights of its latest training message
+        self.sequences: dict[int, list[float]] = {}  # partition id -> its update norms (GCFL+)
+
+    def attach(self, messages: Iterable[Message]) -> list[Message]:
+        messages = list(messages)
+        for message in messages:
+            partition = self.partitions.get(message.metadata.dst_node_id)
+            if partition in self.models:
+                content = RecordDict(dict(message.content.items()))  # its own content, not the shared one
+                content[p.ARRAYS] = self.models[partition]
+                message.content = content
+        return messages
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        messages = list(super().configure_train(server_round, arrays, config, grid))
+        for message in messages:
+            self.sent[message.metadata.dst_node_id] = message.content[p.ARRAYS]
+        return messages
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        valid = [reply for reply in replies if not reply.has_error()]
+        if not valid:
+            return None, None
+        valid.sort(key=lambda reply: int(reply.content[p.METRICS][p.PARTITION_ID]))
+        ids = [int(reply.content[p.METRICS][p.PARTITION_ID]) for reply in valid]
+        for reply, partition in zip(valid, ids, strict=True):
+            self.partitions[reply.metadata.src_node_id] = partition
+        self._admit(ids)
+        records = [reply.content[p.ARRAYS] for reply in valid]
+        examples = np.array([float(reply.content[p.METRICS][p.NUM_EXAMPLES]) for reply in valid])
+        updates = self._updates(valid, records)
+        if updates is not None:
+            self._split(server_round, ids, updates)
+        for cluster in self.clusters:
+            members = [k for k, partition in enumerate(ids) if partition in cluster]
+            if members:
+                weights = examples[members] / max(examples[members].sum(), 1.0)
+                model = weighted_average([records[k] for k in members], weights)
+                self.models.update({partition: model for partition in cluster})
+        return weighted_average(records, examples / max(examples.sum(), 1.0)), None
+
+    def _admit(self, ids: list[int]) -> None:
+        """The first replies make the one cluster; a client first heard from later joins the first cluster."""
+        if not self.clusters:
+            self.clusters = [tuple(ids)]
+            return
+        known = {partition for cluster in self.clusters for partition in cluster}
+        new = [partition for partition in ids if partition not in known]
+        if new:
+            self.clusters[0] = tuple(sorted((*self.clusters[0], *new)))
+
+    def _updates(self, replies: list[Message], records: list[ArrayRecord]) -> np.ndarray | None:
+        """Each reply's update from what it was sent, flattened (rows in reply order); None when a client was
+        sent no weights (round 1: the seeded model)."""
+        rows = []
+        for reply, record in zip(replies, records, strict=True):
+            sent = self.sent.get(reply.metadata.src_node_id)
+            if sent is None or len(sent) == 0:
+                return None
+            rows.append(np.concatenate([_delta(record[name], sent[name]) for name in record]))
+        return np.stack(rows)
+
+    def _split(self, server_round: int, ids: list[int], updates: np.ndarray) -> None:
+        norms = np.linalg.norm(updates, axis=1)
+        if self.sequence_length:
+            for partition, norm in zip(ids, norms, strict=True):
+                self.sequences.setdefault(partition, []).append(float(norm))
+        replied = set(ids)
+        clusters = []
+        for cluster in self.clusters:
+            members = [k for k, partition in enumerate(ids) if partition in cluster]
+            if not self._splits(server_round, cluster, replied, updates[members], norms[members]):
+                clusters.append(cluster)
+                continue
+            first, second = min_cut(self._similarity(cluster, updates[members]))
+            halves = tuple(cluster[i] for i in first), tuple(cluster[i] for i in second)
+            clusters.extend(halves)
+            self.splits.append(Split(server_round, cluster, *halves))
+            log.info("gcfl: round %d split clients %s into %s and %s", server_round, cluster, *halves)
+            if self.sequence_length:
+                self.sequences = {}
+        self.clusters = clusters
+
+    def _splits(
+        self, server_round: int, cluster: tuple[int, ...], replied: set[int], updates: np.ndarray, norms: np.ndarray
+    ) -> bool:
+        if server_round <= self.warmup_rounds or len(cluster) <= 2 or not replied.issuperset(cluster):
+            return False
+        if self.sequence_length and any(len(self.sequences.get(i, ())) < self.sequence_length for i in cluster):
+            return False
+        return float(np.linalg.norm(updates.mean(axis=0))) < self.eps1 and float(norms.max()) > self.eps2
+
+    def _similarity(self, cluster: tuple[int, ...], updates: np.ndarray) -> np.ndarray:
+        if not self.sequence_length:
+            return cosine_similarities(updates)
+        distances = dtw_matrix([self.sequences[i][-self.sequence_length :] for i in cluster])
+        return distances.max() - distances
+
+
+def _delta(new, old) -> np.ndarray:
+    """``new - old`` of one array, flattened, in float64 (an integer array, e.g. a counter, gives nothing)."""
+    a, b = array_values(new, writable=False), array_values(old, writable=False)
+    if not np.issubdtype(a.dtype, np.floating):
+        return np.zeros(0)
+    return (a.astype(np.float64) - b.astype(np.float64)).reshape(-1)
+
+
+def make_strategy(config: RunConfig) -> Strategy:
+    return GCFL(
+        eps1=config.gcfl_eps1,
+        eps2=config.gcfl_eps2,
+        warmup_rounds=config.gcfl_warmup_rounds,
+        sequence_length=config.gcfl_sequence_length,
+        **strategy_options(config),
+    )

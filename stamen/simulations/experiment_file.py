@@ -1,0 +1,68 @@
+"""Experiment files: TOML files of run-config keys, given where ``key=value`` overrides go.
+
+``stamen run -c exp.toml -c "lr=0.1"`` (or ``-c "exp.toml lr=0.1"``) reads ``exp.toml``'s
+top-level keys as if they were typed as overrides at that place: later ones win. Flower's
+``flwr run --run-config`` reads a ``.toml`` path too, but only alone; Stamen mixes them.
+``stamen sweep --grid grid.toml`` reads its ``[grid]`` table (:func:`stamen.simulations.sweep.grid_file`).
+
+Every problem with a file (missing, unreadable, not TOML, a value that no run-config key
+can hold) is a ``ValueError`` of one line that names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+SUFFIX = ".toml"
+
+
+def is_experiment_file(word: str) -> bool:
+    """``word`` names a TOML file (ends with ``.toml``) rather than a ``key=value`` override."""
+    return word.endswith(SUFFIX) and "=" not in word
+
+
+def read_toml(path: str) -> dict[str, Any]:
+    """The TOML document at ``path`` (``~`` expanded), or a ValueError naming the file and the problem."""
+    file = Path(path).expanduser()
+    try:
+        with file.open("rb") as stream:
+            return tomllib.load(stream)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file; give the path of a TOML file of run-config keys") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder, not a TOML file") from None
+    except PermissionError:
+        raise ValueError(f"{path}: cannot be read (permission denied)") from None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({error.strerror or error})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: is not UTF-8 text, so not a TOML file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: is not valid TOML ({' '.join(str(error).split())})") from None
+
+
+def run_config_file(path: str) -> dict[str, Any]:
+    """The run-config keys of the experiment file ``path``: its top-level ``key = value`` lines.
+
+    A table (``[section]``) or a value no run-config key holds (an array, a date) is a
+    ValueError naming the file; unknown keys are left to the run-config check, which
+    names them and suggests the closest.
+    """
+    values = read_toml(path)
+    for key, value in values.items():
+        if isinstance(value, dict):
+            hint = " (a [grid] table is for stamen sweep --grid)" if key == "grid" else ""
+            raise ValueError(
+                f"{path}: [{key}] is a table; an experiment file holds run-config keys at its top level, "
+                f"e.g. lr = 0.05{hint}"
+            )
+        if not is_scalar(value):
+            raise ValueError(f"{path}: {key} = {value!r} is not a number, true/false or a quoted string")
+    return values
+
+
+def is_scalar(value: object) -> bool:
+    """A value a run-config key can hold: a number, true/false or a string."""
+    return isinstance(value, bool | int | float | str)

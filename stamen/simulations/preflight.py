@@ -1,0 +1,187 @@
+"""Every check a run can pass before Flower starts: one line and exit 2, in seconds.
+
+``stamen run`` (and the benches and deployments that start runs) call :func:`prepare`
+before any process is started. It checks the run config with the one validation that
+the ServerApp of a plain ``flwr run`` also runs (:meth:`stamen.contract.run_config.RunConfig.from_flower`:
+keys, types, ranges, names from the registries, rules between keys), then what only
+the data and the federation can tell: the federation settings, the data (loaded and
+partitioned once, cached for the clients), the output folder or the checkpoint to
+resume, the unlearning request against the federation's clients and classes, and
+whether a DP target epsilon can be reached. Nothing on disk changes here except the
+partition cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from stamen.contract.run_config import RunConfig
+from stamen.contract.suggest import did_you_mean
+from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.simulations.overrides import parse_overrides
+
+# Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
+# CPUs per client would run one client at a time on a two-core machine).
+FEDERATION_DEFAULTS: dict[str, object] = {"num-supernodes": 10, "client-resources-num-cpus": 1}
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run that passed every check.
+
+    Attributes:
+        config: the run config, with ``output-dir`` and ``run-name`` fixed to the run directory.
+        federation: Flower's federation config (``num-supernodes``, resources).
+        run_dir: where the run writes (for a resumed run, the run it continues).
+        nothing_left: a resumed run that already finished all its rounds.
+        ray_address: the Ray cluster the Flower simulation joins (``""``: a Ray instance of its own).
+        partition_digest: the digest of the partition checked here, which every client compares with its own.
+    """
+
+    config: RunConfig
+    federation: dict[str, object]
+    run_dir: RunDirectory
+    nothing_left: bool = False
+    ray_address: str = ""
+    partition_digest: str = ""
+
+    def environment(self) -> dict[str, str]:
+        """What this run adds to Flower's environment (:func:`stamen.simulations.cluster.cluster_environment`)."""
+        from stamen.simulations.cluster import cluster_environment
+
+        return cluster_environment(self.ray_address, self.partition_digest)
+
+
+def default_run_config() -> dict[str, object]:
+    from stamen.simulations.flower import APP_CONFIG_DIR
+    from stamen.simulations.flower_internals.project_config import get_project_config
+
+    return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
+
+
+def prepare(run_overrides: list[str], federation_overrides: list[str], ray_address: str = "") -> PreparedRun:
+    """Check everything that can be checked before Flower starts; fix the run directory.
+
+    ``ray_address``: the Ray cluster the Flower simulation joins (:mod:`stamen.simulations.cluster`), checked here:
+    ``HOST:PORT`` where something listens, and no federation key that a cluster refuses.
+    """
+    from stamen.server.app import check_run_config, resume_target
+    from stamen.simulations.cluster import check_cluster_federation, check_ray_address
+
+    values = default_run_config()
+    values.update(parse_overrides(run_overrides))
+    config = check_run_config(values)
+    federation = dict(FEDERATION_DEFAULTS)
+    federation.update(parse_overrides(federation_overrides, "federation config", files=False))
+    if ray_address:
+        check_cluster_federation(federation)
+    num_clients = check_federation(federation, on_cluster=bool(ray_address))
+    if ray_address:
+        ray_address = check_ray_address(ray_address)
+    if config.min_clients > num_clients:
+        raise ValueError(f"min-clients={config.min_clients} exceeds num-supernodes={num_clients}; lower min-clients")
+    nothing_left = False
+    if config.resume_from:
+        run_dir, checkpoint = resume_target(config)
+        finished = run_dir.status().get("status") == RunStatus.FINISHED.value
+        nothing_left = finished and checkpoint.round >= config.num_server_rounds
+    else:
+        run_dir = RunDirectory.plan(config)
+    digest = check_with_data(config, num_clients)
+    config = dataclasses.replace(config, output_dir=str(run_dir.path.parent), run_name=run_dir.path.name)
+    return PreparedRun(config, federation, run_dir, nothing_left, ray_address, digest)
+
+
+def check_federation(federation: dict[str, object], on_cluster: bool = False) -> int:
+    """Flower's federation config: only the keys Flower's simulation accepts (:data:`FEDERATION_KEYS`,
+    a suggestion for a typo), each of its type; returns the number of clients. ValueError in one line.
+    ``on_cluster``: the run joins a Ray cluster, whose size no ``init-args-*`` key sets (none is suggested)."""
+    from stamen.simulations.flower import FEDERATION_KEYS
+
+    unknown = [key for key in federation if key not in FEDERATION_KEYS]
+    if len(unknown) == 1:
+        key = unknown[0]
+        close = did_you_mean(key, FEDERATION_KEYS)
+        known = "" if close else f"; the keys are: {', '.join(FEDERATION_KEYS)}"
+        raise ValueError(f"unknown federation-config key {key!r}{close}{known}")
+    if unknown:
+        named = ", ".join(f"{key!r}{did_you_mean(key, FEDERATION_KEYS, ' (')}".replace("?", "?)") for key in unknown)
+        raise ValueError(f"unknown federation-config keys {named}; the keys are: {', '.join(FEDERATION_KEYS)}")
+    num_clients = federation["num-supernodes"]
+    if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
+        raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
+    cpus = federation.get("client-resources-num-cpus", 1)
+    if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
+        more = "start the cluster's nodes with more --num-cpus" if on_cluster else "raise init-args-num-cpus instead"
+        raise ValueError(
+            f"client-resources-num-cpus must be a whole number of CPUs >= 1 (Flower 1.42's simulation fails on "
+            f"{cpus!r}); to run more clients at once than cores, {more}"
+        )
+    for key, value in federation.items():
+        problem = _federation_value_problem(FEDERATION_KEYS[key], value)
+        if problem:
+            raise ValueError(f"federation-config key {key!r} must be {problem}, got {value!r}")
+    return num_clients
+
+
+def _federation_value_problem(kind: type, value: object) -> str:
+    """What a value of ``kind`` must be, in words, when ``value`` is not that (``""``: it is)."""
+    import math
+
+    if kind is bool:
+        return "" if isinstance(value, bool) else "true or false"
+    if kind is str:
+        return "" if isinstance(value, str) else "a quoted string"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "a whole number >= 0" if kind is int else "a finite number >= 0"
+    if kind is int:
+        return "" if isinstance(value, int) and value >= 0 else "a whole number >= 0"
+    return "" if math.isfinite(value) and value >= 0 else "a finite number >= 0"
+
+
+def check_with_data(config: RunConfig, num_clients: int) -> str:
+    """The checks that need the clients' data: the unlearning request and the privacy budget. Returns the
+    partition's digest (:attr:`stamen.graphs.federation.Federation.digest`), which the clients check theirs against."""
+    with warnings.catch_warnings():  # Opacus's accountant warns about its alpha grid while searching
+        warnings.simplefilter("ignore")
+        return _check_with_data(config, num_clients)
+
+
+def _check_with_data(config: RunConfig, num_clients: int) -> str:
+    from stamen.contract.tracking import missing_tracker
+
+    missing = missing_tracker(config.tracking)
+    if missing:
+        raise ValueError(missing)
+    if config.data_root and not Path(config.data_root).expanduser().is_dir():
+        raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
+    from stamen.graphs import build_federation
+
+    federation = build_federation(config.federation(num_clients))
+    if config.unlearn_request:
+        from stamen.contract.requests import parse_request
+
+        parse_request(config.unlearn_request, num_clients, int(federation.graph.num_classes))
+    if config.privacy == "client-dp":
+        from stamen.server.privacy import client_noise_multiplier
+
+        client_noise_multiplier(config, num_clients)
+    if config.privacy == "dp-sgd":
+        from stamen.client.privacy import noise_multiplier, sample_rate
+        from stamen.contract.tasks import examples
+
+        for index, client in enumerate(federation.clients):  # train_mask: over nodes, or over a graph set's graphs
+            try:
+                sample_rate(int(client.train_mask.sum()), config.dp_batch_size, examples(config.task))
+                noise_multiplier(config, int(client.train_mask.sum()))
+            except ValueError as error:
+                raise ValueError(f"client {index}: {error}") from None
+    from stamen.client.attacks import check_attack
+    from stamen.server.algorithms import server_algorithm
+
+    check_attack(config, num_clients)  # malicious ids in range, a benign client left
+    server_algorithm(config.algorithm).check_federation(config, num_clients)  # e.g. Krum's 2f+3 clients
+    return federation.digest

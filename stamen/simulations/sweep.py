@@ -1,0 +1,190 @@
+"""Sweeps: run-config values x seeds, one run directory per run, mean +- std per config.
+
+A sweep is a grid over run-config keys (``--set lr=0.01,0.005 --set model='gcn','sage'``, or
+the ``[grid]`` table of a TOML file, ``--grid grid.toml``) times ``--seeds``. Each run is an
+ordinary ``stamen run`` with its own run directory ``<sweep>/<key=value,...,seed=k>/``; a run
+whose directory says ``finished`` is skipped, so running the same sweep again resumes it.
+Results are grouped by config (the seeds of one config together): the mean and standard
+deviation of each figure over the seeds. The keys that name and place a run
+(:data:`OWN_KEYS`) are the sweep's own: neither ``--set`` nor ``-c`` may give them (two
+seeds would share one folder, or a run land outside the sweep's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import re
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stamen.contract.figures import FINAL_TEST_ACC, TEST_ACC_AT_BEST_VAL, headline
+from stamen.simulations.overrides import parse_overrides
+
+# Figures a sweep reports per run (from its summary.json), and their labels.
+FIGURES = (
+    (FINAL_TEST_ACC, "final test acc"),
+    (TEST_ACC_AT_BEST_VAL, "test acc at best val"),
+    ("total_wall_seconds", "wall s"),
+)
+# Run-config keys the sweep sets for every run itself: where it goes, under which name, fresh.
+OWN_KEYS = ("run-name", "output-dir", "overwrite", "resume-from")
+_VALUE = re.compile(r"""'[^']*'|"(?:[^"\\]|\\.)*"|[^,]+""")
+
+
+def check_own_keys(keys: Iterable[str], where: str) -> None:
+    """ValueError in one line if ``keys`` (of ``--set`` or ``-c``) holds one of :data:`OWN_KEYS`."""
+    for key in keys:
+        if key in OWN_KEYS:
+            raise ValueError(
+                f"{where} {key}=...: a sweep names its runs itself (<out>/<name>/<values,seed=k>/, resumed by "
+                "running the same command again); choose the sweep's folder with --out and --name"
+            )
+
+
+def parse_set(text: str) -> tuple[str, list[Any]]:
+    """``key=v1,v2,...`` (TOML values; quoted strings may hold commas) as ``(key, [v1, v2, ...])``."""
+    key, sep, values = text.partition("=")
+    key = key.strip()
+    if not sep or not key or not values.strip():
+        raise ValueError(f"--set {text!r}: write key=value1,value2, e.g. --set lr=0.01,0.005")
+    parsed = [parse_overrides([f"{key}={raw.strip()}"], f"--set {key}")[key] for raw in _VALUE.findall(values)]
+    check_set(key, parsed, "--set", f"--set {text!r}")
+    return key, parsed
+
+
+def check_set(key: str, values: list[Any], where: str, what: str) -> None:
+    """A swept key and its values, from ``where`` (``--set``, a grid file): ValueError in one line if the key is
+    ``seed`` or one of :data:`OWN_KEYS`, or ``what`` (the values as given) repeats a value."""
+    if key == "seed":
+        raise ValueError(f"{where} seed=...: give seeds with --seeds 0,1,2")
+    check_own_keys([key], where)
+    if len(set(map(repr, values))) != len(values):
+        raise ValueError(f"{what} repeats a value")
+
+
+def grid_file(path: str) -> list[tuple[str, list[Any]]]:
+    """The ``[grid]`` table of the TOML file ``path`` (``lr = [0.01, 0.005]``: a key and the values it takes),
+    as :func:`parse_set` gives ``--set``; ValueError in one line naming the file and the problem."""
+    from stamen.simulations.experiment_file import is_scalar, read_toml
+
+    document = read_toml(path)
+    table = document.get("grid")
+    if not isinstance(table, dict) or not table:
+        raise ValueError(f"{path}: no [grid] table; write e.g. [grid] then lr = [0.01, 0.005]")
+    outside = [key for key in document if key != "grid"]
+    if outside:
+        raise ValueError(
+            f"{path}: {outside[0]!r} is outside the [grid] table; the fixed run-config values go in -c "
+            "(which takes a TOML file too)"
+        )
+    sets = []
+    for key, values in table.items():
+        if not isinstance(values, list) or not values or not all(is_scalar(value) for value in values):
+            raise ValueError(f"{path}: [grid] {key} must be a list of values, e.g. {key} = [1, 2]; got {values!r}")
+        check_set(key, values, f"{path}: [grid]", f"{path}: [grid] {key}")
+        sets.append((key, values))
+    return sets
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"`` as ``[0, 1, 2]`` (seeds are integers >= 0)."""
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--seeds must be comma-separated integers, e.g. --seeds 0,1,2; got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise ValueError(f"--seeds must be integers >= 0, e.g. --seeds 0,1,2; got {text!r}")
+    return seeds
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep: the swept values, the seed, and its run-directory name."""
+
+    values: tuple[tuple[str, Any], ...]
+    seed: int
+
+    @property
+    def group(self) -> str:
+        """The config's name without the seed (``lr=0.01,model=gcn``; ``base`` when nothing is swept)."""
+        return ",".join(f"{k}={_plain(v)}" for k, v in self.values) or "base"
+
+    @property
+    def name(self) -> str:
+        """A run-name (one plain folder name): the group and seed, hashed when too long or unusual."""
+        name = re.sub(r"[^A-Za-z0-9._+=@,-]", "_", f"{self.group},seed={self.seed}")
+        if len(name) > 120 or not name[0].isalnum():
+            name = f"run-{hashlib.sha256(name.encode()).hexdigest()[:12]},seed={self.seed}"
+        return name
+
+    def overrides(self) -> str:
+        """The run's own ``-c`` overrides (its swept values and seed), as TOML."""
+        return " ".join(f"{k}={toml_value(v)}" for k, v in (*self.values, ("seed", self.seed)))
+
+
+def grid(sets: list[tuple[str, list[Any]]], seeds: list[int]) -> list[SweepRun]:
+    """Every combination of the swept values, each with every seed (configs in the order given)."""
+    keys = [key for key, _ in sets]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"--set names a key twice: {', '.join(keys)}")
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds must be distinct integers, got {seeds}")
+    combos = itertools.product(*(values for _, values in sets))
+    return [SweepRun(tuple(zip(keys, combo)), seed) for combo in combos for seed in seeds]
+
+
+@dataclass
+class Group:
+    """The runs of one config: their figures, and mean and standard deviation over the seeds."""
+
+    name: str
+    values: dict[str, Any]
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def stats(self) -> dict[str, dict[str, float | None]]:
+        out: dict[str, dict[str, float | None]] = {}
+        for key, _ in FIGURES:
+            numbers = [r[key] for r in self.runs if isinstance(r.get(key), int | float) and not math.isnan(r[key])]
+            out[key] = {
+                "mean": statistics.fmean(numbers) if numbers else None,
+                "std": statistics.stdev(numbers) if len(numbers) > 1 else (0.0 if numbers else None),
+                "n": len(numbers),
+            }
+        return out
+
+
+def run_figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run's sweep figures from its summary: the global model's accuracy where there is one."""
+
+    return {
+        FINAL_TEST_ACC: headline(summary.get("final", {})),
+        TEST_ACC_AT_BEST_VAL: headline(summary.get("best", {})),
+        "total_wall_seconds": summary.get("total_wall_seconds"),
+    }
+
+
+def groups(runs: list[SweepRun], figures: dict[str, dict[str, Any]]) -> list[Group]:
+    """Runs grouped by config, in sweep order; ``figures`` maps a run name to its figures (finished runs)."""
+    found: dict[str, Group] = {}
+    for run in runs:
+        group = found.setdefault(run.group, Group(run.group, dict(run.values)))
+        if run.name in figures:
+            group.runs.append({"seed": run.seed, "run": run.name, **figures[run.name]})
+    return list(found.values())
+
+
+def _plain(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def toml_value(value: Any) -> str:
+    """A run-config value as a TOML value of a ``-c`` item."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
