@@ -167,7 +167,7 @@ class CertifyConfig:
         unknown = [name for name in values if name not in OPTIONS]
         if unknown:
             raise ValueError(f"unknown certify option {unknown[0]!r}{did_you_mean(unknown[0], OPTIONS)}")
-        typed = {OPTIONS[name].attribute: OPTIONS[name].typed(value) for name, value in values.items()}
+        typed: dict[str, Any] = {OPTIONS[name].attribute: OPTIONS[name].typed(value) for name, value in values.items()}
         config = cls(**typed)
         config.validate()
         return config

@@ -88,7 +88,7 @@ class Key:
 
     name: str
     section: str
-    default: Value
+    default: Value | None  # None: an optional key, not given
     help: str
     bound: Bound | None = None
     choices: Mapping[str, str] | None = None
@@ -160,7 +160,7 @@ class Section:
 
     def key(
         self,
-        default: Value,
+        default: Value | None,
         help: str,
         *,
         bound: Bound | None = None,

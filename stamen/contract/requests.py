@@ -61,7 +61,9 @@ class Request:
 
     def holders(self, num_clients: int) -> list[int]:
         """The clients that may hold data to forget: every client for a class, else the requesting one."""
-        return list(range(num_clients)) if self.kind == "class" else [int(self.client)]
+        if self.kind == "class" or self.client is None:  # a client/nodes request always names its client
+            return list(range(num_clients))
+        return [self.client]
 
     def leaving(self) -> int | None:
         """The client that leaves the federation (a ``client:`` request), else ``None``."""

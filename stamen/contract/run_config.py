@@ -385,7 +385,7 @@ class RunConfig:
             named = ", ".join(f"{key!r}{did_you_mean(key, KEYS, ' (')}".replace("?", "?)") for key in unknown)
             plural = "s" if len(unknown) > 1 else ""
             raise ValueError(f"unknown run-config key{plural} {named}; `stamen config` lists every key")
-        typed = {KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items()}
+        typed: dict[str, Any] = {KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items()}
         config = cls(**typed)
         config.validate()
         return config

@@ -235,7 +235,7 @@ class RunDirectory:
         return cls(path)
 
     @classmethod
-    def open(cls, path: str | Path) -> RunDirectory:
+    def open(cls, path: str | os.PathLike[str]) -> RunDirectory:
         """An existing run directory, to read (a folder holding ``config.json``)."""
         folder = Path(path).expanduser().absolute()
         if not (folder / CONFIG_FILE).is_file():
