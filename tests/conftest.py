@@ -5,14 +5,14 @@ import os
 # Before torch is imported anywhere: two threads on a shared 2-core machine can be 50x slower.
 os.environ["OMP_NUM_THREADS"] = "1"
 
-import threading  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from contextlib import contextmanager  # noqa: E402
-from pathlib import Path  # noqa: E402
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-import psutil  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import psutil
+import pytest
+import torch
 
 torch.set_num_threads(1)
 
@@ -31,7 +31,7 @@ _NOT_GROUPED = pytest.StashKey[str]()
 
 
 @pytest.hookimpl(wrapper=True)  # around xdist's own hook, which reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):  # noqa: ANN201
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
     for item in items:
         if item.get_closest_marker("ray") is not None:
             if item.get_closest_marker("slow") is None:
@@ -112,7 +112,7 @@ def ray_is_marked(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture
-def ray_watch():  # noqa: ANN201
+def ray_watch():
     """:func:`watching_for_ray`, for the test of the watcher itself."""
     return watching_for_ray
 
@@ -182,14 +182,14 @@ def _same(a: object, b: object, where: str) -> None:
 
 
 @pytest.fixture
-def same_figures():  # noqa: ANN201
+def same_figures():
     """``same_figures(a, b, where)``: assert two records (rows, summaries) hold the same figures to 1e-6,
     leaving out those of time and place (:data:`_NOT_COMPARED`); ``where`` names the first difference."""
     return _same
 
 
 @pytest.fixture
-def subprocess_guard():  # noqa: ANN201
+def subprocess_guard():
     """:func:`guard_subprocesses`, for the test of the guard itself."""
     return guard_subprocesses
 
@@ -213,7 +213,7 @@ def milp_models(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 @pytest.fixture(autouse=True)
-def keep_signal_handlers():  # noqa: ANN201
+def keep_signal_handlers():
     """``stamen``'s main() installs its SIGTERM and SIGINT handlers; each test gets the process's own back."""
     import signal
 
@@ -224,11 +224,11 @@ def keep_signal_handlers():  # noqa: ANN201
 
 
 @pytest.fixture
-def interrupt_long_job(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def interrupt_long_job(monkeypatch: pytest.MonkeyPatch):
     """``interrupt(n)``: Ctrl-C right after the ``n``-th unit of a bench or audit is journaled; returns the undo."""
     from stamen.simulations.long_job import LongJob
 
-    def interrupt(units: int):  # noqa: ANN202
+    def interrupt(units: int):
         original, calls = LongJob.finish, []
 
         def finish(self, *args):  # type: ignore[no-untyped-def]

@@ -42,7 +42,7 @@ class _WarmHiGHS(pulp.HiGHS):
         super().__init__(**kwargs)
         self.warm_start = warm_start
 
-    def callSolver(self, lp):  # noqa: N802 (PuLP's name)
+    def callSolver(self, lp):  # PuLP's name
         if self.warm_start:
             import highspy
 

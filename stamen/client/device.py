@@ -55,7 +55,7 @@ def ray_gpu_share() -> list[str] | None:
         return None
     try:
         return [str(i) for i in ray.get_runtime_context().get_accelerator_ids().get("GPU", [])]
-    except Exception:  # noqa: BLE001  (a Ray being shut down: the environment's visible devices decide)
+    except Exception:  # a Ray being shut down: the environment's visible devices decide
         return None
 
 

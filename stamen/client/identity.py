@@ -62,7 +62,7 @@ def where_name() -> str:
     if ray is not None and ray.is_initialized():
         try:
             host += "/ray-" + ray.get_runtime_context().get_node_id()[:8]
-        except Exception:  # noqa: BLE001  (a Ray without a runtime context: a driver being torn down)
+        except Exception:  # a Ray without a runtime context: a driver being torn down
             pass
     return host
 

@@ -116,7 +116,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             averages=True,
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedprox",
             "FedProx, FedAvg with a proximal term around the global model",
@@ -127,7 +127,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             averages=True,
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "local",
             "no aggregation, each client trains alone",
@@ -136,14 +136,14 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             aggregates=False,
             privacy=("none", "dp-sgd"),
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedlog",
             "FedLoG, prototype branches and global synthetic nodes (docs/algorithms.md)",
             "stamen.server.fedlog",
             "stamen.client.fedlog",
             options=_FEDLOG_OPTIONS,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedavgm",
             "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)",
@@ -155,7 +155,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             averages=True,
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
         AlgorithmSpec(
             "fedsage-local",
@@ -165,7 +165,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "stamen.client.fedsage",
             options=_FEDSAGE_OPTIONS,
             resumable=False,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedsage+",
             "FedSage+: fedsage-local whose generators also learn from the other clients' subgraphs "
@@ -174,7 +174,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "stamen.client.fedsage:PLUS_PART",
             options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight", "fedsage-schedule"),
             resumable=False,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedpub",
             "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)",
@@ -182,7 +182,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "stamen.client.fedpub",
             options=_FEDPUB_OPTIONS,
             resumable=False,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedgta",
             "FedGTA, personalised confidence-weighted averages over clients with similar label moments "
@@ -191,7 +191,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "stamen.client.fedgta",
             options=_FEDGTA_OPTIONS,
             resumable=False,
-        ),  # noqa: E501
+        ),
         # personalised FL: the personal parts live in the clients' state, outside the checkpoint: not resumable
         AlgorithmSpec(
             "fedper",
@@ -200,7 +200,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "stamen.client.fedper",
             resumable=False,
             shares_encoder=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedrep",
             "FedRep, local head trained first, then the shared encoder (averaged)",
@@ -209,7 +209,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("rep-head-epochs",),
             resumable=False,
             shares_encoder=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "ditto",
             "Ditto, FedAvg plus a personal model held near the global one",
@@ -217,7 +217,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "stamen.client.ditto",
             options=("ditto-lambda", "ditto-personal-epochs"),
             resumable=False,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedproto",
             "FedProto, class prototypes shared instead of weights",
@@ -225,7 +225,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             "stamen.client.fedproto",
             options=("fedproto-lambda",),
             resumable=False,
-        ),  # noqa: E501
+        ),
         # graph-FL over clients holding graph sets: the cluster assignment and the personal parts are server
         # and client state outside the checkpoint: not resumable
         AlgorithmSpec(
@@ -237,7 +237,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=_GCFL_OPTIONS,
             resumable=False,
             task=GRAPH_FL_TASK,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedstar",
             "FedStar, a structure encoder over random-walk and degree embeddings shared, the feature encoder "
@@ -247,7 +247,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=_FEDSTAR_OPTIONS,
             resumable=False,
             task=GRAPH_FL_TASK,
-        ),  # noqa: E501
+        ),
         # Flower's strategies as algorithms (stamen/server/fedopt.py, stamen/server/median.py, stamen/server/krum.py)
         AlgorithmSpec(
             "fedadam",
@@ -259,7 +259,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             resumable=False,
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedyogi",
             "FedYogi, Yogi steps on the server over the averaged update (Flower's FedYogi)",
@@ -270,7 +270,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             resumable=False,
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedadagrad",
             "FedAdagrad, Adagrad steps on the server over the averaged update (Flower's FedAdagrad)",
@@ -281,7 +281,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             resumable=False,
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedmedian",
             "coordinate-wise median of the clients' weights (Flower's FedMedian)",
@@ -290,7 +290,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             privacy=("none", "dp-sgd"),
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "fedtrimmedavg",
             "coordinate-wise trimmed mean of the clients' weights (Flower's FedTrimmedAvg)",
@@ -300,7 +300,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             options=("trimmed-beta",),
             unlearnable=True,
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "krum",
             "Krum, the one reply closest to its neighbours (Flower's Krum)",
@@ -311,7 +311,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             unlearnable=True,
             least_clients=(2, 3),
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "multikrum",
             "Multi-Krum, the average of the replies Krum scores best (Flower's MultiKrum)",
@@ -322,7 +322,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             unlearnable=True,
             least_clients=(2, 3),
             any_task=True,
-        ),  # noqa: E501
+        ),
         AlgorithmSpec(
             "bulyan",
             "Bulyan, Krum selection then a trimmed mean around the median (Flower's Bulyan)",
@@ -333,7 +333,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             unlearnable=True,
             least_clients=(4, 3),
             any_task=True,
-        ),  # noqa: E501
+        ),
     )
 }
 

@@ -27,7 +27,7 @@ class ServerAlgorithm:
     factory: Callable[[RunConfig], Strategy]
 
     @property
-    def AGGREGATES(self) -> bool:  # noqa: N802 - the name the round loop's callers read
+    def AGGREGATES(self) -> bool:  # the name the round loop's callers read
         """Whether the server keeps a global model (the spec's ``aggregates``)."""
         return self.spec.aggregates
 

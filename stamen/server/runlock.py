@@ -166,7 +166,7 @@ def _command_line() -> str:
 
 
 @contextlib.contextmanager
-def writer_of(folder: str | Path, what: str = "run directory"):  # noqa: ANN201 (a context manager)
+def writer_of(folder: str | Path, what: str = "run directory"):  # a context manager
     """Hold ``folder``'s lock for the block, unless this process's command already holds it for us.
 
     Raises :class:`FolderLocked` when another writer holds it.

@@ -239,11 +239,11 @@ class Tracking:
         self._each(lambda tracker, _: tracker.close(ending), None)
         self._trackers = []
 
-    def _each(self, call, row: dict[str, Any] | None) -> None:  # noqa: ANN001 - a tracker and its row
+    def _each(self, call, row: dict[str, Any] | None) -> None:  # a tracker and its row
         for tracker in list(self._trackers):
             try:
                 call(tracker, row)
-            except Exception as error:  # noqa: BLE001 - a copy of the figures failed: the run goes on
+            except Exception as error:  # a copy of the figures failed: the run goes on
                 self._trackers.remove(tracker)
                 where = f"at round {row[ROUND]}" if row else "while closing"
                 log(WARNING, "stamen: tracking %s stopped %s (%s: %s); metrics.jsonl keeps every round",

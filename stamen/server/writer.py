@@ -70,7 +70,7 @@ class BehindWriter:
             return
         try:  # the loop's own error wins; the writes handed over are still finished first
             self.close()
-        except Exception:  # noqa: BLE001 - a failed write after a failed round: the round's error is the one to see
+        except Exception:  # a failed write after a failed round: the round's error is the one to see
             pass
 
     def _work(self) -> None:
@@ -78,7 +78,7 @@ class BehindWriter:
             if self._error is None:
                 try:
                     write()
-                except BaseException as error:  # noqa: BLE001 - handed to the loop by put / close
+                except BaseException as error:  # handed to the loop by put / close
                     self._error = error
 
     def _raise(self) -> None:

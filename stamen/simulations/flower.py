@@ -170,7 +170,7 @@ def simulation_shim(flwr_home: Path) -> Path:
     the ``PATH`` of a local simulation's SuperLink: Flower's SuperExec starts the simulation process by
     that name, and the shim runs Flower's with the link state indexed by node
     (:mod:`stamen.simulations.flower_internals.link_state`). Written whole or not at all."""
-    from stamen.simulations.flower_internals import link_state  # noqa: PLC0415 - the adapter, when a SuperLink starts
+    from stamen.simulations.flower_internals import link_state  # the adapter, when a SuperLink starts
 
     folder = flwr_home / "bin"
     folder.mkdir(mode=0o700, exist_ok=True)

@@ -291,7 +291,7 @@ def _spawn(command: list[str]) -> int:
     except OSError as problem:
         os.write(2, f"stamen: cannot start {command[0]}: {problem}\n".encode())
         os._exit(127)
-    except BaseException:  # noqa: BLE001 - a forked reaper must never return into the reaper's loop
+    except BaseException:  # a forked reaper must never return into the reaper's loop
         os._exit(126)
 
 

@@ -18,7 +18,7 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 600 else f"{seconds / 60:.0f} min"
 
 
-def live_bar(console: Console, noun: str = "units"):  # noqa: ANN201 (rich.progress.Progress, imported here)
+def live_bar(console: Console, noun: str = "units"):  # rich.progress.Progress, imported here
     """A started rich bar on ``console``: description, bar, done of all, ``noun``, time elapsed and left.
 
     ``noun`` is the text after the count (a rich field such as ``{task.fields[noun]}`` too).

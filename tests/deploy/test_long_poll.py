@@ -46,7 +46,7 @@ class Link:
         if scope["path"] == PUSH_PATH:
             try:
                 messages = PushAppMessagesRequest.FromString(body).messages_list
-            except Exception:  # noqa: BLE001 - an unreadable push stores nothing here
+            except Exception:  # an unreadable push stores nothing here
                 messages = []
             for message in messages:
                 node = message.metadata.dst_node_id

@@ -40,13 +40,13 @@ class SlowSuperNode:
         self.pulls: dict[str, int] = {}
         self.confirmed = False
 
-    def PullTaskInput(self, request):  # noqa: N802 - the Runtime API's method names
+    def PullTaskInput(self, request):  # the Runtime API's method names
         return self.inputs
 
-    def PullMessages(self, request):  # noqa: N802
+    def PullMessages(self, request):
         return PullAppMessagesResponse(messages_list=[self.message], message_object_trees=[self.tree])
 
-    def PullObject(self, request):  # noqa: N802
+    def PullObject(self, request):
         self.pulls[request.object_id] = self.pulls.get(request.object_id, 0) + 1
         if self.pulls[request.object_id] <= UNAVAILABLE_PULLS:
             return PullObjectResponse(object_found=True, object_available=False)
@@ -54,7 +54,7 @@ class SlowSuperNode:
             object_found=True, object_available=True, object_content=self.objects[request.object_id]
         )
 
-    def ConfirmMessageReceived(self, request):  # noqa: N802
+    def ConfirmMessageReceived(self, request):
         self.confirmed = True
         return SimpleNamespace()
 

@@ -210,7 +210,7 @@ def test_fedyogi_and_fedadagrad_follow_their_second_moments():
 
 
 def test_federation_check_before_a_run():
-    def check_federation(config, num_clients):  # noqa: ANN001, ANN202
+    def check_federation(config, num_clients):
         server_algorithm(config.algorithm).check_federation(config, num_clients)
 
     check_federation(_config("bulyan"), 7)

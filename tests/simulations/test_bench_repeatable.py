@@ -15,7 +15,7 @@ from stamen.simulations.benches.privacy import federated_run
 SMALL = {"csbm-nodes": 300, "num-server-rounds": 3, "local-epochs": 1, "min-clients": 2, "seed": 4}
 
 
-def _after_other_draws(draws: int, run):  # noqa: ANN001, ANN202
+def _after_other_draws(draws: int, run):
     """``run()`` after the process's global generators were moved ``draws`` steps on."""
     np.random.seed(draws)
     random.seed(draws)

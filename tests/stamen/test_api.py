@@ -64,7 +64,7 @@ def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
 
     real = builtins.__import__
 
-    def no_pandas(name, *args, **kwargs):  # noqa: ANN001, ANN202
+    def no_pandas(name, *args, **kwargs):
         if name == "pandas":
             raise ImportError("No module named 'pandas'")
         return real(name, *args, **kwargs)

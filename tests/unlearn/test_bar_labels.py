@@ -3,9 +3,9 @@
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.figure import Figure
 
-from stamen.unlearn.report import bar_plot  # noqa: E402
+from stamen.unlearn.report import bar_plot
 
 
 def test_a_zero_bar_carries_its_value(tmp_path, monkeypatch):

@@ -89,7 +89,7 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
         raise ValueError(f"{run_dir / 'summary.json'} has no positive 'clients' count")
     try:
         saved = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
-    except Exception as error:  # noqa: BLE001 - a corrupt file is one line for the user
+    except Exception as error:  # a corrupt file is one line for the user
         raise ValueError(f"{run_dir / 'model.pt'} cannot be read ({type(error).__name__})") from None
     if not isinstance(saved, dict) or "state_dict" not in saved:
         raise ValueError(f"{run_dir / 'model.pt'} has no 'state_dict'")

@@ -126,13 +126,13 @@ def _run_child(argv: list[str], entry) -> None:
         code = 0
     except SystemExit as ended:
         code = ended.code if isinstance(ended.code, int) else (0 if ended.code is None else 1)
-    except BaseException:  # noqa: BLE001 - a forked process must never return into the launcher
+    except BaseException:  # a forked process must never return into the launcher
         traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         os._exit(code)
 

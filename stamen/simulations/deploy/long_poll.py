@@ -54,24 +54,24 @@ RECHECK = 2.0  # seconds between asks of a held pull when no push addressed its 
 
 def pulling_node(body: bytes) -> int | None:
     """The node ID of a Fleet ``PullMessagesRequest`` (``None`` when it cannot be read)."""
-    from stamen.simulations.flower_internals.wire import PullMessagesRequest  # noqa: PLC0415 - Flower's wire format
+    from stamen.simulations.flower_internals.wire import PullMessagesRequest  # Flower's wire format
 
     request = PullMessagesRequest()
     try:
         request.ParseFromString(body)
-    except Exception:  # noqa: BLE001 - not ours to judge: the pull is then woken by every push
+    except Exception:  # not ours to judge: the pull is then woken by every push
         return None
     return int(request.node.node_id) if request.HasField("node") else None
 
 
 def addressed_nodes(body: bytes) -> set[int] | None:
     """The nodes a ServerApp's ``PushAppMessagesRequest`` sends messages to (``None`` when it cannot be read)."""
-    from stamen.simulations.flower_internals.wire import PushAppMessagesRequest  # noqa: PLC0415 - Flower's wire format
+    from stamen.simulations.flower_internals.wire import PushAppMessagesRequest  # Flower's wire format
 
     request = PushAppMessagesRequest()
     try:
         request.ParseFromString(body)
-    except Exception:  # noqa: BLE001 - not ours to judge: every held pull is then asked again
+    except Exception:  # not ours to judge: every held pull is then asked again
         return None
     return {int(message.metadata.dst_node_id) for message in request.messages_list}
 
@@ -117,12 +117,12 @@ class Arrivals:
 
 def has_no_message(body: bytes) -> bool:
     """Whether ``body`` is a ``PullMessagesResponse`` without messages (a bad one counts as not empty)."""
-    from stamen.simulations.flower_internals.wire import PullMessagesResponse  # noqa: PLC0415 - Flower's wire format
+    from stamen.simulations.flower_internals.wire import PullMessagesResponse  # Flower's wire format
 
     response = PullMessagesResponse()
     try:
         response.ParseFromString(body)
-    except Exception:  # noqa: BLE001 - not ours to judge: pass it on as it is
+    except Exception:  # not ours to judge: pass it on as it is
         return False
     return len(response.messages_list) == 0
 

@@ -47,7 +47,7 @@ PULL_MESSAGES = {"/v1/runtime/pull-messages": "runtime", "/v1/fleet/pull-message
 
 def _protos(api: str) -> tuple[type, type, type]:
     """(push request, push response, pull response) of ``api``: Flower's wire format."""
-    from stamen.simulations.flower_internals import wire  # noqa: PLC0415
+    from stamen.simulations.flower_internals import wire
 
     if api == "runtime":
         return wire.PushAppMessagesRequest, wire.PushAppMessagesResponse, wire.PullAppMessagesResponse
@@ -58,7 +58,7 @@ def _parse(kind: type, body: bytes):
     message = kind()
     try:
         message.ParseFromString(body)
-    except Exception:  # noqa: BLE001 - not ours to judge: it passes unchanged
+    except Exception:  # not ours to judge: it passes unchanged
         return None
     return message
 
@@ -118,7 +118,7 @@ class MessagesReady:
             await send(message)
 
     async def _push_object(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from stamen.simulations.flower_internals.wire import PushObjectRequest  # noqa: PLC0415
+        from stamen.simulations.flower_internals.wire import PushObjectRequest
 
         body, _ = await read_body(receive)
         answer = await self._answer(scope, body)

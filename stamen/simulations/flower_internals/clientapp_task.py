@@ -58,7 +58,7 @@ def serve_task(
         app = load_app(run, fab)
         reply = app(message=message, context=context)
         sub_status, details = SubStatus.COMPLETED, ""
-    except Exception as ex:  # noqa: BLE001 - reported to the SuperNode as Flower's ClientApp reports it
+    except Exception as ex:  # reported to the SuperNode as Flower's ClientApp reports it
         error_code = ErrorCode.CLIENT_APP_RAISED_EXCEPTION
         reason = f"{type(ex)}:<'{ex}'>"
         if isinstance(ex, LoadClientAppError):
@@ -74,7 +74,7 @@ def serve_task(
             if reply is not None and context is not None:
                 try:
                     push_message(client, reply, context)
-                except Exception as ex:  # noqa: BLE001
+                except Exception as ex:
                     log(ERROR, "Failed to push reply message", exc_info=ex)
                     code = ExitCode.CLIENTAPP_COMMUNICATION_ERROR
             retry_invoker.max_tries = 1  # as Flower's exit handler: do not block on the last call

@@ -115,7 +115,7 @@ def index_messages_by_node(cls: type = InMemoryLinkState) -> None:
 
 def flwr_simulation() -> None:
     """Flower's ``flwr-simulation`` command, with this process's link state indexed by node first."""
-    from flwr.simulation.app import flwr_simulation as flowers  # noqa: PLC0415 - Ray and the simulation: here only
+    from flwr.simulation.app import flwr_simulation as flowers  # Ray and the simulation: here only
 
     index_messages_by_node()
     flowers()
