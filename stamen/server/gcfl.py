@@ -21,7 +21,9 @@ into the two sides of the minimum cut of its clients' similarity graph (:func:`s
 
 Then each cluster's model is the average of its clients' weights, weighted by their training
 graphs (with every client of a cluster sent the same model, the authors' "model plus the weighted
-mean update"), and goes to its clients in the next round and the final evaluation
+mean update"), summed as FedAvg sums (:func:`stamen.server.averaging.average_records`: in partition
+order, in the weights' dtype), so that until a cluster first splits GCFL's model is FedAvg's to the
+bit and so are its rows. It goes to the cluster's clients in the next round and the final evaluation
 (:class:`stamen.server.per_node.PerNodeContent`): the run's ``global_*`` figures are each client's on its
 cluster's model, as a personalised algorithm's are. The global model the round loop keeps (and
 ``model.pt``) is FedAvg's average over every client.
@@ -54,6 +56,7 @@ from flwr.serverapp.strategy import Strategy
 from stamen.contract import protocol as p
 from stamen.contract.arrays import array_values
 from stamen.contract.run_config import RunConfig
+from stamen.server.averaging import average_records
 from stamen.server.cluster_split import cosine_similarities, dtw_matrix, min_cut
 from stamen.server.fedavg import strategy_options
 from stamen.server.per_node import PerNodeContent
@@ -123,18 +126,25 @@ class GCFL(PerNodeContent):
         for reply, partition in zip(valid, ids, strict=True):
             self.partitions[reply.metadata.src_node_id] = partition
         self._admit(ids)
-        records = [reply.content[p.ARRAYS] for reply in valid]
-        examples = np.array([float(reply.content[p.METRICS][p.NUM_EXAMPLES]) for reply in valid])
+        contents = [reply.content for reply in valid]
+        records = [content[p.ARRAYS] for content in contents]
+        examples = np.array([float(content[p.METRICS][p.NUM_EXAMPLES]) for content in contents])
         updates = self._updates(valid, records)
         if updates is not None:
             self._split(server_round, ids, updates)
+        overall = average_records(contents, self.weighted_by_key)  # FedAvg's, to the bit
         for cluster in self.clusters:
             members = [k for k, partition in enumerate(ids) if partition in cluster]
-            if members:
-                weights = examples[members] / max(examples[members].sum(), 1.0)
-                model = weighted_average([records[k] for k in members], weights)
-                self.models.update({partition: model for partition in cluster})
-        return weighted_average(records, examples / max(examples.sum(), 1.0)), None
+            if not members:
+                continue
+            if len(members) == len(contents):
+                model = overall
+            elif examples[members].sum() > 0:
+                model = average_records([contents[k] for k in members], self.weighted_by_key)
+            else:  # no training graphs in the cluster: its clients weigh alike
+                model = weighted_average([records[k] for k in members], np.full(len(members), 1 / len(members)))
+            self.models.update({partition: model for partition in cluster})
+        return overall, None
 
     def _admit(self, ids: list[int]) -> None:
         """The first replies make the one cluster; a client first heard from later joins the first cluster."""
