@@ -23,6 +23,7 @@ from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
 from stamen.simulations.inprocess import InProcessGrid, task_identity
+from stamen.simulations.progress import clusters_text
 
 CLIENTS = 4
 RUN = {"task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random", "seed": 0,
@@ -76,6 +77,8 @@ def test_a_split_is_in_its_rows_summary_and_run_log(tmp_path):
     line = f"gcfl: round 2 split clients [0, 1, 2, 3] into {first} and {second} (mean update norm "
     assert log.count(line) == 1, log
     assert "> eps2 0;" in log.split(line)[1].splitlines()[0]
+    assert clusters_text(rows).startswith(f", {len(rows[-1][CLUSTERS])} clusters (split in round ")
+    assert clusters_text(rows[:2]) == ", 1 cluster" and clusters_text([{"round": 1}]) == ""
 
 
 class Recorded:
