@@ -36,6 +36,8 @@ TEST_ACC = "test_acc"
 VAL_ACC = "val_acc"
 TRAIN_LOSS = "train_loss"
 CLIENT_DP_EPSILON = "client_dp_epsilon"
+CLUSTERS = "clusters"  # a clustering algorithm's (GCFL's) clusters of clients, by partition id
+CLUSTER_SPLITS = "cluster_splits"  # ... and each split of a cluster: when, into what, and the figures that made it
 
 # What a sweep and the benches report of a run (the headline accuracy, see module docstring).
 FINAL_TEST_ACC = "final_test_acc"  # at the last round
@@ -130,6 +132,9 @@ ROW_KEYS: dict[str, str] = {
     "epsilon_max": "the largest DP-SGD client epsilon so far",
     "epsilon_mean": "the mean DP-SGD client epsilon so far",
     CLIENT_DP_EPSILON: "client-level DP epsilon after this round",
+    CLUSTERS: "gcfl: the clusters of clients (partition ids) after this round's aggregation",
+    CLUSTER_SPLITS: "gcfl: the clusters split this round: round, cluster, parts, mean_update_norm vs eps1, "
+    "max_update_norm vs eps2, update_norms, cut_weight (GCFL+: sequence_length, norm_sequences, dtw_distances)",
     **ROW_TIMINGS,
 }
 
@@ -179,6 +184,8 @@ SUMMARY_KEYS: dict[str, str] = {
     "provenance": "version, commit, packages, command, seeds",
     "certificates": "the run's label-flip certificates, when asked",
     "unlearning": "the unlearning request's results, when asked",
+    CLUSTERS: "gcfl: the final clusters of clients (partition ids)",
+    CLUSTER_SPLITS: "gcfl: every split of the run, as in the rows' cluster_splits",
 }
 
 

@@ -21,10 +21,17 @@ into the two sides of the minimum cut of its clients' similarity graph (:func:`s
 
 Then each cluster's model is the average of its clients' weights, weighted by their training
 graphs (with every client of a cluster sent the same model, the authors' "model plus the weighted
-mean update"), and goes to its clients in the next round and the final evaluation
+mean update"), summed as FedAvg sums (:func:`stamen.server.averaging.average_records`: in partition
+order, in the weights' dtype), so that until a cluster first splits GCFL's model is FedAvg's to the
+bit and so are its rows. It goes to the cluster's clients in the next round and the final evaluation
 (:class:`stamen.server.per_node.PerNodeContent`): the run's ``global_*`` figures are each client's on its
 cluster's model, as a personalised algorithm's are. The global model the round loop keeps (and
 ``model.pt``) is FedAvg's average over every client.
+
+Every round's row holds the clusters after its aggregation (``clusters``, lists of partition ids) and
+the round of a split its :class:`Split` (``cluster_splits``: the cluster, its two ``parts``, the norms
+against ``eps1`` and ``eps2`` that made it, GCFL+'s norm sequences and DTW distances); ``summary.json``
+holds the final ``clusters`` and every split, and ``run.log`` a line per split.
 
 Clients are known by partition id, replies are read in partition order, and ties in the cut
 go to the lowest id: the same config and seed give the same clusters on every engine.
@@ -45,6 +52,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
@@ -53,26 +61,77 @@ from flwr.serverapp.strategy import Strategy
 
 from stamen.contract import protocol as p
 from stamen.contract.arrays import array_values
+from stamen.contract.figures import CLUSTER_SPLITS, CLUSTERS
 from stamen.contract.run_config import RunConfig
+from stamen.server.averaging import average_records
 from stamen.server.cluster_split import cosine_similarities, dtw_matrix, min_cut
 from stamen.server.fedavg import strategy_options
 from stamen.server.per_node import PerNodeContent
 from stamen.server.personalised import weighted_average
+from stamen.server.rows import RowFigures
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Split:
-    """One split: in ``round``, ``cluster`` (partition ids) became ``first`` and ``second``."""
+    """One split: in ``round``, ``cluster`` (partition ids) became ``first`` and ``second``, and why.
+
+    ``mean_update_norm`` (the norm of the cluster's mean update) was below ``eps1`` and ``max_update_norm``
+    (its largest client update norm) above ``eps2``; ``update_norms`` are its clients' update norms (in
+    ``cluster``'s order) and ``cut_weight`` the weight of the least cut of their similarities. GCFL+
+    (``sequence_length > 0``) also keeps each client's last ``sequence_length`` update norms (``sequences``)
+    and their pairwise DTW distances (``dtw_distances``), the similarities' source.
+    """
 
     round: int
     cluster: tuple[int, ...]
     first: tuple[int, ...]
     second: tuple[int, ...]
+    mean_update_norm: float
+    max_update_norm: float
+    eps1: float
+    eps2: float
+    update_norms: tuple[float, ...]
+    cut_weight: float
+    sequence_length: int = 0
+    sequences: tuple[tuple[float, ...], ...] = ()
+    dtw_distances: tuple[tuple[float, ...], ...] = ()
+
+    def row(self) -> dict[str, Any]:
+        """The JSON form in a row's ``cluster_splits`` and the summary's (clients by partition id)."""
+        event: dict[str, Any] = {
+            "round": self.round,
+            "cluster": list(self.cluster),
+            "parts": [list(self.first), list(self.second)],
+            "mean_update_norm": self.mean_update_norm,
+            "eps1": self.eps1,
+            "max_update_norm": self.max_update_norm,
+            "eps2": self.eps2,
+            "update_norms": {str(i): norm for i, norm in zip(self.cluster, self.update_norms, strict=True)},
+            "cut_weight": self.cut_weight,
+        }
+        if self.sequence_length:
+            event["sequence_length"] = self.sequence_length
+            event["norm_sequences"] = {str(i): list(s) for i, s in zip(self.cluster, self.sequences, strict=True)}
+            event["dtw_distances"] = [list(row) for row in self.dtw_distances]
+        return event
+
+    def line(self) -> str:
+        """The split in words, for the run's log."""
+        why = (
+            f"mean update norm {self.mean_update_norm:.4g} < eps1 {self.eps1:g}, "
+            f"max update norm {self.max_update_norm:.4g} > eps2 {self.eps2:g}"
+        )
+        if self.sequence_length:
+            why += f", cut by DTW over the last {self.sequence_length} update norms"
+        return (
+            f"gcfl: round {self.round} split clients {list(self.cluster)} into {list(self.first)} and "
+            f"{list(self.second)} ({why}; cut weight {self.cut_weight:.4g})"
+        )
 
 
-class GCFL(PerNodeContent):
+class GCFL(PerNodeContent, RowFigures):
     """Clustered FedAvg with GCFL's splits (see the module docstring).
 
     Args:
@@ -123,18 +182,25 @@ class GCFL(PerNodeContent):
         for reply, partition in zip(valid, ids, strict=True):
             self.partitions[reply.metadata.src_node_id] = partition
         self._admit(ids)
-        records = [reply.content[p.ARRAYS] for reply in valid]
-        examples = np.array([float(reply.content[p.METRICS][p.NUM_EXAMPLES]) for reply in valid])
+        contents = [reply.content for reply in valid]
+        records = [content[p.ARRAYS] for content in contents]
+        examples = np.array([float(content[p.METRICS][p.NUM_EXAMPLES]) for content in contents])
         updates = self._updates(valid, records)
         if updates is not None:
             self._split(server_round, ids, updates)
+        overall = average_records(contents, self.weighted_by_key)  # FedAvg's, to the bit
         for cluster in self.clusters:
             members = [k for k, partition in enumerate(ids) if partition in cluster]
-            if members:
-                weights = examples[members] / max(examples[members].sum(), 1.0)
-                model = weighted_average([records[k] for k in members], weights)
-                self.models.update({partition: model for partition in cluster})
-        return weighted_average(records, examples / max(examples.sum(), 1.0)), None
+            if not members:
+                continue
+            if len(members) == len(contents):
+                model = overall
+            elif examples[members].sum() > 0:
+                model = average_records([contents[k] for k in members], self.weighted_by_key)
+            else:  # no training graphs in the cluster: its clients weigh alike
+                model = weighted_average([records[k] for k in members], np.full(len(members), 1 / len(members)))
+            self.models.update({partition: model for partition in cluster})
+        return overall, None
 
     def _admit(self, ids: list[int]) -> None:
         """The first replies make the one cluster; a client first heard from later joins the first cluster."""
@@ -165,33 +231,60 @@ class GCFL(PerNodeContent):
         replied = set(ids)
         clusters = []
         for cluster in self.clusters:
-            members = [k for k, partition in enumerate(ids) if partition in cluster]
-            if not self._splits(server_round, cluster, replied, updates[members], norms[members]):
+            members = [k for k, partition in enumerate(ids) if partition in cluster]  # in cluster's order
+            split = self._split_of(server_round, cluster, replied, updates[members], norms[members])
+            if split is None:
                 clusters.append(cluster)
                 continue
-            first, second = min_cut(self._similarity(cluster, updates[members]))
-            halves = tuple(cluster[i] for i in first), tuple(cluster[i] for i in second)
-            clusters.extend(halves)
-            self.splits.append(Split(server_round, cluster, *halves))
-            log.info("gcfl: round %d split clients %s into %s and %s", server_round, cluster, *halves)
+            clusters.extend((split.first, split.second))
+            self.splits.append(split)
+            log.info("%s", split.line())
             if self.sequence_length:
                 self.sequences = {}
         self.clusters = clusters
 
-    def _splits(
+    def _split_of(
         self, server_round: int, cluster: tuple[int, ...], replied: set[int], updates: np.ndarray, norms: np.ndarray
-    ) -> bool:
+    ) -> Split | None:
+        """The split of ``cluster`` this round (None: it stays whole)."""
         if server_round <= self.warmup_rounds or len(cluster) <= 2 or not replied.issuperset(cluster):
-            return False
+            return None
         if self.sequence_length and any(len(self.sequences.get(i, ())) < self.sequence_length for i in cluster):
-            return False
-        return float(np.linalg.norm(updates.mean(axis=0))) < self.eps1 and float(norms.max()) > self.eps2
+            return None
+        mean_norm, max_norm = float(np.linalg.norm(updates.mean(axis=0))), float(norms.max())
+        if not (mean_norm < self.eps1 and max_norm > self.eps2):
+            return None
+        sequences, distances = (), np.zeros((0, 0))
+        if self.sequence_length:
+            sequences = tuple(tuple(self.sequences[i][-self.sequence_length :]) for i in cluster)
+            distances = dtw_matrix([list(sequence) for sequence in sequences])
+            similarity = distances.max() - distances
+        else:
+            similarity = cosine_similarities(updates)
+        first, second = min_cut(similarity)
+        return Split(
+            round=server_round,
+            cluster=cluster,
+            first=tuple(cluster[i] for i in first),
+            second=tuple(cluster[i] for i in second),
+            mean_update_norm=mean_norm,
+            max_update_norm=max_norm,
+            eps1=self.eps1,
+            eps2=self.eps2,
+            update_norms=tuple(float(norm) for norm in norms),
+            cut_weight=float(similarity[np.ix_(first, second)].sum()),
+            sequence_length=self.sequence_length,
+            sequences=sequences,
+            dtw_distances=tuple(tuple(float(d) for d in row) for row in distances),
+        )
 
-    def _similarity(self, cluster: tuple[int, ...], updates: np.ndarray) -> np.ndarray:
-        if not self.sequence_length:
-            return cosine_similarities(updates)
-        distances = dtw_matrix([self.sequences[i][-self.sequence_length :] for i in cluster])
-        return distances.max() - distances
+    def row_figures(self, server_round: int) -> dict[str, Any]:
+        """The round's row: the clusters after its aggregation, and the splits it made (if any)."""
+        figures: dict[str, Any] = {CLUSTERS: [list(cluster) for cluster in self.clusters]}
+        splits = [split.row() for split in self.splits if split.round == server_round]
+        if splits:
+            figures[CLUSTER_SPLITS] = splits
+        return figures
 
 
 def _delta(new, old) -> np.ndarray:

@@ -49,6 +49,7 @@ from stamen.server.rows import (
     local_only,
     merge_global,
     pooled_accuracies,
+    strategy_figures,
     training_figures,
 )
 from stamen.server.transport import send_and_receive
@@ -479,6 +480,7 @@ def run_rounds(
             **epsilon_figures(spent),
             **{k: v for k, v in accuracies.items() if not k.startswith("global_")},
             "per_client": {pid: local_only(figures) for pid, figures in per_client.items()},
+            **strategy_figures(strategy, server_round),
             "exchange_seconds": exchanged - started,
             "aggregate_seconds": time.perf_counter() - exchanged,
             "seconds": time.perf_counter() - started,

@@ -19,6 +19,8 @@ from flwr.app import ArrayRecord
 
 from stamen.contract.figures import (
     CLIENT_DP_EPSILON,
+    CLUSTER_SPLITS,
+    CLUSTERS,
     FINAL_TEST_ACC,
     SUMMARY_FIGURES,
     TEST_ACC,
@@ -82,7 +84,17 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         summary["client_datasets"] = {str(pid): held[pid] for pid in reported}
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
+    summary.update(cluster_summary(rows))
     return summary
+
+
+def cluster_summary(rows: list[Row]) -> dict[str, Any]:
+    """A clustering algorithm's (GCFL's) final clusters and every split of the run, from its rows; nothing for
+    a run whose rows have no clusters."""
+    clustered = [row for row in rows if CLUSTERS in row]
+    if not clustered:
+        return {}
+    return {CLUSTERS: clustered[-1][CLUSTERS], CLUSTER_SPLITS: [s for row in rows for s in row.get(CLUSTER_SPLITS, [])]}
 
 
 def settings_on(config: RunConfig) -> list[str]:

@@ -8,6 +8,9 @@ weighted by client size. Each row also keeps every client's own figures
 A link-prediction run's figures (AUC, AP, Hits@K, :data:`stamen.contract.figures.LINK_FIGURES`) are
 ratios no count adds up to: each is pooled as the clients' own figures weighted by their
 positive edges of the set (validation, test, cut), over the clients that report it.
+
+A strategy may add figures of its own to each round's row (:class:`RowFigures`, e.g. GCFL's clusters
+and splits); a strategy that does not leaves the row as it is.
 """
 
 from __future__ import annotations
@@ -155,3 +158,17 @@ def client_processes(replies: list[Message]) -> dict[str, float]:
             name = str(info[p.PROCESS])
             processes[name] = max(processes.get(name, 0.0), float(info.get(p.PEAK_RSS_MB, 0.0)))
     return dict(sorted(processes.items()))
+
+
+class RowFigures:
+    """A strategy with figures of its own in each round's row: :func:`strategy_figures` asks it after the round's
+    aggregation (keys declared in :mod:`stamen.contract.figures`)."""
+
+    def row_figures(self, server_round: int) -> Row:
+        """The figures of round ``server_round`` for its row."""
+        return {}
+
+
+def strategy_figures(strategy: object, server_round: int) -> Row:
+    """What ``strategy`` adds to round ``server_round``'s row: nothing unless it is a :class:`RowFigures`."""
+    return strategy.row_figures(server_round) if isinstance(strategy, RowFigures) else {}

@@ -1,8 +1,9 @@
 """A run's progress on screen, read from its run directory as the rows arrive.
 
 The ServerApp appends one row to ``metrics.jsonl`` per round; :class:`RunProgress` polls
-that file (and nothing else) and shows the round, the time left, the current accuracy
-and the clients that failed so far. It works the same for every engine: the run's
+that file (and nothing else) and shows the round, the time left, the current accuracy,
+the clients that failed so far and, for a clustering algorithm (GCFL), its clusters and the
+round of the last split. It works the same for every engine: the run's
 processes need not know that anyone is watching.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from stamen.contract.figures import GLOBAL_TEST_ACC, TEST_ACC
+from stamen.contract.figures import CLUSTER_SPLITS, CLUSTERS, GLOBAL_TEST_ACC, TEST_ACC
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -30,6 +31,16 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             break
     return rows
+
+
+def clusters_text(rows: list[dict[str, Any]]) -> str:
+    """``, 3 clusters (split in round 4)`` for the rows of a clustering algorithm, ``""`` for any other."""
+    clustered = [row for row in rows if CLUSTERS in row]
+    if not clustered:
+        return ""
+    count = len(clustered[-1][CLUSTERS])
+    split = [row["round"] for row in rows if row.get(CLUSTER_SPLITS)]
+    return f", {count} cluster{'s' if count != 1 else ''}" + (f" (split in round {split[-1]})" if split else "")
 
 
 class RunProgress:
@@ -84,6 +95,7 @@ class RunProgress:
         figures = f"test acc {accuracy:.3f}" if accuracy is not None else ""
         if failed:
             figures += f", {failed} client replies failed"
+        figures += clusters_text(rows)
         self.progress.update(self.task, description="round", completed=int(last["round"]), figures=figures)
 
     def __exit__(

@@ -18,6 +18,8 @@ RUNS = {
     "fedlog": "algorithm='fedlog' fedlog-warmup-epochs=2 fedlog-generator-epochs=2",
     "dp-sgd": "algorithm='local' privacy='dp-sgd' model='sgc'",
     "link-prediction": "task='link-prediction'",
+    "gcfl": "algorithm='gcfl' task='graph-classification' dataset='graphs-synth' partitioner='random' "
+    "gcfl-eps1=1e9 gcfl-eps2=0 gcfl-warmup-rounds=0",  # its one cluster of 3 splits in round 2
 }
 SETTING_ACCS = {f.setting_acc(s, g) for s in p.SETTINGS for g in (True, False)}
 
@@ -45,6 +47,7 @@ def test_every_key_a_run_writes_is_declared(written):
         assert set(summary["final"]) == set(summary["best"]) == {key for key, _ in f.SUMMARY_FIGURES}
     every_row_key = {key for rows, _ in written.values() for row in rows for key in row}
     assert {f.CLIENT_DP_EPSILON, "epsilon_max", f.setting_acc("missing-class", True)} <= every_row_key
+    assert {f.CLUSTERS, f.CLUSTER_SPLITS} <= every_row_key and {f.CLUSTERS, f.CLUSTER_SPLITS} <= set(written["gcfl"][1])
 
 
 # Row and summary figures, and the benches' (the attack, privacy and scale benches' records called

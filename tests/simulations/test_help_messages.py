@@ -111,6 +111,25 @@ def test_run_log_is_plain_and_appended(tmp_path):
     assert "after the run" not in (tmp_path / "run.log").read_text()
 
 
+def test_run_log_keeps_the_records_of_stamen_loggers_once_where_flowers_go(tmp_path):
+    logger, flower = logging.getLogger("stamen.server.some_part"), logging.getLogger("flwr")
+    console = io.StringIO()  # stands for Flower's console handler
+    flower.addHandler(shown := logging.StreamHandler(console))
+    try:
+        assert logging.getLogger("stamen").level == logging.NOTSET
+        with run_log(tmp_path):
+            logger.info("an info line of a stamen module")
+            flower.warning("a flower line")
+        logger.warning("after the run")
+    finally:
+        flower.removeHandler(shown)
+    text = (tmp_path / "run.log").read_text()
+    assert text.count("an info line of a stamen module") == 1 and "a flower line" in text
+    assert console.getvalue().count("an info line of a stamen module") == 1
+    assert "after the run" not in text and logging.getLogger("stamen").level == logging.NOTSET
+    assert logging.getLogger("stamen").propagate and not logging.getLogger("stamen").handlers
+
+
 def test_an_in_process_verbose_run_keeps_its_run_log(tmp_path, capsys):
     config = f"num-server-rounds=1 csbm-nodes=300 output-dir='{tmp_path}' run-name='v'"
     assert main(["run", "--engine", "inprocess", "--verbose", "--clients", "3", "-c", config]) == 0
