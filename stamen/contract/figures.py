@@ -192,10 +192,13 @@ def headline(part: dict[str, Any], kind: str = "test") -> Any:
     """A run's headline ``kind`` accuracy in ``part`` (a row, or a summary's final/best part): the global
     model's where there is one, else the clients' models'; a link-prediction run's AUC likewise; None when
     none is there."""
-    for key in headline_keys(kind):
-        if part.get(key) is not None:
-            return part[key]
-    return None
+    key = headline_key(part, kind)
+    return None if key is None else part[key]
+
+
+def headline_key(part: dict[str, Any], kind: str = "test") -> str | None:
+    """The name of the figure :func:`headline` reads from ``part`` (``global_test_acc``), None when none is there."""
+    return next((key for key in headline_keys(kind) if part.get(key) is not None), None)
 
 
 def headline_keys(kind: str = "test") -> tuple[str, ...]:
