@@ -96,6 +96,10 @@ SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     ("new_client_acc", "client new-client accuracy"),
     *LINK_FIGURES,
 )
+# The summary figures a task produces (its spec's ``figures``, :mod:`stamen.contract.tasks`): a summary's final
+# and best parts hold these (less the evaluation settings the run did not turn on), never another task's.
+ACCURACY_FIGURES: tuple[str, ...] = tuple(key for key, _ in SUMMARY_FIGURES if key not in dict(LINK_FIGURES))
+LINK_TASK_FIGURES: tuple[str, ...] = (TRAIN_LOSS, *dict(LINK_FIGURES))
 
 # The row keys that are wall times (seconds), not figures of the model: trackers keep them apart.
 ROW_TIMINGS: dict[str, str] = {
@@ -155,9 +159,9 @@ SUMMARY_KEYS: dict[str, str] = {
     "rounds": "rounds trained",
     "clients": "clients in the last round",
     "devices": "the devices the clients trained on",
-    "final": "SUMMARY_FIGURES at the last round",
+    "final": "the task's SUMMARY_FIGURES at the last round",
     "best_round": "the round of best validation accuracy (link prediction: AUC; the global model's where there is one)",
-    "best": "SUMMARY_FIGURES at best_round",
+    "best": "the task's SUMMARY_FIGURES at best_round",
     "max_test_acc": "the highest headline test accuracy of any round (for reference, never for selection)",
     "wall_seconds": "the server loop's wall time",
     "total_wall_seconds": "the run's wall time from its engine's start (engine start-up included: the SuperLink and "

@@ -29,7 +29,7 @@ from stamen.contract.figures import (
 )
 from stamen.contract.protocol import SETTINGS
 from stamen.contract.run_config import RunConfig
-from stamen.contract.tasks import LINK_PREDICTION, examples
+from stamen.contract.tasks import LINK_PREDICTION, TASKS, examples
 from stamen.graphs.names import client_datasets, is_dataset_list
 from stamen.server.curves import curves_svg
 from stamen.server.loop import FailureCategory, Row
@@ -41,6 +41,8 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
 
     The best round is chosen on validation accuracy (the global model's when there is
     one, else the local models'; a link-prediction run's: validation AUC), never on test figures.
+    The final and best parts hold the figures of the run's task (:func:`summary_figures`), and any
+    other figure the rows hold.
     """
     selector = next((key for key in headline_keys("val") if any(key in r for r in rows)), VAL_ACC)
     candidates = [r for r in rows if _is_figure(r.get(selector))]
@@ -52,6 +54,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     tested = [headline(r) for r in rows]
     train_max = [r["client_train_seconds_max"] for r in trained]
     train_sum = [r.get("client_train_seconds_sum", 0.0) for r in trained]
+    kept = summary_figures(config, final, best)
     summary = {
         "task": config.task,
         "algorithm": config.algorithm,
@@ -61,9 +64,9 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "clients": trained[-1]["clients"] if trained else 0,
         "devices": sorted({d for r in trained for d in r.get("devices", [])}),
         **process_figures(trained),
-        "final": {key: final.get(key) for key, _ in SUMMARY_FIGURES},
+        "final": {key: final.get(key) for key in kept},
         "best_round": best.get("round"),
-        "best": {key: best.get(key) for key, _ in SUMMARY_FIGURES},
+        "best": {key: best.get(key) for key in kept},
         "max_test_acc": max((a for a in tested if _is_figure(a)), default=None),
         "wall_seconds": wall_seconds,
         "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
@@ -83,6 +86,15 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
     return summary
+
+
+def summary_figures(config: RunConfig, *parts: Row) -> list[str]:
+    """The figures a summary's final and best parts hold, in :data:`SUMMARY_FIGURES`' order: those of the run's
+    task (its spec's ``figures``) but an evaluation setting's the run did not turn on, and any other figure one
+    of ``parts`` (rows) holds. Another task's figures, which no row of this run has, are left out."""
+    off = {setting_acc(s, g) for s in SETTINGS if s not in settings_on(config) for g in (True, False)}
+    task = set(TASKS[config.task].figures) - off
+    return [key for key, _ in SUMMARY_FIGURES if key in task or any(part.get(key) is not None for part in parts)]
 
 
 def settings_on(config: RunConfig) -> list[str]:

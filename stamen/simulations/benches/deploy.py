@@ -121,7 +121,7 @@ def _measure(args: argparse.Namespace, nodes: int, out: Path, job: dict[str, Any
         "actors": (actors := max(1, min(nodes, os.cpu_count() or 1))),
         "per_round": per_round_breakdown(_rows(Path(summary["run_dir"])), actors),
         "peak_memory_gb": summary["peak_memory_gb"],
-        FINAL_TEST_ACC: summary["final"][GLOBAL_TEST_ACC],
+        FINAL_TEST_ACC: summary["final"].get(GLOBAL_TEST_ACC),
     }
 
     clientapps = args.clientapps
@@ -159,7 +159,7 @@ def _measure(args: argparse.Namespace, nodes: int, out: Path, job: dict[str, Any
         "actors": nodes,  # one ClientApp process per node at a time
         "per_round": per_round_breakdown(_rows(run_dir), nodes),
         "peak_memory_gb": memory.peak_gb,
-        FINAL_TEST_ACC: json.loads((run_dir / "summary.json").read_text())["final"][GLOBAL_TEST_ACC],
+        FINAL_TEST_ACC: json.loads((run_dir / "summary.json").read_text())["final"].get(GLOBAL_TEST_ACC),
     }
     print("[bench deploy] timing fresh ClientApp imports ...", flush=True)
     return {
