@@ -174,6 +174,8 @@ SUMMARY_KEYS: dict[str, str] = {
     "fairness": "the spread of the final model's test accuracy over clients (each client on its own test nodes)",
     "settings": "the evaluation settings besides the seen graph that the run turned on (unseen-node, ...)",
     "privacy": "the privacy spent",
+    "hits_at_k": "link prediction: K of the Hits@K figures (*_hits, shown as hits@K), and those not computable at "
+    "the last round (no client held K non-edges of the set), with why",
     "peak_memory_gb": "peak resident memory of the run's processes on the command's machine",
     "client_nodes": "the hosts (Ray nodes on a Ray cluster) whose processes answered the clients' messages",
     "client_processes": "how many processes answered the clients' messages, on every node",

@@ -20,11 +20,13 @@ from flwr.app import ArrayRecord
 from stamen.contract.figures import (
     CLIENT_DP_EPSILON,
     FINAL_TEST_ACC,
+    LINK_SETS,
     SUMMARY_FIGURES,
     TEST_ACC,
     VAL_ACC,
     headline,
     headline_keys,
+    link_figure,
     setting_acc,
 )
 from stamen.contract.protocol import SETTINGS
@@ -85,7 +87,29 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         summary["client_datasets"] = {str(pid): held[pid] for pid in reported}
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
+    if config.task == LINK_PREDICTION:
+        summary["hits_at_k"] = hits_at_k_note(summary["final"], config.hits_k)
     return summary
+
+
+def hits_at_k_note(final: dict[str, Any], k: int) -> dict[str, Any]:
+    """What a link-prediction run's Hits@K figures (``*_hits``) are: K, and the figures that are not computable at
+    the last round (an edge set scored, by its AUC, but no client held K non-edges of it), with why."""
+    note: dict[str, Any] = {"k": k, "figure": f"hits@{k}"}
+    missing = [
+        link_figure(edges, "hits", model)
+        for model in (True, False)
+        for edges in LINK_SETS
+        if final.get(link_figure(edges, "hits", model)) is None
+        and _is_figure(final.get(link_figure(edges, "auc", model)))
+    ]
+    if missing:
+        note["not_computable"] = missing
+        note["reason"] = (
+            f"no client held {k} non-edges of the set: Hits@{k} counts the edges scored above the non-edge ranked {k}, "
+            f"and there is none (a smaller hits-k, or more edges per client, gives the figure)"
+        )
+    return note
 
 
 def summary_figures(config: RunConfig, *parts: Row) -> list[str]:
@@ -220,9 +244,12 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     def fmt(value: Any) -> str:
         return _shown(value, ".4f")
 
+    k = (summary.get("hits_at_k") or {}).get("k")
     rows = [
         (
-            figure_label(key, label, examples(summary.get("task"))),
+            figure_label(
+                key, label if k is None else label.replace("Hits@K", f"Hits@{k}"), examples(summary.get("task"))
+            ),
             fmt(summary["final"].get(key)),
             fmt(summary["best"].get(key)),
         )
@@ -260,6 +287,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"unlearning: {unlearning['request']} by {unlearning['method_used']} in {unlearning['seconds']:.1f} s"
             + (f"; {figures}" if figures else "")
         )
+    hits = summary.get("hits_at_k") or {}
+    if hits.get("not_computable"):
+        lines.append(f"Hits@{hits['k']} not computable for {', '.join(hits['not_computable'])}: {hits['reason']}")
     fair = summary.get("fairness")
     if fair:
         label = dict(SUMMARY_FIGURES).get(fair["figure"], fair["figure"])

@@ -52,3 +52,18 @@ def test_an_earlier_summary_with_every_tasks_keys_still_shows_the_same_table():
     assert len(earlier["final"]) > len(summary["final"])
     assert outputs.summary_table(earlier) == outputs.summary_table(summary)
     assert outputs.summary_lines(earlier) == outputs.summary_lines(summary)
+
+
+def test_hits_at_k_without_k_non_edges_is_not_computable_and_the_table_names_k():
+    rows = _rows(global_test_auc=0.9, global_val_auc=0.8, global_test_hits=0.25)  # no client held K val non-edges
+    summary = outputs.summarize(rows, 1.0, RunConfig(task="link-prediction", hits_k=7))
+    note = summary["hits_at_k"]
+    assert note["k"] == 7 and note["figure"] == "hits@7" and note["not_computable"] == ["global_val_hits"]
+    assert summary["final"]["global_val_hits"] is None  # never 1
+    labels = [label for label, _, _ in outputs.summary_table(summary)]
+    assert "global test Hits@7" in labels and not any("Hits@K" in label for label in labels)
+    (line,) = [line for line in outputs.summary_lines(summary) if "Hits@7" in line]
+    assert line.startswith("Hits@7 not computable for global_val_hits: no client held 7 non-edges")
+    every = outputs.summarize(_rows(global_val_auc=0.8, global_val_hits=0.5), 1.0, RunConfig(task="link-prediction"))
+    assert every["hits_at_k"] == {"k": 50, "figure": "hits@50"}
+    assert "hits_at_k" not in outputs.summarize(_rows(global_val_acc=0.5), 1.0, RunConfig())
