@@ -78,8 +78,8 @@ def client_import_seconds(samples: int) -> float:
 
 def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
     """One comparison per node count, a unit each: a simulation and a deployment measured side by side in one
-    session, on one state of the machine (split into two units, a resumed comparison would set runs of two
-    sessions side by side), and the deployment's folder is cleared at its start."""
+    command, on one state of the machine (split into two units, a resumed comparison would set runs of two
+    commands side by side), and the deployment's folder is cleared at its start."""
     counts = int_list(str(args.nodes), "--clients")
     keys = ["comparison" if len(counts) == 1 else f"{n} nodes" for n in counts]
     units.begin(keys)
