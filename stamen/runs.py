@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
+from stamen.contract.figures import headline_key
 from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.tables import data_frame
 
@@ -21,9 +22,13 @@ if TYPE_CHECKING:
     import pandas
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Run:
     """A run folder's records, as read once.
+
+    Its ``repr`` is one line: the folder, the status, the rounds trained and the headline test figure
+    (:func:`stamen.contract.figures.headline`) at the last round, e.g.
+    ``Run('runs/csbm-fedavg', finished, 20 rounds, global_test_acc=0.8040)``.
 
     Attributes:
         dir: the run directory.
@@ -40,6 +45,16 @@ class Run:
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
 
+    def __repr__(self) -> str:
+        status = self.status.value if self.status is not None else "status unknown"
+        trained = self.summary.get("rounds")
+        if trained is None:  # no summary yet (an interrupted or running run): the rows trained so far
+            trained = sum(1 for row in self.rows if "seconds" in row)
+        last = self.summary.get("final") or (self.rows[-1] if self.rows else {})
+        key = headline_key(last)
+        figure = "" if key is None else f", {key}={_figure_text(last[key])}"
+        return f"Run({_path_text(self.dir)!r}, {status}, {trained} round{'' if trained == 1 else 's'}{figure})"
+
     @property
     def degraded(self) -> bool:
         """The run finished without some of its clients (``stamen run``'s exit 3)."""
@@ -48,6 +63,20 @@ class Run:
     def to_pandas(self) -> pandas.DataFrame:
         """The rows as a DataFrame, one row per round (needs pandas: ``pip install 'stamen[pandas]'``)."""
         return data_frame(self.rows, "Run.to_pandas")
+
+
+def _figure_text(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _path_text(path: Path | None) -> str:
+    """``path`` relative to the working directory where it lies below it, else as it is."""
+    if path is None:
+        return "None"
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except (ValueError, OSError):  # elsewhere, or no working directory left
+        return str(path)
 
 
 def load(run_dir: str | os.PathLike[str]) -> Run:

@@ -98,6 +98,10 @@ SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     ("new_client_acc", "client new-client accuracy"),
     *LINK_FIGURES,
 )
+# The summary figures a task produces (its spec's ``figures``, :mod:`stamen.contract.tasks`): a summary's final
+# and best parts hold these (less the evaluation settings the run did not turn on), never another task's.
+ACCURACY_FIGURES: tuple[str, ...] = tuple(key for key, _ in SUMMARY_FIGURES if key not in dict(LINK_FIGURES))
+LINK_TASK_FIGURES: tuple[str, ...] = (TRAIN_LOSS, *dict(LINK_FIGURES))
 
 # The row keys that are wall times (seconds), not figures of the model: trackers keep them apart.
 ROW_TIMINGS: dict[str, str] = {
@@ -160,9 +164,9 @@ SUMMARY_KEYS: dict[str, str] = {
     "rounds": "rounds trained",
     "clients": "clients in the last round",
     "devices": "the devices the clients trained on",
-    "final": "SUMMARY_FIGURES at the last round",
+    "final": "the task's SUMMARY_FIGURES at the last round",
     "best_round": "the round of best validation accuracy (link prediction: AUC; the global model's where there is one)",
-    "best": "SUMMARY_FIGURES at best_round",
+    "best": "the task's SUMMARY_FIGURES at best_round",
     "max_test_acc": "the highest headline test accuracy of any round (for reference, never for selection)",
     "wall_seconds": "the server loop's wall time",
     "total_wall_seconds": "the run's wall time from its engine's start (engine start-up included: the SuperLink and "
@@ -175,6 +179,8 @@ SUMMARY_KEYS: dict[str, str] = {
     "fairness": "the spread of the final model's test accuracy over clients (each client on its own test nodes)",
     "settings": "the evaluation settings besides the seen graph that the run turned on (unseen-node, ...)",
     "privacy": "the privacy spent",
+    "hits_at_k": "link prediction: K of the Hits@K figures (*_hits, shown as hits@K), and those not computable at "
+    "the last round (no client held K non-edges of the set), with why",
     "peak_memory_gb": "peak resident memory of the run's processes on the command's machine",
     "client_nodes": "the hosts (Ray nodes on a Ray cluster) whose processes answered the clients' messages",
     "client_processes": "how many processes answered the clients' messages, on every node",
@@ -199,10 +205,13 @@ def headline(part: dict[str, Any], kind: str = "test") -> Any:
     """A run's headline ``kind`` accuracy in ``part`` (a row, or a summary's final/best part): the global
     model's where there is one, else the clients' models'; a link-prediction run's AUC likewise; None when
     none is there."""
-    for key in headline_keys(kind):
-        if part.get(key) is not None:
-            return part[key]
-    return None
+    key = headline_key(part, kind)
+    return None if key is None else part[key]
+
+
+def headline_key(part: dict[str, Any], kind: str = "test") -> str | None:
+    """The name of the figure :func:`headline` reads from ``part`` (``global_test_acc``), None when none is there."""
+    return next((key for key in headline_keys(kind) if part.get(key) is not None), None)
 
 
 def headline_keys(kind: str = "test") -> tuple[str, ...]:

@@ -351,7 +351,12 @@ class RunConfig:
         0.05, "share of each client's edges held out for validation", bound=within(0, 1, "()")
     )
     link_test_frac: float = LINK.key(0.1, "share of each client's edges held out for test", bound=within(0, 1, "()"))
-    hits_k: int = LINK.key(50, "K of Hits@K: share of positive edges scored above the K-th best non-edge", bound=ge(1))
+    hits_k: int = LINK.key(
+        50,
+        "K of Hits@K: share of positive edges scored above the K-th best non-edge (none for a client with fewer "
+        "than K non-edges: not computable)",
+        bound=ge(1),
+    )
     graph_batch_size: int = GRAPHS.key(32, "graphs per mini-batch of a client's local step", bound=ge(1))
     gcfl_eps1: float = GRAPH_FL.key(
         0.05, "gcfl: a cluster splits only when the norm of its clients' mean update is below it", bound=ge(0)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from stamen.contract.algorithms import ALGORITHMS, GRAPH_FL_TASK
+from stamen.contract.figures import ACCURACY_FIGURES, LINK_TASK_FIGURES
 from stamen.contract.suggest import one_of
 from stamen.graphs.names import CROSS_DATASET, GRAPH_SET_PARTITIONERS, GRAPH_SETS, cross_dataset_problem, is_graph_set
 from stamen.models.names import GRAPH_MODELS, MODELS
@@ -78,6 +79,8 @@ class TaskSpec:
         examples: what a client's examples are, in words (``nodes``, ``edges``, ``graphs``): what its
             figures are pooled over, as the run's table and lines say.
         fixed: run-config keys whose default value it needs, each with why.
+        figures: the summary figures it produces (:data:`stamen.contract.figures.SUMMARY_FIGURES`' keys): a
+            summary's final and best parts hold these alone.
         unavailable: non-empty: the task is declared but refused, with this reason.
     """
 
@@ -94,6 +97,7 @@ class TaskSpec:
     graph_sets: bool = False
     examples: str = "nodes"
     fixed: tuple[tuple[str, str], ...] = ()
+    figures: tuple[str, ...] = ACCURACY_FIGURES
     unavailable: str = ""
 
 
@@ -128,6 +132,7 @@ TASKS: dict[str, TaskSpec] = {
             "generated neighbours), not an edge scorer",
             privacy=("none", "client-dp"),
             examples="edges",
+            figures=LINK_TASK_FIGURES,
             privacy_refused="DP-SGD clips per-record gradients, and an edge is no record here: it is both a "
             "training label and a message path of the encoder, so one edge moves the gradients of every edge "
             "near its endpoints",

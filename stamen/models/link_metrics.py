@@ -11,7 +11,9 @@ With positive scores :math:`s^+_1..s^+_P` (edges) and negative ones :math:`s^-_1
   of calling every pair scored :math:`\ge t` an edge (scikit-learn's definition: tied
   scores enter together).
 - **Hits@K** (OGB's ``ogbl`` definition): the share of edges scored strictly above the
-  :math:`K`-th best non-edge; 1 when there are fewer than :math:`K` non-edges.
+  :math:`K`-th best non-edge. With fewer than :math:`K` non-edges there is no :math:`K`-th
+  best one, and the figure is ``None`` (not computable): OGB's evaluator returns 1 there, a figure every
+  model reaches, which Stamen never reports.
 
 A figure of an empty side (no edges or no non-edges) is ``None``: there is nothing to rank.
 """
@@ -74,9 +76,10 @@ def average_precision(positive: np.ndarray, negative: np.ndarray) -> float:
     return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
 
 
-def hits_at_k(positive: np.ndarray, negative: np.ndarray, k: int) -> float:
-    """Share of ``positive`` strictly above the ``k``-th highest of ``negative`` (1 when fewer than ``k``)."""
+def hits_at_k(positive: np.ndarray, negative: np.ndarray, k: int) -> float | None:
+    """Share of ``positive`` strictly above the ``k``-th highest of ``negative`` (None when there are fewer than
+    ``k``: not computable)."""
     if negative.size < k:
-        return 1.0
+        return None
     threshold = np.partition(negative, negative.size - k)[negative.size - k]
     return float(np.mean(positive > threshold))

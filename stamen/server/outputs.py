@@ -22,16 +22,18 @@ from stamen.contract.figures import (
     CLUSTER_SPLITS,
     CLUSTERS,
     FINAL_TEST_ACC,
+    LINK_SETS,
     SUMMARY_FIGURES,
     TEST_ACC,
     VAL_ACC,
     headline,
     headline_keys,
+    link_figure,
     setting_acc,
 )
 from stamen.contract.protocol import SETTINGS
 from stamen.contract.run_config import RunConfig
-from stamen.contract.tasks import LINK_PREDICTION, examples
+from stamen.contract.tasks import LINK_PREDICTION, TASKS, examples
 from stamen.graphs.names import client_datasets, is_dataset_list
 from stamen.server.curves import curves_svg
 from stamen.server.loop import FailureCategory, Row
@@ -43,6 +45,8 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
 
     The best round is chosen on validation accuracy (the global model's when there is
     one, else the local models'; a link-prediction run's: validation AUC), never on test figures.
+    The final and best parts hold the figures of the run's task (:func:`summary_figures`), and any
+    other figure the rows hold.
     """
     selector = next((key for key in headline_keys("val") if any(key in r for r in rows)), VAL_ACC)
     candidates = [r for r in rows if _is_figure(r.get(selector))]
@@ -54,6 +58,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     tested = [headline(r) for r in rows]
     train_max = [r["client_train_seconds_max"] for r in trained]
     train_sum = [r.get("client_train_seconds_sum", 0.0) for r in trained]
+    kept = summary_figures(config, final, best)
     summary = {
         "task": config.task,
         "algorithm": config.algorithm,
@@ -63,9 +68,9 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         "clients": trained[-1]["clients"] if trained else 0,
         "devices": sorted({d for r in trained for d in r.get("devices", [])}),
         **process_figures(trained),
-        "final": {key: final.get(key) for key, _ in SUMMARY_FIGURES},
+        "final": {key: final.get(key) for key in kept},
         "best_round": best.get("round"),
-        "best": {key: best.get(key) for key, _ in SUMMARY_FIGURES},
+        "best": {key: best.get(key) for key in kept},
         "max_test_acc": max((a for a in tested if _is_figure(a)), default=None),
         "wall_seconds": wall_seconds,
         "seconds_per_round": sum(seconds) / len(seconds) if seconds else None,
@@ -84,6 +89,8 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         summary["client_datasets"] = {str(pid): held[pid] for pid in reported}
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
+    if config.task == LINK_PREDICTION:
+        summary["hits_at_k"] = hits_at_k_note(summary["final"], config.hits_k)
     summary.update(cluster_summary(rows))
     return summary
 
@@ -95,6 +102,35 @@ def cluster_summary(rows: list[Row]) -> dict[str, Any]:
     if not clustered:
         return {}
     return {CLUSTERS: clustered[-1][CLUSTERS], CLUSTER_SPLITS: [s for row in rows for s in row.get(CLUSTER_SPLITS, [])]}
+
+
+def hits_at_k_note(final: dict[str, Any], k: int) -> dict[str, Any]:
+    """What a link-prediction run's Hits@K figures (``*_hits``) are: K, and the figures that are not computable at
+    the last round (an edge set scored, by its AUC, but no client held K non-edges of it), with why."""
+    note: dict[str, Any] = {"k": k, "figure": f"hits@{k}"}
+    missing = [
+        link_figure(edges, "hits", model)
+        for model in (True, False)
+        for edges in LINK_SETS
+        if final.get(link_figure(edges, "hits", model)) is None
+        and _is_figure(final.get(link_figure(edges, "auc", model)))
+    ]
+    if missing:
+        note["not_computable"] = missing
+        note["reason"] = (
+            f"no client held {k} non-edges of the set: Hits@{k} counts the edges scored above the non-edge ranked {k}, "
+            f"and there is none (a smaller hits-k, or more edges per client, gives the figure)"
+        )
+    return note
+
+
+def summary_figures(config: RunConfig, *parts: Row) -> list[str]:
+    """The figures a summary's final and best parts hold, in :data:`SUMMARY_FIGURES`' order: those of the run's
+    task (its spec's ``figures``) but an evaluation setting's the run did not turn on, and any other figure one
+    of ``parts`` (rows) holds. Another task's figures, which no row of this run has, are left out."""
+    off = {setting_acc(s, g) for s in SETTINGS if s not in settings_on(config) for g in (True, False)}
+    task = set(TASKS[config.task].figures) - off
+    return [key for key, _ in SUMMARY_FIGURES if key in task or any(part.get(key) is not None for part in parts)]
 
 
 def settings_on(config: RunConfig) -> list[str]:
@@ -220,9 +256,12 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
     def fmt(value: Any) -> str:
         return _shown(value, ".4f")
 
+    k = (summary.get("hits_at_k") or {}).get("k")
     rows = [
         (
-            figure_label(key, label, examples(summary.get("task"))),
+            figure_label(
+                key, label if k is None else label.replace("Hits@K", f"Hits@{k}"), examples(summary.get("task"))
+            ),
             fmt(summary["final"].get(key)),
             fmt(summary["best"].get(key)),
         )
@@ -260,6 +299,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"unlearning: {unlearning['request']} by {unlearning['method_used']} in {unlearning['seconds']:.1f} s"
             + (f"; {figures}" if figures else "")
         )
+    hits = summary.get("hits_at_k") or {}
+    if hits.get("not_computable"):
+        lines.append(f"Hits@{hits['k']} not computable for {', '.join(hits['not_computable'])}: {hits['reason']}")
     fair = summary.get("fairness")
     if fair:
         label = dict(SUMMARY_FIGURES).get(fair["figure"], fair["figure"])

@@ -162,7 +162,7 @@ class UnitJournal:
     # ------------------------------------------------------------------ writing
     def _write(self, data: bytes) -> None:
         fresh = False
-        if self._fd is None:  # the first unit of this session: open the file, a new one with its header
+        if self._fd is None:  # the first unit this process writes: open the file, a new one with its header
             fresh = not self.path.exists()
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
             if fresh:

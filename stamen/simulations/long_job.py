@@ -32,7 +32,7 @@ class LongJob:
         self.screen = screen
         self.command = command
         self.total: int | None = None
-        self.ran = 0  # units run (not read back) in this session
+        self.ran = 0  # units run (not read back) by this process
 
     def begin(self, keys: list[str]) -> None:
         """The job's units, by key (unique); those the journal holds count as done from the start."""

@@ -1,8 +1,8 @@
 """What a long job of units shows on stderr while it works: units finished of all, time left.
 
 On a terminal, one rich bar: the units finished of all (those kept from the journal count
-from the start), the time elapsed and the time left (estimated from the units run in this
-session). Elsewhere (a log, a pipe) one line per finished unit, with the same count and
+from the start), the time elapsed and the time left (estimated from the units this process
+ran). Elsewhere (a log, a pipe) one line per finished unit, with the same count and
 estimate, so a log holds each line once.
 """
 

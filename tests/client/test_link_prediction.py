@@ -38,12 +38,21 @@ def test_rows_hold_the_link_figures_pooled_by_edges(fedavg_rows):
     last = fedavg_rows[-1]
     assert f.GLOBAL_TEST_ACC not in last and f.TEST_ACC not in last
     for key, _ in f.LINK_FIGURES:
-        assert 0.0 <= last[key] <= 1.0, key
+        if key.endswith(("val_hits", "test_hits")):  # hits-k 50: no client of 100 nodes holds 50 such non-edges
+            assert key not in last and key not in last["per_client"]["0"], key
+        else:
+            assert 0.0 <= last[key] <= 1.0, key
     # the pooled figure is the clients' figures weighted by their test edges: within their range
     clients = [c[f.GLOBAL_TEST_AUC] for c in last["per_client"].values()]
     assert len(clients) == 3 and min(clients) <= last[f.GLOBAL_TEST_AUC] <= max(clients)
     # the last client (highest partition id) is assigned no cut edge: no cut figure of its own
     assert f.link_figure("cut", "auc", True) not in last["per_client"]["2"]
+
+
+def test_hits_at_k_is_there_where_the_clients_hold_k_non_edges():
+    last = _rows(**{"num-server-rounds": 1, "hits-k": 3})[-1]
+    for key in (f.link_figure(edges, "hits", model) for edges in f.LINK_SETS for model in (True, False)):
+        assert 0.0 <= last[key] <= 1.0, key
 
 
 @pytest.mark.parametrize(

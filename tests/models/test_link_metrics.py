@@ -43,7 +43,9 @@ def test_hits_at_k_counts_edges_above_the_kth_non_edge():
     pos = np.array([0.8, 0.6, 0.95, 0.2])
     assert hits_at_k(pos, neg, 2) == pytest.approx(2 / 4)  # 2nd best non-edge 0.7: 0.8 and 0.95 above
     assert hits_at_k(pos, neg, 1) == pytest.approx(1 / 4)
-    assert hits_at_k(pos, neg, 6) == 1.0  # fewer non-edges than K: OGB's convention
+    assert hits_at_k(pos, neg, 4) == pytest.approx(3 / 4)  # 4th best non-edge 0.3: all but 0.2 above
+    assert hits_at_k(pos, neg, 6) is None  # fewer non-edges than K: not computable, never 1
+    assert link_figures(pos, neg, 6).hits is None and link_figures(pos, neg, 6).auc is not None
 
 
 def test_no_edges_no_figure():

@@ -1,4 +1,4 @@
-"""Figures that say what they measure (issue 33 item 6): distinct tick labels, the best round inside the
+"""Figures that say what they measure: distinct tick labels, the best round inside the
 plot box, titles naming the run's algorithm, model, dataset, privacy and seed, and a summary that names how
 each accuracy pools and shows only the evaluation settings the run turned on."""
 

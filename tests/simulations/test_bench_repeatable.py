@@ -2,7 +2,7 @@
 
 The client-level DP noise comes from NumPy's global generator and the client sampling from
 Python's ``random``; a bench that did not seed them reported figures that depended on what
-the process had drawn before (issue 31: the privacy bench's client-DP figures).
+the process had drawn before (the privacy bench's client-DP figures).
 """
 
 import random

@@ -4,6 +4,7 @@ Tiny federations on the in-process engine: 300 nodes, 3 clients, 3 rounds.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,8 @@ def test_run_gives_the_rows_the_command_gives_and_load_reads_them_back(tmp_path,
     assert [row["round"] for row in run.rows] == [0, 1, 2, 3] and run.rows == _rows(run.dir)
     assert run.summary["rounds"] == 3 and run.summary["total_wall_seconds"] > 0
     assert stamen.load(run.dir) == run  # the same records, read again; nothing written
+    figure = run.summary["final"]["global_test_acc"]
+    assert repr(run) == f"Run('api/a', finished, 3 rounds, global_test_acc={figure:.4f})"
     assert run.summary["provenance"]["command"].startswith("stamen.run({'csbm-nodes': 300")  # who started it
     code = cli(["run", "--engine", "inprocess", "--quiet", "--clients", "3", "-c", TINY_ITEM])
     assert code == 0
@@ -50,6 +53,24 @@ def test_snake_case_keys_a_toml_file_and_overrides_later_win(tmp_path, same_figu
     assert run.config["lr"] == 0.05 and run.config["num-server-rounds"] == 2 and len(run.rows) == 3
     twin = stamen.run({"csbm_nodes": 300, "num_server_rounds": 2, "lr": 0.05}, clients=3, run_name="dict")
     same_figures(run.rows, twin.rows, "rows")
+
+
+def test_repr_is_one_short_line_of_status_rounds_and_headline_figure(tmp_path):
+    rows = [{"round": r, "seconds": 0.1, "per_client": {str(c): {"x": 1.0} for c in range(50)}} for r in range(20)]
+    config = {f"key-{i}": i for i in range(200)}
+    finished = stamen.Run(
+        tmp_path / "runs" / "csbm", config, stamen.RunStatus.FINISHED, rows, {"rounds": 20, "final": {"test_acc": 0.5}}
+    )
+    assert repr(finished) == "Run('runs/csbm', finished, 20 rounds, test_acc=0.5000)"  # the clients' models'
+    link = {"rounds": 1, "final": {"global_test_acc": None, "global_test_auc": 0.91, "test_auc": 0.8}}
+    elsewhere = Path("/") / "elsewhere" / "lp"
+    assert repr(stamen.Run(elsewhere, config, None, rows, link)) == (
+        f"Run({str(elsewhere)!r}, status unknown, 1 round, global_test_auc=0.9100)"
+    )
+    cut = [*rows[:3], {"round": 3, "global_test_acc": 0.25}]  # interrupted: no summary, the rows so far
+    interrupted = stamen.Run(tmp_path / "r", config, stamen.RunStatus.INTERRUPTED, cut, {})
+    assert repr(interrupted) == "Run('r', interrupted, 3 rounds, global_test_acc=0.2500)"
+    assert repr(stamen.Run(tmp_path / "r", {}, stamen.RunStatus.RUNNING, [], {})) == "Run('r', running, 0 rounds)"
 
 
 def test_to_pandas_has_a_row_per_round_and_a_column_per_key(tmp_path):

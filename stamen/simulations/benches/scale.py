@@ -86,7 +86,7 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
         client_seconds_per_round=mean(r["client_handler_seconds_sum"] for r in later),
         overhead_per_round=mean(r["exchange_seconds"] - r["client_handler_seconds_sum"] / actors for r in later),
         peak_memory_gb=summary["peak_memory_gb"],
-        **{FINAL_TEST_ACC: summary["final"][GLOBAL_TEST_ACC]},
+        **{FINAL_TEST_ACC: summary["final"].get(GLOBAL_TEST_ACC)},
     )
     return entry
 

@@ -1,4 +1,4 @@
-"""``stamen bench sim``: the same job on three engines, side by side in one session.
+"""``stamen bench sim``: the same job on three engines, side by side in one command.
 
 Per algorithm and client count: ``stamen run`` on the Flower engine (a real ``flwr
 run``), ``stamen run --engine inprocess`` (the same ServerApp and ClientApp in one

@@ -57,15 +57,15 @@ def kept(task: str, summary: dict[str, Any], rows: list[dict[str, Any]]) -> tupl
     """The figures a run keeps at its best round and at its final round (see the module docstring)."""
     if task != LINK_PREDICTION:
         return (
-            {key: summary["best"][key] for key, _ in ACCURACIES},
-            {key: summary["final"][key] for key, _ in ACCURACIES},
+            {key: summary["best"].get(key) for key, _ in ACCURACIES},
+            {key: summary["final"].get(key) for key, _ in ACCURACIES},
         )
     best_row = next((row for row in rows if row.get("round") == summary["best_round"]), {})
     parts = []
     for part, row in (("best", best_row), ("final", rows[-1] if rows else {})):
         figures: dict[str, Any] = {}
         for key in _link_keys(True) + _link_keys(False):
-            figures[key] = summary[part][key]
+            figures[key] = summary[part].get(key)
             figures[clients_mean(key)] = _clients_mean(row, key)
         parts.append(figures)
     return parts[0], parts[1]

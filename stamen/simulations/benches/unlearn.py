@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
     """One :func:`~stamen.simulations.unlearn_experiment.run_request` per request (a unit); the original models (and
-    their recorded updates) shared across the requests run in one session (trained again after a resume:
+    their recorded updates) shared across the requests one command runs (trained again after a resume:
     the same seeds give the same originals)."""
     from stamen.contract.run_config import RunConfig
     from stamen.simulations.unlearn_experiment import parse_methods, parse_seeds, run_request
