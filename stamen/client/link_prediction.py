@@ -25,6 +25,7 @@ from stamen.client.job import LocalJob
 from stamen.client.tasks import ClientTask
 from stamen.contract import protocol as p
 from stamen.contract.figures import LINK_METRICS
+from stamen.contract.run_config import RunConfig
 from stamen.graphs import FederationSpec, build_federation
 from stamen.graphs.link_splits import CutLinks, LinkSplit, cut_links, split_links
 from stamen.graphs.node_data import load_partition
@@ -77,7 +78,7 @@ class LinkPredictionTask(ClientTask):
         key = (c.seed, job.partition_id, c.link_val_frac, c.link_test_frac, id(job.data))
         cached = _SPLITS.get(key)
         if cached is None or cached[0] is not job.data:  # the data object is held: its id stays its own
-            split = _split(job.data, c.link_val_frac, c.link_test_frac, _seed(c.seed, job.partition_id))
+            split = link_split(job.data, c, job.partition_id)
             cached = _SPLITS[key] = (job.data, split.to(job.device))
         return cached[1]
 
@@ -91,6 +92,11 @@ class LinkPredictionTask(ClientTask):
 
 def _seed(seed: int, partition_id: int) -> int:
     return seed * 100_003 + partition_id + 7_919  # not the node split's seed of the same client
+
+
+def link_split(data: Data, config: RunConfig, partition_id: int) -> LinkSplit:
+    """Client ``partition_id``'s split of its edges ``data`` into training, validation and test edges."""
+    return _split(data, config.link_val_frac, config.link_test_frac, _seed(config.seed, partition_id))
 
 
 def _split(data: Data, val_frac: float, test_frac: float, seed: int) -> LinkSplit:

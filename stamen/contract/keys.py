@@ -11,7 +11,8 @@ key table of docs/reference.md. A key's constraint is at most one of
 - a :class:`Form`: a string's shape, as a predicate with its description.
 
 Every float key must also be finite (:meth:`Key.check`): NaN and infinity meet no range and
-are refused before anything is created (``lr must be a finite number, got nan``).
+are refused before anything is created (``lr must be a finite number, got nan``). Every int key
+must fit a 64-bit integer, the widest that NumPy and PyTorch take, after its own range.
 
 A key whose default is ``None`` is optional: ``of`` names its type, and ``None`` (not given)
 meets every constraint. :mod:`stamen.contract.certify_config` declares the options of
@@ -132,6 +133,8 @@ class Key:
             raise ValueError(f"{self.name} must be a finite number, got {value!r}")
         if self.bound is not None and not self.bound.holds(value):  # type: ignore[arg-type]
             raise ValueError(f"{self.name} must {self.bound.text()}, got {value!r}")
+        if self.kind == "int" and not -(2**63) <= value < 2**63:  # type: ignore[operator]
+            raise ValueError(f"{self.name} must be a 64-bit integer (below 2**63 in size), got {value!r}")
         if self.choices is not None and value not in self.choices:
             raise ValueError(
                 f"unknown {self.name} {value!r}; {self.name} must be one of: {', '.join(self.choices)}"
@@ -191,4 +194,7 @@ def declared_keys(cls: type, prefix: str = "") -> dict[str, Key]:
 
 
 def _number(value: float | None) -> str:
+    """``0.5``, ``1``, ``4294967296``: a whole bound in full (``:g`` would round 2**32 to ``4.29497e+09``)."""
+    if value is not None and float(value).is_integer():
+        return str(int(value))
     return f"{value:g}"

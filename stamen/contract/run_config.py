@@ -39,6 +39,7 @@ PRIVACY = {
     "client-dp": "client-level DP: Flower's DP strategy wrappers clip and noise each client's update",
 }
 CLIPPINGS = ("server-fixed", "client-fixed", "server-adaptive", "client-adaptive")
+MAX_ROUNDS = 10_000_000  # a round takes at least the engine's 0.1 s tick on Flower: beyond a year of rounds
 UNLEARN_METHODS = tuple(UNLEARN_METHOD_SPECS)  # what a federated run can do with unlearn-request
 
 
@@ -140,7 +141,7 @@ class RunConfig:
         choices={n: s.help for n, s in TASKS.items()},
     )
     algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices={n: s.help for n, s in ALGORITHMS.items()})
-    num_server_rounds: int = TRAINING.key(100, "federated rounds", bound=ge(1))
+    num_server_rounds: int = TRAINING.key(100, "federated rounds (at most 10,000,000)", bound=within(1, MAX_ROUNDS))
     dataset: str = DATA.key(
         "csbm", "the graph (csbm: generated from the seed; the others read files, docs/datasets.md)", form=DATASET
     )
@@ -154,13 +155,22 @@ class RunConfig:
         0.2, "per-client random split: validation share (test: the rest)", bound=within(0, 1, "[)")
     )
     new_client: bool = DATA.key(False, "hold out one more partition that never trains (the new-client setting)")
-    seed: int = DATA.key(0, "graph generation, partition, splits, initial model, dropout")
+    seed: int = DATA.key(
+        0,
+        "graph generation, partition, splits, initial model, dropout (0 to 2**32 - 1, NumPy's seeds)",
+        bound=within(0, 2**32, "[)"),
+    )
     csbm_nodes: int = DATA.key(3000, "csbm: nodes", bound=ge(2))
     csbm_classes: int = DATA.key(7, "csbm: classes", bound=ge(2))
     csbm_degree: float = DATA.key(8.0, "csbm: mean degree", bound=gt(0))
     csbm_homophily: float = DATA.key(0.8, "csbm: share of a node's edges within its class", bound=within(0, 1))
     csbm_features: int = DATA.key(64, "csbm: feature dimension", bound=ge(1))
     csbm_signal: float = DATA.key(1.0, "csbm: distance of the class means in feature space", bound=ge(0))
+    size_check: bool = DATA.key(
+        True,
+        "refuse, before any work, a run whose estimated memory exceeds what this machine has available "
+        "(stamen/simulations/size_check.py); false: go on anyway",
+    )
     unseen_node_frac: float = SETTINGS.key(
         0.0,
         "share of each client's nodes held out of training with their edges (unseen node)",

@@ -17,11 +17,15 @@ import dataclasses
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stamen.contract.run_config import RunConfig
 from stamen.contract.suggest import did_you_mean
 from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.simulations.overrides import parse_overrides
+
+if TYPE_CHECKING:
+    from stamen.graphs.federation import Federation
 
 # Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
 # CPUs per client would run one client at a time on a two-core machine).
@@ -159,8 +163,11 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
     if config.data_root and not Path(config.data_root).expanduser().is_dir():
         raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
     from stamen.graphs import build_federation
+    from stamen.simulations.size_check import check_size
 
+    check_size(config)  # before the graph is read or generated
     federation = build_federation(config.federation(num_clients))
+    check_task_data(config, federation)
     if config.unlearn_request:
         from stamen.contract.requests import parse_request
 
@@ -185,3 +192,28 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
     check_attack(config, num_clients)  # malicious ids in range, a benign client left
     server_algorithm(config.algorithm).check_federation(config, num_clients)  # e.g. Krum's 2f+3 clients
     return federation.digest
+
+
+def check_task_data(config: RunConfig, federation: Federation) -> None:
+    """What the run's task needs of the clients' data, before anything is written (ValueError in one line):
+    two classes or more to classify; for link prediction, edges to train on in every client."""
+    from stamen.contract.tasks import LINK_PREDICTION
+
+    if config.task != LINK_PREDICTION:
+        labels = federation.graph.y
+        classes = int(labels.unique().numel()) if labels is not None else 0
+        if classes < 2:
+            raise ValueError(
+                f"dataset {config.dataset!r} has {classes} class{'es' if classes != 1 else ''} of {config.task}; "
+                "classification needs at least two: give a dataset with two classes or more"
+            )
+        return
+    from stamen.client.link_prediction import link_split
+
+    for index, client in enumerate(federation.clients):
+        if link_split(client, config, index).train.size(1) == 0:
+            raise ValueError(
+                f"client {index} has no edges to train link prediction on ({int(client.edge_index.size(1)) // 2} "
+                f"edges, link-val-frac={config.link_val_frac:g}, link-test-frac={config.link_test_frac:g}); "
+                "use fewer clients, a graph with more edges or lower link-val-frac and link-test-frac"
+            )
