@@ -23,6 +23,9 @@ from stamen.simulations.experiment_file import is_experiment_file, run_config_fi
 Config = Mapping[str, Any] | str | os.PathLike[str] | None
 
 
+ARGUMENTS = {"output_dir": "out"}  # the API's arguments that set a run-config key, by the key's attribute
+
+
 def key_name(key: str) -> str:
     """A run-config key as the command writes it: ``num_server_rounds`` -> ``num-server-rounds``."""
     return key.replace("_", "-")
@@ -37,17 +40,22 @@ def toml_value(key: str, value: object) -> str:
     if isinstance(value, numbers.Real):
         return repr(float(value))  # nan, inf and -inf are TOML too
     if isinstance(value, str):
-        return json.dumps(value)  # a TOML basic string: JSON's escapes are TOML's
+        # a TOML basic string: JSON's escapes are TOML's but for surrogate pairs, so characters are kept as they are
+        return json.dumps(value, ensure_ascii=False)
     raise ValueError(f"run config: {key}={value!r} is not a number, true/false or a string")
 
 
 def override_item(values: Mapping[str, Any]) -> str:
     """A mapping of run-config keys as one ``-c`` item: ``lr=0.1 model="sage"``."""
     parts = []
+    spelled: dict[str, str] = {}
     for raw, value in values.items():
         key = key_name(str(raw))
         if not key or any(char.isspace() or char == "=" for char in key):
             raise ValueError(f"run config: {raw!r} is not a run-config key; `stamen config` lists every key")
+        if key in spelled:
+            raise ValueError(f"run config: {key} is given twice, as {spelled[key]!r} and {raw!r}; give it once")
+        spelled[key] = str(raw)
         parts.append(f"{key}={toml_value(key, value)}")
     return " ".join(parts)
 
@@ -69,6 +77,11 @@ def run_config_items(config: Config, overrides: Mapping[str, Any], **fixed: Any)
     if overrides:
         items.append(override_item(overrides))
     given = {key: value for key, value in fixed.items() if value is not None}
+    named = {key_name(str(key)) for key in [*(config if isinstance(config, Mapping) else {}), *overrides]}
+    for key in given:
+        if key_name(key) in named:
+            argument = ARGUMENTS.get(key, key)
+            raise ValueError(f"run config: {key_name(key)} is given twice, as a key and as {argument}=; give it once")
     if given:
         items.append(override_item(given))
     return [item for item in items if item]
@@ -80,6 +93,10 @@ def federation_items(clients: int | None, federation: Mapping[str, Any] | None) 
     if clients is not None:
         if not isinstance(clients, numbers.Integral) or isinstance(clients, bool):
             raise ValueError(f"clients must be a whole number >= 1, got {clients!r}")
+        if federation and "num-supernodes" in {key_name(str(key)) for key in federation}:
+            raise ValueError(
+                "the number of clients is given twice, as clients= and federation's num-supernodes; give it once"
+            )
         items.append(f"num-supernodes={int(clients)}")
     return items
 

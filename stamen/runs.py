@@ -88,6 +88,12 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
     """
     folder = RunDirectory.open(run_dir)
     recorded = folder.status().get("status")
+    known = {member.value for member in RunStatus}
+    if recorded is not None and recorded not in known:
+        raise ValueError(
+            f"{folder.path / 'status.json'} records the status {recorded!r}, not one of {', '.join(sorted(known))}; "
+            "the run directory is damaged"
+        )
     status = RunStatus(recorded) if recorded is not None else None
     has_summary = (folder.path / "summary.json").is_file()
     # a run that did not finish may have been stopped while writing its last row
@@ -125,6 +131,7 @@ def run(
         ValueError: bad input, before anything is written; the message is the line ``stamen run`` prints.
         FileExistsError: the run directory exists (set ``overwrite=True`` or another ``run_name``).
         stamen.simulations.errors.RunFailed: the run started and failed (its status says ``failed``).
+        stamen.simulations.errors.EnvironmentFailed: the machine failed the run (a full disk mid-run).
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
     """
     from stamen.simulations.commands.run import launch

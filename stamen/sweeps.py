@@ -89,10 +89,15 @@ def sweep(
     try:
         if isinstance(grid, str | os.PathLike):
             sets = grid_file(os.fspath(grid))
-        else:
+        elif isinstance(grid, Mapping):
             sets = [(key_name(key), _values(key, values)) for key, values in grid.items()]
             for key, values in sets:
                 check_set(key, values, "grid", f"grid {key}")
+        else:
+            raise ValueError(
+                "grid must be a dict of keys to lists of values, e.g. {'lr': [0.01, 0.05]}, or the path of a TOML "
+                f"file with a [grid] table; got a {type(grid).__name__}"
+            )
         spec = SweepSpec(
             grid=sets,
             seeds=_seeds(seeds),

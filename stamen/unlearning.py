@@ -54,7 +54,11 @@ def unlearn(
     from stamen.simulations.errors import one_line
 
     folder = run.dir if isinstance(run, Run) else Path(os.fspath(run))
-    requests = [request] if isinstance(request, str) else list(request)
+    requests = [request] if isinstance(request, str) else list(request) if isinstance(request, Sequence) else []
+    if not requests or not all(isinstance(item, str) for item in requests):
+        raise ValueError(
+            f"request must be a request or a list of them, e.g. 'client:3', 'nodes:0:0.1', 'class:2'; got {request!r}"
+        )
     method = methods if isinstance(methods, str) else ",".join(methods)
     seed_text = "" if seeds is None else ",".join(str(seed) for seed in seeds)
     command = call_text("stamen.unlearn", str(folder), requests, methods=methods, seeds=seeds)
