@@ -5,17 +5,20 @@ top-level keys as if they were typed as overrides at that place: later ones win.
 ``flwr run --run-config`` reads a ``.toml`` path too, but only alone; Stamen mixes them.
 ``stamen sweep --grid grid.toml`` reads its ``[grid]`` table (:func:`stamen.simulations.sweep.grid_file`).
 
-Every problem with a file (missing, unreadable, not TOML, a value that no run-config key
-can hold) is a ``ValueError`` of one line that names the file and the problem.
+Every problem with a file (missing, unreadable, not a regular file, over :data:`MAX_BYTES`,
+not TOML, empty, a value that no run-config key can hold) is a ``ValueError`` of one line that
+names the file and the problem.
 """
 
 from __future__ import annotations
 
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
 
 SUFFIX = ".toml"
+MAX_BYTES = 1024 * 1024  # an experiment or grid file of settings: a thousand times the largest one written by hand
 
 
 def is_experiment_file(word: str) -> bool:
@@ -27,8 +30,15 @@ def read_toml(path: str) -> dict[str, Any]:
     """The TOML document at ``path`` (``~`` expanded), or a ValueError naming the file and the problem."""
     file = Path(path).expanduser()
     try:
+        if not stat.S_ISREG(file.stat().st_mode):  # a FIFO would block the read, a device never end it
+            if file.is_dir():
+                raise IsADirectoryError
+            raise ValueError(f"{path}: is not a regular file (a device, FIFO or socket); give a TOML file")
         with file.open("rb") as stream:
-            return tomllib.load(stream)
+            text = stream.read(MAX_BYTES + 1)
+        if len(text) > MAX_BYTES:
+            raise ValueError(f"{path}: is larger than {MAX_BYTES // 1024} KiB, too large for a TOML file of settings")
+        return tomllib.loads(text.decode("utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file; give the path of a TOML file of run-config keys") from None
     except IsADirectoryError:
@@ -51,6 +61,8 @@ def run_config_file(path: str) -> dict[str, Any]:
     names them and suggests the closest.
     """
     values = read_toml(path)
+    if not values:
+        raise ValueError(f"{path}: holds no run-config keys; give key = value lines, e.g. lr = 0.05")
     for key, value in values.items():
         if isinstance(value, dict):
             hint = " (a [grid] table is for stamen sweep --grid)" if key == "grid" else ""

@@ -3,6 +3,8 @@
 Every problem with a file is one line naming the file, and exit 2; nothing here trains.
 """
 
+import os
+
 import pytest
 
 from stamen.simulations.cli import main as stamen
@@ -45,6 +47,8 @@ FILE_CASES = {
         "unknown run-config key 'num-server-round' (did you mean 'num-server-rounds'?)",
     ),
     "bad value": ('lr = "fast"\n', "run-config key 'lr' must be a number, got 'fast'"),
+    "no keys": ("# lr = 0.1\n", "bad.toml: holds no run-config keys; give key = value lines, e.g. lr = 0.05"),
+    "too large": ("lr = 0.1\n" + "#" * 1024 * 1024 + "\n", "bad.toml: is larger than 1024 KiB"),
 }
 
 
@@ -61,6 +65,22 @@ def test_a_bad_experiment_file_is_one_line_and_exit_2(case, tmp_path, monkeypatc
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith("stamen run: error: ") and message in err, err
     assert sorted(path.name for path in tmp_path.iterdir()) == ([name] if content else [])  # nothing written
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_experiment_file_that_is_not_a_regular_file_is_refused_without_reading_it(
+    kind, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "exp.toml")  # reading it would wait for a writer forever
+    else:
+        (tmp_path / "exp.toml").symlink_to("/dev/zero")  # reading it would never end
+    assert stamen(["run", "--engine", "inprocess", "-c", SMALL, "-c", "exp.toml"]) == 2
+    assert capsys.readouterr().err == (
+        "stamen run: error: exp.toml: is not a regular file (a device, FIFO or socket); give a TOML file\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["exp.toml"]
 
 
 def test_a_folder_given_as_an_experiment_file_is_one_line(tmp_path, monkeypatch, capsys):
