@@ -28,8 +28,9 @@ kept in ``status.json``; a resumed run continues that MLflow run (its rows from 
 checkpoint's round on are logged again, a second value at the same step), or, when the
 store no longer holds it, starts a new one tagged ``stamen.resumed_from``.
 
-A tracker that fails (a full disk, an MLflow server gone) is dropped with one warning in
-the run's log; the run and its ``metrics.jsonl`` go on.
+A tracker that fails to start (a store a bad ``MLFLOW_TRACKING_URI`` names) or later (a full disk,
+an MLflow server gone) is dropped with one warning in the run's log; the run and its
+``metrics.jsonl`` go on.
 """
 
 from __future__ import annotations
@@ -212,10 +213,15 @@ class Tracking:
         """
         trackers: list[Tracker] = []
         for name in config.trackers():
-            if name == TensorBoardTracker.name:
-                trackers.append(TensorBoardTracker(run_dir, resumed_round))
-            elif name == MlflowTracker.name:
-                trackers.append(MlflowTracker(run_dir, config, status))
+            try:
+                if name == TensorBoardTracker.name:
+                    trackers.append(TensorBoardTracker(run_dir, resumed_round))
+                elif name == MlflowTracker.name:
+                    trackers.append(MlflowTracker(run_dir, config, status))
+            except Exception as error:  # a store that cannot be reached or made (a bad MLFLOW_TRACKING_URI): run on
+                reason = " ".join(str(error).split())
+                log(WARNING, "stamen: tracking %s could not start (%s: %s); the run goes on without it, "
+                    "metrics.jsonl keeps every round", name, type(error).__name__, reason)  # fmt: skip
         return cls(trackers)
 
     @property

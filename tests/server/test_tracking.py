@@ -149,3 +149,14 @@ def test_a_resumed_run_purges_the_tensorboard_steps_it_runs_again(tmp_path):
     assert purge.step == 2 and purge.file_version == "brain.Event:2"  # resumed from round 2's checkpoint
     steps = [step for step, _ in _scalars(tmp_path / "tbr")["metrics/global_test_acc"]]
     assert steps[-1] == 3 and steps.count(3) == 1
+
+
+def test_an_mlflow_store_that_cannot_be_reached_is_dropped_with_a_warning_and_the_run_goes_on(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow", reason="tracking='mlflow' needs mlflow: pip install 'stamen[mlflow]'")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "nonsense://x")
+    rows = _run(tmp_path, "bad-uri", "tracking='mlflow'", rounds=2)
+    assert [row["round"] for row in rows] == [0, 1, 2]
+    status = json.loads((tmp_path / "bad-uri" / "status.json").read_text())
+    assert status["status"] == "finished" and "mlflow_run_id" not in status
+    warned = [line for line in (tmp_path / "bad-uri" / "run.log").read_text().splitlines() if "tracking mlflow" in line]
+    assert len(warned) == 1 and "could not start" in warned[0] and "the run goes on without it" in warned[0]
