@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 # in the whole API.
 _EXPORTS = {
     "Certificates": "stamen.certifying",
+    "EnvironmentFailed": "stamen.simulations.errors",
     "Run": "stamen.runs",
     "load": "stamen.runs",
     "run": "stamen.runs",
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from stamen.certifying import Certificates
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
-    from stamen.simulations.errors import RunFailed, RunInterrupted
+    from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
     from stamen.sweeps import Sweep, sweep
     from stamen.tuning import Tuned, tune
     from stamen.unlearning import Unlearned
@@ -82,6 +83,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Certificates",
+    "EnvironmentFailed",
     "Run",
     "RunFailed",
     "RunInterrupted",

@@ -136,7 +136,8 @@ def serve(
             reason = (
                 str(error.__cause__ or error) if isinstance(error, SystemExit) else f"{type(error).__name__}: {error}"
             )
-            run_dir.set_status(RunStatus.FAILED, error=reason, ended=time.time())
+            cause = {"cause": "environment"} if isinstance(error, OSError) and error.errno is not None else {}
+            run_dir.set_status(RunStatus.FAILED, error=reason, ended=time.time(), **cause)  # a full disk: exit 4
             raise
         run_dir.set_status(RunStatus.FINISHED, degraded=summary["degraded"], ended=time.time())
 

@@ -142,6 +142,28 @@ def check_output_dir(output_dir: str) -> Path:
     return path
 
 
+def _rewrite_in_place(path: Path, record: dict[str, Any]) -> bool:
+    """Overwrite the existing file ``path`` with ``record`` where it lies (no new file: the blocks it held take
+    the new text), or with the record's status, token, error and cause alone when that does not fit; whether either did.
+
+    The last resort of :meth:`RunDirectory.set_status` when the atomic write failed (a full disk), for the status
+    of a run that has ended: not atomic, but a process that ended never leaves ``running`` behind it.
+    """
+    small = {key: record[key] for key in ("status", "token", "error", "cause", "updated") if key in record}
+    for text in (_json(record), _json(small)):
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+            with os.fdopen(handle, "wb") as stream:
+                stream.truncate(0)
+                stream.write(text.encode())
+                stream.flush()
+                os.fsync(stream.fileno())
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def atomic_write(path: Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` through a fsync-ed temporary file in the same folder, rename, fsync the folder.
 
@@ -279,7 +301,11 @@ class RunDirectory:
         """Write ``status.json``: the new status over the fields already recorded."""
         record = self.status() if (self.path / STATUS_FILE).is_file() else {}
         record.update(fields, status=status.value, updated=time.time())
-        atomic_write(self.path / STATUS_FILE, _json(record))
+        try:
+            atomic_write(self.path / STATUS_FILE, _json(record))
+        except OSError:  # a full disk: an ended run must not read `running`, so the record goes in the old one's place
+            if status is RunStatus.RUNNING or not _rewrite_in_place(self.path / STATUS_FILE, record):
+                raise
 
     def check_resume(self, config: RunConfig) -> None:
         """Refuse to resume with a run config that changes what is trained (before anything is touched)."""
@@ -413,6 +439,8 @@ class RunDirectory:
             return (self.path / name).read_text()
         except FileNotFoundError:
             raise FileNotFoundError(f"{self.path / name} not found: is {self.path} a run directory?") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{self.path / name} is not UTF-8 text; the run directory is damaged") from None
 
     def _read_json(self, name: str) -> dict[str, Any]:
         try:

@@ -12,7 +12,15 @@ from types import ModuleType
 from typing import NoReturn
 
 from stamen.contract.provenance import handed_down
-from stamen.simulations.errors import RunFailed, RunInterrupted, one_line, os_error_line
+from stamen.simulations.errors import (
+    EXIT_ENVIRONMENT,
+    EnvironmentFailed,
+    RunFailed,
+    RunInterrupted,
+    is_bad_input,
+    one_line,
+    os_error_line,
+)
 
 # The commands (modules of stamen.simulations.commands) and their one-line help. A command's module
 # is imported only when that command runs, so `stamen --help` and `stamen config` load no
@@ -104,12 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     except RunInterrupted as error:
         print(f"stamen {args.command}: {error}", file=sys.stderr)
         return 130
+    except EnvironmentFailed as error:
+        print(f"stamen {args.command}: failed: {one_line(error)}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
     except (ValueError, RuntimeError) as error:
         print(f"stamen {args.command}: error: {one_line(error)}", file=sys.stderr)
         return 2
     except OSError as error:  # a folder not writable, a full disk, a busy port...: one line, never a traceback
         print(f"stamen {args.command}: error: {os_error_line(error)}", file=sys.stderr)
-        return 2
+        return 2 if is_bad_input(error) else EXIT_ENVIRONMENT
     except KeyboardInterrupt:
         print(f"stamen {args.command}: interrupted", file=sys.stderr)
         return 130

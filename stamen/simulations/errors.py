@@ -1,4 +1,12 @@
-"""What a command reports besides bad input (``ValueError`` and friends: exit 2)."""
+"""What a command reports besides bad input (``ValueError`` and friends: exit 2).
+
+Every command's exit codes, one class per kind of failure (docs/runs.md, "Statuses and exit codes"):
+0 done; 1 a run failed (:class:`RunFailed`; its status says why); 2 bad input, before anything is
+written (``ValueError``, and Stamen's own one-line ``FileNotFoundError``/``FileExistsError``); 3 a run
+finished degraded; 4 the environment failed (:class:`EnvironmentFailed`, and every ``OSError`` the
+operating system raised: a full disk, a permission, a read-only file system, a busy port); 130
+interrupted.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +30,20 @@ _ADVICE = {
 
 class RunFailed(RuntimeError):
     """A run that started and did not finish: exit 1, with the reason and where the logs are."""
+
+
+class EnvironmentFailed(RuntimeError):
+    """The machine failed a command (a full disk mid-run, a file system gone read-only): exit 4, what to do and how
+    to go on; a run it ended is recorded ``failed`` with the reason."""
+
+
+EXIT_ENVIRONMENT = 4
+
+
+def is_bad_input(error: OSError) -> bool:
+    """Stamen's own one-line file errors (no ``errno``: a data root or run folder that is not there, a run
+    directory that exists) are bad input; an error the operating system raised is the environment's."""
+    return error.errno is None
 
 
 class RunInterrupted(RuntimeError):

@@ -64,11 +64,11 @@ def test_a_read_only_output_cache_or_plot_folder_is_one_line(tmp_path, capsys, m
         capsys.readouterr()
         assert _run(f"num-server-rounds=2 output-dir='{ro}'") == 2
         assert "is not writable; choose a writable folder" in _one_line(capsys)[0]
-        assert stamen(["compare", str(tmp_path / "runs" / "r"), "--plot", str(ro / "x.png")]) == 2
+        assert stamen(["compare", str(tmp_path / "runs" / "r"), "--plot", str(ro / "x.png")]) == 4  # the machine's
         (line,) = _one_line(capsys)
         assert f"{ro / 'x.png'}: " in line and "Read-only file system; that file system is read-only" in line
         monkeypatch.setenv("STAMEN_CACHE", str(ro / "cache"))
-        assert _run(f"num-server-rounds=2 seed=7 output-dir='{tmp_path / 'runs'}'") == 2  # a partition not cached yet
+        assert _run(f"num-server-rounds=2 seed=7 output-dir='{tmp_path / 'runs'}'") == 4  # a partition not cached yet
         (line,) = _one_line(capsys)
         assert str(ro / "cache") in line and "read-only" in line
         assert sorted(p.name for p in ro.iterdir()) == ["old"]
@@ -76,7 +76,7 @@ def test_a_read_only_output_cache_or_plot_folder_is_one_line(tmp_path, capsys, m
 
 def test_a_disk_that_fills_mid_run_fails_cleanly_and_resumes(tmp_path, capsys):
     with tmpfs(tmp_path / "full", "200k") as full:
-        assert _run(f"num-server-rounds=300 output-dir='{full}' run-name='r'") == 1
+        assert _run(f"num-server-rounds=300 output-dir='{full}' run-name='r'") == 4  # the environment failed
         (line,) = _one_line(capsys)
         assert "No space left on device" in line and str(full / "r") in line
         assert "free some space" in line and f"resume-from='{full / 'r'}'" in line  # what to do, how to go on
@@ -92,3 +92,26 @@ def test_a_disk_that_fills_mid_run_fails_cleanly_and_resumes(tmp_path, capsys):
         rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
         assert [row["round"] for row in rows] == list(range(301))
         assert json.loads((run / "status.json").read_text())["status"] == "finished"
+
+
+def test_a_disk_that_fills_at_the_final_write_leaves_no_running_status_and_exits_4(tmp_path, capsys, monkeypatch):
+    from stamen.server import rundir
+
+    atomic_write = rundir.atomic_write
+    full = {"now": False}
+
+    def filling(path, data):
+        if path.name == "summary.json":
+            full["now"] = True  # the rounds are done: the disk fills as the results are written
+        if full["now"] and path.name in ("summary.json", "status.json"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        atomic_write(path, data)
+
+    monkeypatch.setattr(rundir, "atomic_write", filling)
+    assert _run(f"num-server-rounds=2 output-dir='{tmp_path}' run-name='r'") == 4
+    (line,) = _one_line(capsys)
+    assert line.startswith("stamen run: failed: ") and "No space left on device" in line, line
+    assert "free some space" in line and f"resume-from='{tmp_path / 'r'}'" in line
+    status = json.loads((tmp_path / "r" / "status.json").read_text())  # written where the old record lay
+    assert status["status"] == "failed" and status["cause"] == "environment", status
+    assert "No space left on device" in status["error"] and status.get("token")

@@ -164,3 +164,16 @@ def test_values_already_tried_are_told_their_result_not_run_again(tmp_path, caps
         assert row["run_dir"] == earlier["run_dir"] and not (tmp_path / "r" / f"trial-{int(row['trial']):04d}").exists()
     record = json.loads((tmp_path / "r" / "tune.json").read_text())
     assert len(record["top"]) == len({row["partitioner"] for row in rows})  # each config once in the table
+
+
+def test_a_study_whose_every_trial_failed_exits_1_saying_so(tmp_path, capsys):
+    code = stamen(
+        ["tune", "--trials", "2", *SMALL, "--space", "lr=log:1e30..1e31", "--out", str(tmp_path), "--name", "s"]
+    )
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.splitlines()[-1] == (
+        f"stamen tune: failed: none of the study's 2 trials completed, so there are no best parameters; "
+        f"{tmp_path / 's' / 'tune.csv'} says how each ended"
+    )
+    assert (tmp_path / "s" / "tune.csv").is_file()  # the trials' record is kept

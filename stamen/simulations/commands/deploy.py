@@ -52,6 +52,7 @@ from stamen.simulations.deploy.processes import (
 )
 from stamen.simulations.deploy.warm_clientapp import add_clientapps_option, prepare_warm_clientapp
 from stamen.simulations.deploy.workdir import check_output_folder, held_workdir
+from stamen.simulations.errors import RunFailed
 from stamen.simulations.flower import flower_environment, flower_state, flwr_run
 from stamen.simulations.options import renamed
 from stamen.simulations.overrides import parse_overrides
@@ -325,5 +326,5 @@ def local_main(args: argparse.Namespace) -> int:
         ) as deployment:
             code = deployment.run(overrides, stream=True)
     if code != 0:
-        raise RuntimeError(f"the deployed run failed (flwr exit code {code}); logs in {workdir / 'logs'}")
+        raise RunFailed(f"the deployed run failed or was stopped (flwr exit code {code}); logs in {workdir / 'logs'}")
     return 0

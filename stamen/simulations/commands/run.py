@@ -25,7 +25,7 @@ from pathlib import Path
 from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory, RunStatus, run_token
 from stamen.server.runlock import FolderLock
-from stamen.simulations.errors import RunFailed, RunInterrupted
+from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
 from stamen.simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
 from stamen.simulations.helptext import HelpFormatter
 from stamen.simulations.preflight import PreparedRun, prepare
@@ -145,7 +145,7 @@ def simulate(
                 if error is not None and (outcome is None or outcome["status"] == RunStatus.RUNNING.value):
                     raise error  # refused before it started, or its status could not be written (a full disk)
                 if isinstance(error, OSError):  # a full disk mid-run: one line, what to do, how to go on
-                    raise RunFailed(_os_failure(run_dir, error, resume_hint))
+                    raise EnvironmentFailed(_os_failure(run_dir, error, resume_hint))
                 _judge(run_dir, token, _where(run_dir, token, log))
             else:
                 if observe is not None:
@@ -238,7 +238,8 @@ def _judge(run_dir: RunDirectory, token: str, where: str) -> None:
         run_dir.set_status(RunStatus.FAILED, error=f"the ServerApp ended without finishing ({where})")
         raise RunFailed(f"the ServerApp ended without finishing ({where})")
     if outcome["status"] != RunStatus.FINISHED.value:
-        raise RunFailed(f"the run {outcome['status']}: {outcome.get('error', 'no reason recorded')}")
+        failed = EnvironmentFailed if outcome.get("cause") == "environment" else RunFailed
+        raise failed(f"the run {outcome['status']}: {outcome.get('error', 'no reason recorded')}")
 
 
 def _os_failure(run_dir: RunDirectory, error: OSError, resume_hint: str) -> str:

@@ -17,6 +17,7 @@ keeps every finished trial. The study ends with a table of the best configs and 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from stamen.simulations.commands.run import HelpFormatter, federation_args
 from stamen.simulations.tune import DEFAULT_OUT, TuneSpec, run_tune
@@ -66,5 +67,12 @@ def main(args: argparse.Namespace) -> int:
         prune_warmup=args.prune_warmup,
         top=args.top,
     )
-    run_tune(spec)
+    result = run_tune(spec)
+    if result.best is None:  # every trial failed or was pruned: there is no best config to report
+        print(
+            f"stamen tune: failed: none of the study's {len(result.trials)} trials completed, so there are no best "
+            f"parameters; {result.folder / 'tune.csv'} says how each ended",
+            file=sys.stderr,
+        )
+        return 1
     return 0
