@@ -30,6 +30,9 @@ docs know about an algorithm comes from its spec here, never from a second list:
 - ``any_task``: its clients run FedAvg's local step, which is the run's task's own
   (:mod:`stamen.client.tasks`), and its server only combines weights: it knows nothing of what the
   model predicts, so every task of :mod:`stamen.contract.tasks` may use it.
+- ``equals``, ``equals_when``: ``(key, value, why)`` settings under which the algorithm computes exactly what
+  algorithm ``equals`` does (FedProx at ``local-epochs=1`` is FedAvg), said once where its figures appear
+  (:mod:`stamen.contract.equivalences`).
 - ``task``: non-empty: the one task the algorithm is made for (GCFL and FedStar are graph-FL
   methods, for clients holding graph sets: ``graph-classification``); every other task refuses
   it, with that reason (:func:`stamen.contract.tasks.check_task`).
@@ -78,6 +81,8 @@ class AlgorithmSpec:
     unlearnable: bool = False
     any_task: bool = False
     task: str = ""
+    equals: str = ""
+    equals_when: tuple[tuple[str, bool | int | float | str, str], ...] = ()
 
     def least_replies(self, malicious: int) -> int:
         """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
@@ -127,6 +132,15 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
             averages=True,
             unlearnable=True,
             any_task=True,
+            equals="fedavg",
+            equals_when=(
+                ("proximal-mu", 0.0, "its proximal term is zero"),
+                (
+                    "local-epochs",
+                    1,
+                    "the proximal term's gradient is zero at the received weights, where the only local step is taken",
+                ),
+            ),
         ),
         AlgorithmSpec(
             "local",

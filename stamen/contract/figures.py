@@ -42,6 +42,8 @@ CLUSTER_SPLITS = "cluster_splits"  # ... and each split of a cluster: when, into
 # What a sweep and the benches report of a run (the headline accuracy, see module docstring).
 FINAL_TEST_ACC = "final_test_acc"  # at the last round
 TEST_ACC_AT_BEST_VAL = "test_acc_at_best_val"  # at the round of best validation accuracy
+FINAL_GLOBAL_TEST = "final_global_test"  # the global model's test figure at the last round (model_figure)
+FINAL_CLIENTS_TEST = "final_clients_test"  # the clients' own (personalised) models' test figure at the last round
 # The attack, privacy and scale benches' name of FINAL_TEST_ACC before it was declared here; read
 # only, from units an earlier version kept in a journal that a bench resumes.
 EARLIER_FINAL_TEST_ACC = TEST_ACC
@@ -192,6 +194,8 @@ SUMMARY_KEYS: dict[str, str] = {
     "unlearning": "the unlearning request's results, when asked",
     CLUSTERS: "gcfl: the final clusters of clients (partition ids)",
     CLUSTER_SPLITS: "gcfl: every split of the run, as in the rows' cluster_splits",
+    "notes": "what the run's algorithm computed exactly as another did under its settings (fedprox at one local "
+    "step, gcfl without a split; stamen/contract/equivalences.py)",
 }
 
 
@@ -199,6 +203,20 @@ def setting_acc(setting: str, global_model: bool) -> str:
     """The row key of an evaluation setting's accuracy (``missing-class`` -> ``global_missing_class_acc``)."""
     name = setting.replace("-", "_") + "_acc"
     return "global_" + name if global_model else name
+
+
+def model_figure(part: dict[str, Any], global_model: bool, kind: str = "test") -> Any:
+    """The global model's (``global_model``) or the clients' own models' ``kind`` figure in ``part`` (a row, or a
+    summary's final/best part): accuracy, or a link-prediction run's AUC; None when ``part`` has none.
+
+    The clients' models are what a personalised algorithm (Ditto, FedRep, FED-PUB, ...) is for; FedAvg's are the
+    global model after one more round of local training."""
+    keys = (
+        (f"global_{kind}_acc", link_figure(kind, "auc", True))
+        if global_model
+        else (f"{kind}_acc", link_figure(kind, "auc", False))
+    )
+    return next((part[key] for key in keys if part.get(key) is not None), None)
 
 
 def headline(part: dict[str, Any], kind: str = "test") -> Any:

@@ -41,6 +41,7 @@ def kept_all(objects: Sequence[object], key: Any, build: Callable[[], T]) -> T:
     if entry is not None and entry[1] == versions and all(ref() is obj for ref, obj in zip(entry[0], objects)):
         return entry[2]
     value = build()
-    refs = tuple(weakref.ref(obj, lambda _, slot=slot: _CACHE.pop(slot, None)) for obj in objects)
+    # the callback holds the cache itself: at interpreter exit the module's globals may already be None
+    refs = tuple(weakref.ref(obj, lambda _, slot=slot, cache=_CACHE: cache.pop(slot, None)) for obj in objects)
     _CACHE[slot] = (refs, versions, value)
     return value

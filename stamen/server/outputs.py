@@ -17,6 +17,7 @@ from typing import Any
 
 from flwr.app import ArrayRecord
 
+from stamen.contract.equivalences import config_notes, run_notes
 from stamen.contract.figures import (
     CLIENT_DP_EPSILON,
     CLUSTER_SPLITS,
@@ -92,6 +93,9 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
     if config.task == LINK_PREDICTION:
         summary["hits_at_k"] = hits_at_k_note(summary["final"], config.hits_k)
     summary.update(cluster_summary(rows))
+    notes = [*config_notes(config), *run_notes(rows)]  # the algorithm computed what another does: said once
+    if notes:
+        summary["notes"] = notes
     return summary
 
 
@@ -274,9 +278,9 @@ def summary_table(summary: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
-    """What the run was for besides accuracy, one line each: privacy spent, certificates,
-    unlearning, how accuracy spreads over the clients, failed clients."""
-    lines = []
+    """What the run was for besides accuracy, one line each: what its algorithm equalled (``notes``), privacy
+    spent, certificates, unlearning, how accuracy spreads over the clients, failed clients."""
+    lines = [f"note: {note}" for note in summary.get("notes", [])]
     privacy = summary.get("privacy")
     if privacy:
         spent = f"epsilon {_shown(privacy.get('epsilon_max'))}"

@@ -21,12 +21,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stamen.contract.figures import FINAL_TEST_ACC, TEST_ACC_AT_BEST_VAL, headline
+from stamen.contract.figures import (
+    FINAL_CLIENTS_TEST,
+    FINAL_GLOBAL_TEST,
+    FINAL_TEST_ACC,
+    TEST_ACC_AT_BEST_VAL,
+    headline,
+    model_figure,
+)
 from stamen.simulations.overrides import parse_overrides
 
 # Figures a sweep reports per run (from its summary.json), and their labels.
 FIGURES = (
     (FINAL_TEST_ACC, "final test acc"),
+    (FINAL_GLOBAL_TEST, "global model"),
+    (FINAL_CLIENTS_TEST, "clients' models"),
     (TEST_ACC_AT_BEST_VAL, "test acc at best val"),
     ("total_wall_seconds", "wall s"),
 )
@@ -158,11 +167,16 @@ class Group:
 
 
 def run_figures(summary: dict[str, Any]) -> dict[str, Any]:
-    """A run's sweep figures from its summary: the global model's accuracy where there is one."""
+    """A run's sweep figures from its summary: the headline (the global model's accuracy where there is one),
+    the global and the clients' models' final figures side by side, the headline at the best validation round."""
 
+    final = summary.get("final", {})
     return {
-        FINAL_TEST_ACC: headline(summary.get("final", {})),
+        FINAL_TEST_ACC: headline(final),
+        FINAL_GLOBAL_TEST: model_figure(final, global_model=True),
+        FINAL_CLIENTS_TEST: model_figure(final, global_model=False),
         TEST_ACC_AT_BEST_VAL: headline(summary.get("best", {})),
+        "notes": summary.get("notes", []),
         "total_wall_seconds": summary.get("total_wall_seconds"),
     }
 

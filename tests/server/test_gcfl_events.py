@@ -50,6 +50,11 @@ def test_gcfl_that_never_splits_is_fedavg_to_the_bit(tmp_path):
     assert not any(CLUSTERS in row or CLUSTER_SPLITS in row for row in fedavg.rows)
     assert CLUSTERS not in fedavg.summary and gcfl.summary[CLUSTERS] == [[0, 1, 2, 3]]
     assert gcfl.summary[CLUSTER_SPLITS] == []
+    assert gcfl.summary["notes"] == [
+        "gcfl never split its one cluster: every round's aggregate was fedavg's (a higher gcfl-eps1 or a lower "
+        "gcfl-eps2 lets it split)"
+    ]
+    assert "notes" not in fedavg.summary
     weights = [torch.load(run.dir / "model.pt", weights_only=True)["state_dict"] for run in (fedavg, gcfl)]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])
@@ -62,6 +67,7 @@ def test_a_split_is_in_its_rows_summary_and_run_log(tmp_path):
     assert rows[1][CLUSTERS] == [[0, 1, 2, 3]] and CLUSTER_SPLITS not in rows[1]  # round 1: no updates yet
     (split,) = rows[2][CLUSTER_SPLITS]
     assert split["round"] == 2 and split["cluster"] == [0, 1, 2, 3]
+    assert "notes" not in run.summary  # it split: not fedavg
     first, second = split["parts"]
     assert first and second and sorted(first + second) == [0, 1, 2, 3] and 0 in first
     assert split["eps1"] == 1e9 and split["eps2"] == 0.0

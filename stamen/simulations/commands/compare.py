@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from stamen.contract import strict_json
-from stamen.contract.figures import GLOBAL_TEST_ACC, TEST_ACC, headline
+from stamen.contract.equivalences import notes_once
+from stamen.contract.figures import (
+    FINAL_CLIENTS_TEST,
+    FINAL_GLOBAL_TEST,
+    GLOBAL_TEST_ACC,
+    TEST_ACC,
+    headline,
+    model_figure,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -72,6 +80,11 @@ class Line:
             values = self.figure(part)
             out[f"{part}_test_acc"] = statistics.fmean(values) if values else None
             out[f"{part}_test_acc_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        for key, global_model in ((FINAL_GLOBAL_TEST, True), (FINAL_CLIENTS_TEST, False)):  # side by side
+            found = [model_figure(s.get("final", {}), global_model) for s in self.summaries]
+            values = [value for value in found if value is not None]
+            out[key] = statistics.fmean(values) if values else None
+            out[f"{key}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
         worst = [s["fairness"]["min"] for s in self.summaries if s.get("fairness")]
         out["worst_client_acc"] = statistics.fmean(worst) if worst else None
         walls = [s.get("total_wall_seconds", s.get("wall_seconds")) for s in self.summaries]
@@ -136,6 +149,8 @@ def main(args: argparse.Namespace) -> int:
         print(strict_json.dumps(rows, indent=2))
         return 0
     _print(rows)
+    for note in notes_once((line.name, [n for s in line.summaries for n in s.get("notes", [])]) for line in lines):
+        print(f"note: {note}")
     return 0
 
 
@@ -145,20 +160,22 @@ def _print(rows: list[dict[str, Any]]) -> None:
     from stamen.simulations.screen import output_console
 
     table = Table(title="comparison (mean ± std over a sweep config's seeds)")
-    columns = ("line", "runs", "algorithm", "dataset", "clients", "rounds", "final test acc", "test acc at best val",
-               "worst client", "wall s")  # fmt: skip
+    columns = ("line", "runs", "algorithm", "dataset", "clients", "rounds", "final test acc", "global model",
+               "clients' models", "test acc at best val", "worst client", "wall s")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "line" else "right", overflow="fold")
 
     def acc(row: dict[str, Any], part: str) -> str:
-        value = row[f"{part}_test_acc"]
-        return "-" if value is None else f"{value:.4f} ± {row[f'{part}_test_acc_std']:.4f}"
+        key = part if part in (FINAL_GLOBAL_TEST, FINAL_CLIENTS_TEST) else f"{part}_test_acc"
+        value = row[key]
+        return "-" if value is None else f"{value:.4f} ± {row[f'{key}_std']:.4f}"
 
     for row in rows:
         worst = "-" if row["worst_client_acc"] is None else f"{row['worst_client_acc']:.4f}"
         wall = "-" if row["wall_seconds"] is None else f"{row['wall_seconds']:.1f}"
         cells = [row["line"], str(row["runs"]), str(row["algorithm"]), str(row["dataset"]), str(row["clients"])]
-        table.add_row(*cells, str(row["rounds"]), acc(row, "final"), acc(row, "best"), worst, wall)
+        figures = [acc(row, part) for part in ("final", FINAL_GLOBAL_TEST, FINAL_CLIENTS_TEST, "best")]
+        table.add_row(*cells, str(row["rounds"]), *figures, worst, wall)
     output_console().print(table)
 
 

@@ -17,6 +17,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import shlex
 import subprocess
 import sys
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from stamen.contract import strict_json
-from stamen.contract.figures import GLOBAL_TEST_ACC, TEST_ACC, TEST_ACC_AT_BEST_VAL
+from stamen.contract.equivalences import notes_once
+from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
 from stamen.simulations.commands.run import add_ray_address, federation_args, ray_address_for
 from stamen.simulations.helptext import HelpFormatter
 from stamen.simulations.sweep import (
@@ -307,6 +309,13 @@ def _write(folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Grou
     _plot(folder, found)
 
 
+# the sweep picture's two points per config: (figure, legend, colour-blind safe colour, marker)
+MODEL_POINTS = (
+    (FINAL_GLOBAL_TEST, "global model", "#0072B2", "o"),
+    (FINAL_CLIENTS_TEST, "clients' models", "#D55E00", "s"),
+)
+
+
 def bar_text(value: float | None) -> str:
     """A bar's label: its value (``0.000`` too: a bar of height zero is otherwise invisible), or that it has none."""
     return "no figure" if value is None else f"{value:.3f}"
@@ -339,20 +348,24 @@ def _plot(folder: Path, found: list[Group]) -> None:
     curves.xaxis.get_major_locator().set_params(integer=True)
     if found:
         curves.legend(fontsize=7)
-    stats = [group.stats()[TEST_ACC_AT_BEST_VAL] for group in found]
-    positions = range(len(found))
-    means = [s["mean"] for s in stats]
-    drawn = bars.bar(
-        positions,
-        [float("nan") if mean is None else mean for mean in means],  # no figure: no bar, never a bar at zero
-        yerr=[s["std"] or 0.0 for s in stats],
-        capsize=4,
-        color="tab:blue",
+    positions = list(range(len(found)))
+    # the global model and the clients' own models side by side (what a personalised method is for), as points with
+    # their spread over the seeds, each labelled with its value, on an axis around them (a bar from 0 hides a gap)
+    for offset, (key, label, colour, marker) in enumerate(MODEL_POINTS):
+        stats = [group.stats()[key] for group in found]
+        xs = [p + (offset - 0.5) * 0.3 for p in positions]
+        means = [float("nan") if s["mean"] is None else s["mean"] for s in stats]
+        errors = [s["std"] or 0.0 for s in stats]
+        bars.errorbar(xs, means, yerr=errors, fmt=marker, color=colour, capsize=4, label=label, linestyle="none")
+        for x, mean in zip(xs, means, strict=True):
+            bars.annotate(bar_text(None if math.isnan(mean) else mean), (x, 0 if math.isnan(mean) else mean),
+                          textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)  # fmt: skip
+    bars.set_xticks(positions, [group.name for group in found], rotation=30, ha="right", fontsize=7)
+    bars.set(
+        ylabel="final test figure (accuracy; AUC for links)", title="per config, final round (mean ± std over seeds)"
     )
-    # every bar says its value, so a bar of height zero is seen (and one without a figure says so)
-    bars.bar_label(drawn, labels=[bar_text(mean) for mean in means], fontsize=7, padding=2)
-    bars.set_xticks(list(positions), [group.name for group in found], rotation=30, ha="right", fontsize=7)
-    bars.set(ylabel="test accuracy at best validation round", title="per config (mean ± std over seeds)")
+    if found:
+        bars.legend(fontsize=7)
     figure.suptitle(f"sweep {folder.name}")
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -382,4 +395,6 @@ def _print(found: list[Group], folder: Path) -> None:
         table.add_row(group.name, str(len(group.runs)), *cells)
     console = output_console()
     console.print(table)
+    for note in notes_once((g.name, [n for run in g.runs for n in run.get("notes", [])]) for g in found):
+        console.print(f"note: {note}", highlight=False)
     console.print(f"outputs: {folder / 'sweep.json'}, {folder / 'sweep.csv'}, {folder / 'sweep.png'}")
