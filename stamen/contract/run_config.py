@@ -25,7 +25,7 @@ from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES
 from stamen.contract.keys import Form, Key, Section, declared_keys, ge, gt, within
 from stamen.contract.requests import is_request
 from stamen.contract.suggest import did_you_mean
-from stamen.contract.tasks import TASKS
+from stamen.contract.tasks import TASKS, with_task_defaults
 from stamen.contract.tracking import TRACKING_FORM_TEXT, is_tracking, trackers, translate_retired
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from stamen.graphs.names import RUN_PARTITIONERS, accepted_datasets, dataset_problem
@@ -401,7 +401,7 @@ class RunConfig:
             plural = "s" if len(unknown) > 1 else ""
             raise ValueError(f"unknown run-config key{plural} {named}; `stamen config` lists every key")
         typed: dict[str, Any] = {KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items()}
-        config = cls(**typed)
+        config = cls(**with_task_defaults(typed))
         config.validate()
         return config
 

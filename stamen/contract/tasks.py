@@ -23,7 +23,9 @@ What a task admits comes from its spec here, never from a second list: the algor
 is admitted by that task alone and refused by the others for that reason), the models (:mod:`stamen.models.names`), the
 datasets (:mod:`stamen.graphs.names`; ``None``: every one a run may read), the privacy modes,
 and the settings it cannot honour (a run-config key with the one value it must keep).
-A refusal names the reason (:func:`check_task`): one line, before any work.
+A refusal names the reason (:func:`check_task`): one line, before any work. A task whose data the run
+config's defaults do not fit brings its own (``defaults``, :func:`with_task_defaults`): ``task='graph-classification'``
+alone reads ``graphs-synth`` dealt out by ``random``.
 
 Privacy and robustness act on weights and carry over to every task: client-level DP (the
 server clips and noises updates), secure aggregation (the server sums weights), the
@@ -47,7 +49,14 @@ from typing import TYPE_CHECKING, Any
 from stamen.contract.algorithms import ALGORITHMS, GRAPH_FL_TASK
 from stamen.contract.figures import ACCURACY_FIGURES, LINK_TASK_FIGURES
 from stamen.contract.suggest import one_of
-from stamen.graphs.names import CROSS_DATASET, GRAPH_SET_PARTITIONERS, GRAPH_SETS, cross_dataset_problem, is_graph_set
+from stamen.graphs.names import (
+    CROSS_DATASET,
+    GRAPH_SET_PARTITIONERS,
+    GRAPH_SETS,
+    cross_dataset_problem,
+    is_dataset_list,
+    is_graph_set,
+)
 from stamen.models.names import GRAPH_MODELS, MODELS
 
 if TYPE_CHECKING:
@@ -79,6 +88,9 @@ class TaskSpec:
         examples: what a client's examples are, in words (``nodes``, ``edges``, ``graphs``): what its
             figures are pooled over, as the run's table and lines say.
         fixed: run-config keys whose default value it needs, each with why.
+        defaults: run-config keys whose default it refuses, each with the value it takes instead (or a function of
+            the other values giving it): a key left at the run config's default takes this one
+            (``task='graph-classification'`` alone reads ``graphs-synth``).
         figures: the summary figures it produces (:data:`stamen.contract.figures.SUMMARY_FIGURES`' keys): a
             summary's final and best parts hold these alone.
         unavailable: non-empty: the task is declared but refused, with this reason.
@@ -97,6 +109,7 @@ class TaskSpec:
     graph_sets: bool = False
     examples: str = "nodes"
     fixed: tuple[tuple[str, str], ...] = ()
+    defaults: tuple[tuple[str, Any], ...] = ()  # (key, value or values -> value)
     figures: tuple[str, ...] = ACCURACY_FIGURES
     unavailable: str = ""
 
@@ -166,6 +179,7 @@ TASKS: dict[str, TaskSpec] = {
             models=GRAPH_MODELS,
             graph_sets=True,
             examples="graphs",
+            defaults=(("dataset", "graphs-synth"), ("partitioner", lambda values: _graph_set_partitioner(values))),
             fixed=(
                 ("unseen-node-frac", "hides nodes of one graph from node classification's training split"),
                 ("missing-classes", "withholds node labels"),
@@ -176,6 +190,30 @@ TASKS: dict[str, TaskSpec] = {
         ),
     )
 }
+
+
+def _graph_set_partitioner(values: dict[str, Any]) -> str:
+    """A graph set's default partitioner: ``cross-dataset`` for a dataset list (one dataset per client), else an
+    even seeded deal of the graphs (``random``)."""
+    return CROSS_DATASET if is_dataset_list(str(values.get("dataset", ""))) else "random"
+
+
+def with_task_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (a run config's, by attribute name) with the keys its task has defaults of (``defaults``) set to
+    them where they hold the run config's own default, which that task refuses.
+
+    Flower hands the ServerApp every key, the defaults filled in, so a key left at its default and one given
+    as the default look the same: both take the task's (the run config's default would be refused anyway)."""
+    task = values.get("task", NODE_CLASSIFICATION)
+    if task not in TASKS:
+        return values
+    defaults = _defaults()
+    out = dict(values)
+    for key, value in TASKS[task].defaults:
+        attribute = key.replace("-", "_")
+        if out.get(attribute, defaults[key]) == defaults[key]:
+            out[attribute] = value(out) if callable(value) else value
+    return out
 
 
 def check_task(config: RunConfig) -> None:

@@ -69,8 +69,8 @@ def test_graph_classification_is_available_on_graph_sets():
 @pytest.mark.parametrize(
     ("changes", "named"),
     [
-        ({"dataset": "csbm"}, "dataset='csbm' is one graph cut into subgraphs: use dataset graphs-synth or tu:NAME"),
-        ({"partitioner": "louvain"}, "partitioner='louvain' cuts one graph by its edges"),
+        ({"dataset": "cora"}, "dataset='cora' is one graph cut into subgraphs: use dataset graphs-synth or tu:NAME"),
+        ({"partitioner": "metis"}, "partitioner='metis' cuts one graph by its edges"),
         ({"model": "sage"}, "cannot train model='sage'; use model gin or gcn"),
         ({"algorithm": "fedlog"}, "not a graph classifier"),
         ({"missing-classes": 1}, "cannot honour missing-classes=1"),
