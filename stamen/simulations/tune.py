@@ -230,10 +230,24 @@ def _optuna() -> Any:
 def _open(optuna: Any, spec: TuneSpec, folder: Path) -> Any:
     """The study in ``folder`` (made if new); its setting must be the spec's. Trials left ``running`` (a study
     killed mid-trial) are marked failed and interrupted: they do not count."""
-    storage = optuna.storages.RDBStorage(f"sqlite:///{folder / STUDY_FILE}")
-    study = optuna.create_study(
-        study_name=STUDY_NAME, storage=storage, direction="maximize", load_if_exists=True, pruner=_pruner(optuna, spec)
-    )
+    existed = (folder / STUDY_FILE).is_file()
+    try:
+        storage = optuna.storages.RDBStorage(f"sqlite:///{folder / STUDY_FILE}")
+        study = optuna.create_study(
+            study_name=STUDY_NAME,
+            storage=storage,
+            direction="maximize",
+            load_if_exists=True,
+            pruner=_pruner(optuna, spec),
+        )
+    except Exception as error:  # SQLAlchemy's or Optuna's own, for a database that is damaged or not a study
+        if not existed:
+            raise
+        reason = " ".join(str(error).splitlines()[0].split()) or type(error).__name__
+        raise ValueError(
+            f"{folder / STUDY_FILE} is not a study Stamen can read ({reason[:200]}); move it away to start the "
+            "study afresh, or give another --name"
+        ) from None
     recorded = study.user_attrs.get(SETTING_ATTR)
     setting = spec.setting()
     if recorded is None:

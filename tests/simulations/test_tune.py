@@ -177,3 +177,16 @@ def test_a_study_whose_every_trial_failed_exits_1_saying_so(tmp_path, capsys):
         f"{tmp_path / 's' / 'tune.csv'} says how each ended"
     )
     assert (tmp_path / "s" / "tune.csv").is_file()  # the trials' record is kept
+
+
+def test_a_damaged_study_database_is_one_line_exit_2(tmp_path, capsys):
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "study.db").write_bytes(b"not a database at all" * 100)
+    code = stamen(["tune", "--trials", "1", *SMALL, *SPACE, "--out", str(tmp_path), "--name", "s"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    (line,) = [line for line in err.splitlines() if line.strip()]
+    assert line.startswith(f"stamen tune: error: {folder / 'study.db'} is not a study Stamen can read (")
+    assert line.endswith("move it away to start the study afresh, or give another --name")
+    assert (folder / "study.db").read_bytes() == b"not a database at all" * 100  # left as it was
