@@ -15,12 +15,13 @@ writes), a figure and ``report.md``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
@@ -161,7 +162,7 @@ def print_tables(payload: dict, console) -> None:
         console.print(table)
 
 
-def plot(payload: dict, path: Path) -> None:
+def plot(payload: dict, path: Path | BinaryIO) -> None:
     """Certified accuracy (sample-wise) or certified share (collective) vs budget."""
     import matplotlib
 
@@ -187,7 +188,7 @@ def plot(payload: dict, path: Path) -> None:
     ax.legend()
     ax.set_title(f"{payload['dataset']}: {payload['mode']} label-flip certificate")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
 
 
@@ -245,19 +246,17 @@ def write_outputs(out_dir: Path, payload: dict) -> None:
     # Strict JSON (Stamen's rule, as in stamen.contract.strict_json): a non-finite float is null, never a bare NaN
     text = json.dumps(clean_floats(payload), indent=1, default=_json_default, allow_nan=False)
     _atomic_write(out_dir / "certificate.json", text.encode())
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".certified_accuracy.", suffix=".png")
-    os.close(fd)
-    try:
-        plot(payload, Path(tmp))
-        os.replace(tmp, out_dir / "certified_accuracy.png")
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    picture = io.BytesIO()  # drawn in memory: only the atomic write below touches the folder
+    plot(payload, picture)
+    _atomic_write(out_dir / "certified_accuracy.png", picture.getvalue())
     _atomic_write(out_dir / "report.md", markdown(payload).encode())
 
 
+STAGING_PREFIXES = tuple(f".{name}." for name in ("certificate.json", "certified_accuracy.png", "report.md"))
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # a STAGING_PREFIXES name
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -405,3 +405,19 @@ def test_in_run_client_certificates_equal_stamen_certify_node_by_node(tmp_path):
             assert reply[f"{p.CERTIFIED_ACCURACY}-{k}"] == pytest.approx(aggregates[k]["certified_accuracy"])
             unknown = aggregates[k]["unknown"] / aggregates[k]["num_targets"]
             assert reply[f"{p.UNKNOWN_RATIO}-{k}"] == pytest.approx(unknown)
+
+
+def test_a_staging_file_an_interrupted_certification_left_does_not_block_a_rerun(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".certified_accuracy.png.k3j9x2").write_bytes(b"")  # a write cut short by Ctrl-C
+    code, msg = run([*TINY, "--out", str(out)])
+    assert code == 0, msg
+    assert (out / "certified_accuracy.png").read_bytes().startswith(b"\x89PNG")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".report.md.a8b7c6").write_bytes(b"")
+    (other / "mine.txt").write_text("a user's file")
+    code, msg = run([*TINY, "--out", str(other)])
+    assert code == 2 and "not empty" in msg  # anything else in it still refuses
+    assert sorted(p.name for p in other.iterdir()) == [".report.md.a8b7c6", "mine.txt"]

@@ -100,6 +100,7 @@ def _check_out(config: CertifyConfig) -> None:
     import os
 
     from stamen.certify.journal import JOURNAL_FILE
+    from stamen.certify.report import STAGING_PREFIXES
 
     out = Path(str(config.out)).expanduser()
     if out.exists():
@@ -107,7 +108,9 @@ def _check_out(config: CertifyConfig) -> None:
             raise ValueError(f"--out {out} exists and is not a folder")
         if not os.access(out, os.W_OK | os.X_OK):
             raise ValueError(f"--out {out} is not writable; choose a writable folder")
-        if not config.overwrite and any(entry.name != JOURNAL_FILE for entry in out.iterdir()):
+        # the journal, and a write's staging file an interrupted run left, are the certification's own
+        kept = [e for e in out.iterdir() if e.name != JOURNAL_FILE and not e.name.startswith(STAGING_PREFIXES)]
+        if not config.overwrite and kept:
             raise ValueError(f"--out {out} exists and is not empty; pass --overwrite to replace its files")
         return
     probe = out.absolute()
