@@ -13,6 +13,8 @@ weight exchange overrides the hooks, whose defaults are FedAvg's:
 - :meth:`~ClientAlgorithm.receive`: install what the server sent (default: load the
   ``arrays`` record when it is not empty; round 1 sends none, as every client builds
   the same seeded model);
+- :meth:`~ClientAlgorithm.train_metrics`: figures of the training besides its loss, e.g. a regulariser
+  (default: none);
 - :meth:`~ClientAlgorithm.reply_records`: the array records of the training reply
   (default: ``{"arrays": the model's weights}``);
 - :meth:`~ClientAlgorithm.query`: the reply to a query message of a kind the ClientApp
@@ -52,6 +54,11 @@ class ClientAlgorithm:
     def train(self, model: torch.nn.Module, job: LocalJob, round_config: ConfigRecord) -> float:
         """Train ``model`` locally for the round; return the mean training loss."""
         raise NotImplementedError
+
+    def train_metrics(self, job: LocalJob) -> dict[str, float]:
+        """Figures of the round's training besides its loss (Ditto's regulariser), for the reply's metrics; read
+        once, right after :meth:`train` (default: none)."""
+        return {}
 
     def reply_records(self, model: torch.nn.Module, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
         return {p.ARRAYS: weights_record(model.state_dict())}

@@ -21,14 +21,16 @@ model's in the client's state), both kept across rounds with ``keep-optimizer-st
 
 What the run reports: ``global_*`` is the global model :math:`w^t` the client received (the
 final evaluation: the last global model); ``test_acc``, ``val_acc`` and the settings without
-``global_`` are the personal model :math:`v_i` after this round's update. ``train-loss`` is the
-personal objective's mean over its steps.
+``global_`` are the personal model :math:`v_i` after this round's update. ``train_loss`` is the
+personal model's task loss :math:`F_i(v_i)`, as FedAvg's is its model's, and ``train_regulariser`` the
+pull :math:`\frac{\lambda}{2}\lVert v_i - w^t\rVert^2`, each a mean over the personal steps' starts
+(their sum is the personal objective).
 """
 
 from __future__ import annotations
 
 import torch
-from flwr.app import ArrayRecord, ConfigRecord
+from flwr.app import ArrayRecord, ConfigRecord, MetricRecord
 
 from stamen.client.fedavg import FedAvgClient
 from stamen.client.job import LocalJob, private_record, private_tensors
@@ -40,6 +42,7 @@ from stamen.models.personal_training import fit_personal
 PERSONAL = "ditto-personal"  # state: the personal model v_i
 PERSONAL_OPTIMIZER = "ditto-personal-optimizer"  # state: its Adam moments
 GLOBAL_UPDATE = "ditto-global-update"  # state, within one message: the trained global model to send
+REGULARISER = "ditto-regulariser"  # state, within one message: the personal update's mean regulariser
 
 
 class DittoClient(FedAvgClient):
@@ -53,10 +56,11 @@ class DittoClient(FedAvgClient):
         optimizer = job.optimizer(model, PERSONAL_OPTIMIZER)
         devices = [job.device] if job.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):  # the global update below draws as FedAvg's would
-            loss = fit_personal(
+            loss, pull = fit_personal(
                 model, job.data, job.config.ditto_personal_epochs, optimizer, anchor, job.config.ditto_lambda
             )
         job.keep_optimizer(optimizer, PERSONAL_OPTIMIZER)
+        job.state[REGULARISER] = MetricRecord({"value": pull})
         personal = {key: value.detach().clone() for key, value in model.state_dict().items()}
         job.state[PERSONAL] = private_record(personal)
 
@@ -65,6 +69,11 @@ class DittoClient(FedAvgClient):
         job.state[GLOBAL_UPDATE] = weights_record(model.state_dict())
         model.load_state_dict(personal)  # the model the client evaluates after training: its own
         return loss
+
+    def train_metrics(self, job: LocalJob) -> dict[str, float]:
+        pull = job.state[REGULARISER]
+        del job.state[REGULARISER]
+        return {p.TRAIN_REGULARISER: float(pull["value"])}
 
     def reply_records(  # type: ignore[override]
         self, model: NodeClassifier, job: LocalJob, server_round: int

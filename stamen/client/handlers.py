@@ -286,6 +286,7 @@ def train_begun(work: TrainingRound) -> Message:
         work.metrics.update(private)
     else:
         work.metrics[p.TRAIN_LOSS] = work.algorithm.train(model, job, work.round_config)
+        work.metrics.update(work.algorithm.train_metrics(job))
     work.laps.lap(p.TRAIN_SECONDS)
     return end_training(work)
 

@@ -35,6 +35,7 @@ GLOBAL_VAL_ACC = "global_val_acc"
 TEST_ACC = "test_acc"
 VAL_ACC = "val_acc"
 TRAIN_LOSS = "train_loss"
+TRAIN_REGULARISER = "train_regulariser"  # an algorithm's regulariser beside the task loss (Ditto), where it has one
 CLIENT_DP_EPSILON = "client_dp_epsilon"
 CLUSTERS = "clusters"  # a clustering algorithm's (GCFL's) clusters of clients, by partition id
 CLUSTER_SPLITS = "cluster_splits"  # ... and each split of a cluster: when, into what, and the figures that made it
@@ -91,6 +92,7 @@ SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
     (TEST_ACC, "client test accuracy (local models)"),
     (VAL_ACC, "client validation accuracy (local models)"),
     (TRAIN_LOSS, "train loss"),
+    (TRAIN_REGULARISER, "train regulariser (Ditto's pull to the global model)"),
     # FedLoG's evaluation settings besides the seen graph, where the clients report them
     ("global_unseen_node_acc", "global unseen-node accuracy"),
     ("unseen_node_acc", "client unseen-node accuracy"),
@@ -102,7 +104,9 @@ SUMMARY_FIGURES: tuple[tuple[str, str], ...] = (
 )
 # The summary figures a task produces (its spec's ``figures``, :mod:`stamen.contract.tasks`): a summary's final
 # and best parts hold these (less the evaluation settings the run did not turn on), never another task's.
-ACCURACY_FIGURES: tuple[str, ...] = tuple(key for key, _ in SUMMARY_FIGURES if key not in dict(LINK_FIGURES))
+ACCURACY_FIGURES: tuple[str, ...] = tuple(
+    key for key, _ in SUMMARY_FIGURES if key not in dict(LINK_FIGURES) and key != TRAIN_REGULARISER
+)  # the regulariser: in a summary only where the rows have it
 LINK_TASK_FIGURES: tuple[str, ...] = (TRAIN_LOSS, *dict(LINK_FIGURES))
 
 # The row keys that are wall times (seconds), not figures of the model: trackers keep them apart.
@@ -131,7 +135,9 @@ ROW_KEYS: dict[str, str] = {
     GLOBAL_VAL_ACC: "the global model's validation accuracy, pooled over clients",
     TEST_ACC: "the clients' models' test accuracy, pooled over clients",
     VAL_ACC: "the clients' models' validation accuracy, pooled over clients",
-    TRAIN_LOSS: "training loss, weighted by training nodes",
+    TRAIN_LOSS: "training loss, weighted by training nodes (the task's loss alone: a regulariser is apart)",
+    TRAIN_REGULARISER: "the algorithm's regulariser during training, weighted by training nodes (Ditto: "
+    "lambda/2 ||v - w||^2 of the personal model v to the global model w)",
     **{key: f"{label}, pooled over clients by positive edges" for key, label in LINK_FIGURES},
     "per_client": "each client's own figures, by partition id (CLIENT_KEYS)",
     "epsilon": "each DP-SGD client's epsilon so far, by partition id",
@@ -153,7 +159,8 @@ def setting_nodes(setting: str) -> str:
 
 
 CLIENT_KEYS: tuple[str, ...] = (
-    GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, VAL_ACC, TRAIN_LOSS, "train_nodes", *(k for k, _ in LINK_FIGURES),
+    GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC, VAL_ACC, TRAIN_LOSS, TRAIN_REGULARISER, "train_nodes",
+    *(k for k, _ in LINK_FIGURES),
     *(setting_nodes(s) for s in SETTINGS),
 )  # fmt: skip
 

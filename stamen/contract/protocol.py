@@ -12,6 +12,7 @@ CLIENT_INFO = "client-info"  # ConfigRecord: non-numeric facts about the client 
 # Keys inside METRICS. Counts rather than ratios, so the server can pool clients exactly.
 NUM_EXAMPLES = "num-examples"  # training nodes: the FedAvg weight
 TRAIN_LOSS = "train-loss"
+TRAIN_REGULARISER = "train-regulariser"  # an algorithm's regulariser beside its task loss (Ditto's pull), optional
 TRAIN_SECONDS = "train-seconds"  # local training wall time
 EVAL_SECONDS = "eval-seconds"  # local evaluation wall time
 SETUP_SECONDS = "setup-seconds"  # run config, client data (cached per process), received weights into the model

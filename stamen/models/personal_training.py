@@ -116,22 +116,23 @@ def fit_personal(
     optimizer: torch.optim.Optimizer,
     anchor: list[Tensor],
     lam: float,
-) -> float:
+) -> tuple[float, float]:
     r"""Ditto's personal update: ``epochs`` Adam steps on the cross-entropy, each followed by the
     proximal map of :math:`\frac{\lambda}{2}\lVert v - w \rVert^2` (module docstring).
 
     ``anchor`` holds the global weights :math:`w`, one tensor per ``model.parameters()`` in order.
-    Returns the mean objective :math:`F_i(v) + \frac{\lambda}{2}\lVert v - w\rVert^2` at the steps' starts.
+    Returns the means over the steps' starts of the task loss :math:`F_i(v)` and of the regulariser
+    :math:`\frac{\lambda}{2}\lVert v - w\rVert^2`, apart (their sum is the objective).
     """
     params = list(model.parameters())
     if len(anchor) != len(params) or any(a.shape != p.shape for a, p in zip(anchor, params)):
         raise ValueError("the anchor does not match the model's parameters")
     by_param = {id(param): target for param, target in zip(params, anchor)}
     model.train()
-    total = 0.0
+    total, pulled = 0.0, 0.0
     for _ in range(epochs):
         if lam > 0:  # the regulariser's value at the step's start
-            total += 0.5 * lam * sum(float((p.detach() - a).pow(2).sum()) for p, a in zip(params, anchor))
+            pulled += 0.5 * lam * sum(float((p.detach() - a).pow(2).sum()) for p, a in zip(params, anchor))
         optimizer.zero_grad()
         loss = _cross_entropy(model, data)
         loss.backward()
@@ -143,4 +144,4 @@ def fit_personal(
                     for param in group["params"]:
                         param.add_(by_param[id(param)] - param, alpha=pull)
         total += float(loss.detach())
-    return total / epochs
+    return total / epochs, pulled / epochs

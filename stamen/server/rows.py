@@ -27,6 +27,7 @@ from stamen.contract.figures import (
     LINK_METRICS,
     TEST_ACC,
     TRAIN_LOSS,
+    TRAIN_REGULARISER,
     VAL_ACC,
     link_figure,
     setting_acc,
@@ -102,12 +103,21 @@ def training_figures(metrics: list[MetricRecord]) -> Row:
     least time any schedule of the round could take.
     """
     examples = sum(int(m[p.NUM_EXAMPLES]) for m in metrics)
+    regulariser = (
+        {
+            TRAIN_REGULARISER: sum(float(m[p.TRAIN_REGULARISER]) * int(m[p.NUM_EXAMPLES]) for m in metrics)
+            / max(examples, 1)
+        }
+        if metrics and all(p.TRAIN_REGULARISER in m for m in metrics)
+        else {}
+    )
     phases = {"setup": p.SETUP_SECONDS, "train": p.TRAIN_SECONDS, "eval": p.EVAL_SECONDS, "pack": p.PACK_SECONDS}
     handler = [sum(float(m[key]) for key in phases.values()) for m in metrics]
     return {
         # a client without training nodes weighs nothing (its loss, of no nodes, may be NaN)
         TRAIN_LOSS: sum(float(m[p.TRAIN_LOSS]) * n for m in metrics if (n := int(m[p.NUM_EXAMPLES])) > 0)
         / max(examples, 1),
+        **regulariser,
         "client_train_seconds_max": max(float(m[p.TRAIN_SECONDS]) for m in metrics),
         **{f"client_{name}_seconds_sum": sum(float(m[key]) for m in metrics) for name, key in phases.items()},
         "client_handler_seconds_sum": sum(handler),
@@ -123,6 +133,8 @@ def client_figures(metrics: list[MetricRecord]) -> dict[str, Row]:
         figures: Row = {"train_nodes": int(m[p.NUM_EXAMPLES])} if p.NUM_EXAMPLES in m else {}
         if p.TRAIN_LOSS in m:
             figures[TRAIN_LOSS] = float(m[p.TRAIN_LOSS])
+        if p.TRAIN_REGULARISER in m:
+            figures[TRAIN_REGULARISER] = float(m[p.TRAIN_REGULARISER])
         for name, correct, total in _CLIENT_ACCURACIES:
             if correct in m and int(m[total]) > 0:
                 figures[name] = int(m[correct]) / int(m[total])

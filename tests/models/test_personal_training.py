@@ -72,12 +72,13 @@ def test_ditto_without_pull_is_plain_local_training(data):
 def test_ditto_with_a_huge_pull_stays_at_the_global_model(data):
     model = _model(data, seed=1)
     anchor = [param.detach().clone() for param in _model(data, seed=2).parameters()]
-    loss = fit_personal(model, data, 3, _adam(model), anchor, lam=1e9)
+    loss, pull = fit_personal(model, data, 3, _adam(model), anchor, lam=1e9)
     assert all(torch.allclose(p, a, atol=1e-6) for p, a in zip(model.parameters(), anchor))
     moderate = _model(data, seed=1)
     fit_personal(moderate, data, 3, _adam(moderate), anchor, lam=1.0)
     gap = sum(float((p.detach() - a).abs().max()) for p, a in zip(moderate.parameters(), anchor))
     assert gap > 1e-2 and loss > 0  # a moderate pull leaves it between its own data and the global model
+    assert pull > 0  # the first step starts away from the anchor: the regulariser is reported apart
 
 
 def test_prototypes_are_the_class_means_of_the_training_embeddings(data):
