@@ -64,6 +64,17 @@ class Run:
         """The rows as a DataFrame, one row per round (needs pandas: ``pip install 'stamen[pandas]'``)."""
         return data_frame(self.rows, "Run.to_pandas")
 
+    def clients_frame(self) -> pandas.DataFrame:
+        """Each client's figures in long format, one row per round, client and figure: columns ``round``,
+        ``client`` (partition id), ``figure`` and ``value`` (the rows' ``per_client``; needs pandas)."""
+        long = [
+            {"round": row["round"], "client": int(client), "figure": figure, "value": value}
+            for row in self.rows
+            for client, figures in sorted(row.get("per_client", {}).items(), key=lambda item: int(item[0]))
+            for figure, value in figures.items()
+        ]
+        return data_frame(long, "Run.clients_frame")
+
 
 def _figure_text(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)

@@ -22,7 +22,9 @@ def test_the_regulariser_is_its_own_figure_pooled_by_training_nodes(runs):
     ditto, _ = runs
     for row in ditto.rows[1:]:
         clients = row["per_client"].values()
-        pooled = sum(c["train_regulariser"] * c["train_nodes"] for c in clients) / sum(c["train_nodes"] for c in clients)
+        pooled = sum(c["train_regulariser"] * c["train_nodes"] for c in clients) / sum(
+            c["train_nodes"] for c in clients
+        )
         assert math.isclose(row["train_regulariser"], pooled, rel_tol=1e-12)
     assert ditto.rows[1]["train_regulariser"] == 0.0  # round 1: the personal model starts at the global one
     assert ditto.rows[-1]["train_regulariser"] > 0.1  # then it moves away, and the pull says by how much

@@ -80,6 +80,16 @@ def test_to_pandas_has_a_row_per_round_and_a_column_per_key(tmp_path):
     assert list(frame["round"]) == [0, 1, 2]
 
 
+def test_clients_frame_is_long_one_row_per_round_client_and_figure():
+    rows = [
+        {"round": 0, "per_client": {"1": {"test_acc": 0.5}, "0": {"test_acc": 0.25, "train_nodes": 7}}},
+        {"round": 1, "global_test_acc": 0.75},  # a row without per-client figures adds none
+    ]
+    frame = stamen.Run(dir=None, config={}, status=None, rows=rows, summary={}).clients_frame()
+    assert list(frame.columns) == ["round", "client", "figure", "value"]
+    assert frame.values.tolist() == [[0, 0, "test_acc", 0.25], [0, 0, "train_nodes", 7], [0, 1, "test_acc", 0.5]]
+
+
 def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
     import builtins
 
