@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
 from stamen.contract.figures import headline_key
-from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.server.rundir import RunDirectory, RunStatus, TornLastRow
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -108,7 +108,15 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
     status = RunStatus(recorded) if recorded is not None else None
     has_summary = (folder.path / "summary.json").is_file()
     # a run that did not finish may have been stopped while writing its last row
-    rows = folder.rows(torn_last_ok=status not in (RunStatus.FINISHED, None))
+    try:
+        rows = folder.rows(torn_last_ok=status not in (RunStatus.FINISHED, None))
+    except TornLastRow as torn:
+        if status is not RunStatus.FINISHED:
+            raise
+        raise ValueError(  # no resume would write that row again
+            f"{torn.file}: line {torn.line}, the last, was cut short though the run finished: the file was changed "
+            "afterwards; restore it from a copy, or delete that line"
+        ) from None
     return Run(folder.path, folder.config(), status, rows, folder.summary() if has_summary else {})
 
 

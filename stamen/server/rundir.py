@@ -142,6 +142,17 @@ def check_output_dir(output_dir: str) -> Path:
     return path
 
 
+class TornLastRow(ValueError):
+    """The last line of ``metrics.jsonl`` is cut short (a write stopped midway): which file and line."""
+
+    def __init__(self, file: Path, line: int, run_dir: Path) -> None:
+        self.file, self.line = file, line
+        super().__init__(
+            f"{file}: line {line}, the last, was cut short (the run was stopped while writing it); resume the run "
+            f"with resume-from='{run_dir}' (it runs that round again), or delete that line"
+        )
+
+
 def _rewrite_in_place(path: Path, record: dict[str, Any]) -> bool:
     """Overwrite the existing file ``path`` with ``record`` where it lies (no new file: the blocks it held take
     the new text), or with the record's status, token, error and cause alone when that does not fit; whether either did.
@@ -422,11 +433,7 @@ class RunDirectory:
             try:
                 rows.append(_row(file, len(lines) + 1, torn))
             except ValueError:
-                raise ValueError(
-                    f"{file}: line {len(lines) + 1}, the last, was cut short (the run was stopped while writing "
-                    f"it); resume the run with resume-from='{self.path}' (it runs that round again), or delete "
-                    "that line"
-                ) from None
+                raise TornLastRow(file, len(lines) + 1, self.path) from None
         return rows
 
     def outcome(self, token: str) -> dict[str, Any] | None:

@@ -73,3 +73,17 @@ def test_loading_a_damaged_run_names_the_file(tmp_path):
     with pytest.raises(ValueError) as refusal:
         stamen.load(run.dir)
     assert str(refusal.value) == f"{metrics} is not UTF-8 text; the run directory is damaged"
+
+
+def test_a_finished_run_whose_last_row_was_cut_afterwards_says_so(tmp_path):
+    run = stamen.run(SMALL, clients=2, out=tmp_path / "runs")
+    metrics = run.dir / "metrics.jsonl"
+    text = metrics.read_text()
+    metrics.write_text(text[: len(text) - 10])  # the last line loses its end
+    lines = text.count("\n")
+    with pytest.raises(ValueError) as refusal:
+        stamen.load(run.dir)
+    assert str(refusal.value) == (
+        f"{metrics}: line {lines}, the last, was cut short though the run finished: the file was changed "
+        "afterwards; restore it from a copy, or delete that line"
+    )
