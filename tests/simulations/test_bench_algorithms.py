@@ -176,7 +176,7 @@ def test_a_tasks_bench_has_a_row_per_algorithm_under_the_tasks_own_figures(tmp_p
 
 @pytest.mark.parametrize(
     ("option", "named"),
-    [(["--datasets", "cora"], "dataset='cora' is one graph"), (["--partitioners", "louvain"], "partitioner='louvain'")],
+    [(["--datasets", "cora"], "dataset='cora' is one graph"), (["--partitioners", "metis"], "partitioner='metis'")],
 )
 def test_a_task_refuses_a_dataset_or_partitioner_it_does_not_admit_before_any_run(tmp_path, capsys, option, named):
     command = ["bench", "algorithms", "--task", "graph-classification", *option, "--out", str(tmp_path)]

@@ -47,7 +47,7 @@ def test_partition_table_on_screen(capsys):
         (["partition", "--clients", "5000"], "cannot cut 3000 nodes into 5000 clients"),
         (["partition", "--dataset", "cora", "--data-root", "/nonexistent"], "raw files missing"),
         (["run", "-c", "model='transformer'"], "unknown model 'transformer'"),
-        (["run", "-c", "num-server-rounds=0"], "num-server-rounds must be >= 1"),
+        (["run", "-c", "num-server-rounds=0"], "num-server-rounds must lie in [1, 10000000], got 0"),
         (["run", "--federation-config", "num-supernodes=4000"], "cannot cut 3000 nodes into 4000 clients"),
         (["run", "--in-turn"], "--in-turn applies to the in-process engine only"),
     ],
