@@ -82,3 +82,35 @@ def test_a_terminal_shows_the_bar_and_no_lines(capsys, tmp_path, monkeypatch):
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0:00:00"), (59.6, "0:01:00"), (3725, "1:02:05")])
 def test_clock(seconds, text):
     assert clock(seconds) == text
+
+
+def test_units_outside_a_terminal_get_a_line_each_and_one_while_a_unit_runs():
+    import time
+
+    from rich.console import Console
+
+    from stamen.simulations.unit_progress import UnitProgress
+
+    console = Console(file=io.StringIO(), width=200)  # not a terminal
+    with UnitProgress(console, "sweep", interval=0.05) as screen:
+        screen.begin(3, 0)
+        deadline = time.monotonic() + 10
+        while "working" not in console.file.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        screen.finished("r0 finished")
+    lines = console.file.getvalue().splitlines()
+    assert any(line.startswith("[sweep 0/3] working; ") for line in lines), lines
+    assert any(line.startswith("[sweep 1/3] r0 finished; ") and line.endswith(" left") for line in lines), lines
+    assert "\x1b" not in console.file.getvalue() and "\r" not in console.file.getvalue()
+
+
+def test_units_not_enabled_show_nothing():
+    from rich.console import Console
+
+    from stamen.simulations.unit_progress import UnitProgress
+
+    console = Console(file=io.StringIO(), width=200)
+    with UnitProgress(console, "sweep", enabled=False, interval=0.0) as screen:
+        screen.begin(2, 1)
+        screen.finished("r1 finished")
+    assert console.file.getvalue() == ""
