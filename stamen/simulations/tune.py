@@ -278,22 +278,27 @@ def _sampler(optuna: Any, spec: TuneSpec, counted: int) -> Any:
 
 
 def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) -> TuneResult:
+    from stamen.simulations.screen import output_console
     from stamen.simulations.tune_outputs import print_table, write_outputs
+    from stamen.simulations.unit_progress import UnitProgress
 
     distributions = {item.key: item.distribution() for item in spec.space}
     counted = sum(record.outcome is not TrialOutcome.INTERRUPTED for record in records(study))
     if show:
         print(f"stamen tune: {spec.trials} trials in {folder} ({min(counted, spec.trials)} done already)", flush=True)
-    try:
-        while counted < spec.trials:
-            study.sampler = _sampler(optuna, spec, counted)
-            trial = study.ask(distributions)
-            earlier = _same_values(study, trial)
-            outcome = _trial(optuna, study, trial, spec, folder) if earlier is None else _repeat(study, trial, earlier)
-            counted += 1
-            write_outputs(folder, spec, records(study))
-            if show:
-                print(f"  trial {trial.number}: {outcome} {_shown(trial.params)}", flush=True)
+    try:  # the trials' count and time left on stderr: a bar on a terminal, a line per trial and every 10 s elsewhere
+        with UnitProgress(output_console(stderr=True), "tune", enabled=show) as screen:
+            screen.begin(spec.trials, min(counted, spec.trials), say_kept=False)  # said above
+            while counted < spec.trials:
+                study.sampler = _sampler(optuna, spec, counted)
+                trial = study.ask(distributions)
+                earlier = _same_values(study, trial)
+                done = _trial(optuna, study, trial, spec, folder) if earlier is None else _repeat(study, trial, earlier)
+                counted += 1
+                write_outputs(folder, spec, records(study))
+                if show:
+                    print(f"  trial {trial.number}: {done} {_shown(trial.params)}", flush=True)
+                screen.finished(None)  # the trial's own line is the one above, on standard output
     finally:  # Ctrl-C included: the tables hold every trial that finished
         found = records(study)
         write_outputs(folder, spec, found)

@@ -1,6 +1,7 @@
 """One-run privacy auditing: the bound's arithmetic by hand, and canaries that a non-private run gives away."""
 
 import json
+import logging
 import math
 
 import numpy as np
@@ -62,7 +63,15 @@ def test_the_command_writes_its_table_and_json_and_refuses_bad_input(tmp_path, c
     output = tmp_path / "audit.json"
     argv = ["audit", "privacy", "--csbm-nodes", "600", "--rounds", "2", "--canaries-per-client", "20"]
     argv += ["--dp-sgd-epsilons", "4", "--client-dp-epsilons", "4", "--out", str(output)]
-    assert main(argv) == 0
+    records: list[logging.LogRecord] = []
+    spy = logging.Handler()
+    spy.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("flwr").addHandler(spy)
+    try:
+        assert main(argv) == 0
+    finally:
+        logging.getLogger("flwr").removeHandler(spy)
+    assert not [r.getMessage() for r in records if r.levelno < logging.WARNING]  # no Flower INFO lines
     report = json.loads(output.read_text())
     assert [r["privacy"] for r in report["results"]] == ["none", "dp-sgd", "client-dp"]
     assert "empirical eps >=" in capsys.readouterr().out

@@ -65,8 +65,9 @@ def test_an_in_process_sweep_summarises_and_resumes(tmp_path, capsys):
         "num-supernodes=3",
     ]
     assert stamen(args) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "lr=0.01" in out and "lr=0.05" in out and "±" in out
+    assert "[sweep 1/4] " in err and "[sweep 4/4] " in err and "finished; " in err and "\x1b" not in err  # plain
     folder = tmp_path / "s"
     record = json.loads((folder / "sweep.json").read_text())
     assert record["provenance"]["seeds"] == [0, 1] and record["provenance"]["packages"]["flwr"]

@@ -69,7 +69,8 @@ def test_a_bad_space_is_one_line_exit_2_before_anything_is_written(tmp_path, cap
 def test_a_study_writes_its_table_and_files_resumes_to_n_and_repeats_with_its_seed(tmp_path, capsys):
     folder = tmp_path / "s"
     assert stamen(_study(tmp_path, "s", 3)) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "[tune 3/3] " in err and "none left" in err and "\x1b" not in err  # a plain line per trial
     assert "the best 3 of 3 trials" in out and "val acc (best round)" in out
     first = _rows(folder)
     assert [row["trial"] for row in first] == ["0", "1", "2"]

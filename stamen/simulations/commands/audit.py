@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import math
 import os
 import time
@@ -46,7 +47,7 @@ from stamen.graphs import FederationSpec
 from stamen.models import build_model
 from stamen.server.driver import build_driver
 from stamen.server.rundir import atomic_write
-from stamen.simulations.inprocess import InProcessGrid, task_identity
+from stamen.simulations.inprocess import InProcessGrid, flower_log_level, task_identity
 from stamen.simulations.options import finite_float, renamed
 from stamen.unlearn.privacy_audit import (
     canary_scores,
@@ -98,7 +99,8 @@ def audit_run(
         planted[i], canaries[i] = plant_canaries(client_data(spec, i, CPU), per_client, strength, rng)
     torch.manual_seed(config.seed)
     rows: list[dict] = []
-    with task_identity(), planted_federation(spec, planted) as reads:
+    # Flower's per-round INFO lines stay out of the audit's output (its progress lines and table)
+    with task_identity(), flower_log_level(logging.WARNING), planted_federation(spec, planted) as reads:
         grid = InProcessGrid(config, num_clients)
         setup = build_driver(config, grid, clients=num_clients)
         arrays = setup.run(rows.append)

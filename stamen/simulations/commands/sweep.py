@@ -14,6 +14,7 @@ mean +- std over seeds per config, and writes ``sweep.json`` (with provenance),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -22,6 +23,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ from stamen.simulations.sweep import (
     parse_set,
     run_figures,
 )
+from stamen.simulations.unit_progress import UnitProgress
 
 DEFAULT_OUT = "sweeps"
 
@@ -203,8 +206,6 @@ def _config_args(spec: SweepSpec, run: SweepRun, folder: Path) -> list[str]:
 
 def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
     """Run ``todo`` (``--jobs`` at a time); return the names of the runs that failed."""
-    from rich.progress import Progress
-
     from stamen.simulations import lifetime
 
     failed: list[str] = []
@@ -216,8 +217,7 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
     logs.mkdir(parents=True, exist_ok=True)
     running: dict[str, subprocess.Popen] = {}
     queue = list(todo)
-    with Progress(transient=False, disable=not show) as progress:
-        task = progress.add_task("sweep", total=len(todo))
+    with _screen(show, len(todo)) as screen:
         try:
             while queue or running:
                 while queue and len(running) < spec.jobs:
@@ -245,9 +245,9 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
                 for name, process in list(running.items()):
                     if process.poll() is not None:
                         del running[name]
-                        progress.advance(task)
                         if process.returncode not in (0, 3):
                             failed.append(name)
+                        screen.finished(_outcome(name, name in failed))
                 time.sleep(0.2)
         except KeyboardInterrupt:
             for process in running.values():  # each run stops its own processes and marks itself interrupted
@@ -260,15 +260,12 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
 
 def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
     """Run ``todo`` one after another in this process on the in-process engine."""
-    from rich.progress import Progress
-
     from stamen.simulations.commands.run import simulate
     from stamen.simulations.errors import RunFailed
     from stamen.simulations.preflight import prepare
 
     failed = []
-    with Progress(transient=False, disable=not show) as progress:
-        task = progress.add_task("sweep", total=len(todo))
+    with _screen(show, len(todo)) as screen:
         for run in todo:
             try:
                 simulate(
@@ -276,8 +273,22 @@ def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: boo
                 )
             except RunFailed:
                 failed.append(run.name)
-            progress.advance(task)
+            screen.finished(_outcome(run.name, run.name in failed))
     return failed
+
+
+@contextlib.contextmanager
+def _screen(show: bool, runs: int) -> Iterator[UnitProgress]:
+    """The sweep's progress on stderr (``show=False``: none): a bar on a terminal, plain lines elsewhere."""
+    from stamen.simulations.screen import output_console
+
+    with UnitProgress(output_console(stderr=True), "sweep", enabled=show) as screen:
+        screen.begin(runs, 0)
+        yield screen
+
+
+def _outcome(name: str, failed: bool) -> str:
+    return f"{name} {'failed' if failed else 'finished'}"
 
 
 def _write(folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Group], failed: list[str]) -> None:
