@@ -48,7 +48,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,6 +58,7 @@ from typing import Any
 from stamen.contract.provenance import provenance
 from stamen.contract.run_config import RunConfig
 from stamen.graphs.names import dataset_slug
+from stamen.server.file_writes import atomic_write, rewrite_in_place
 
 Row = dict[str, Any]
 
@@ -151,59 +151,6 @@ class TornLastRow(ValueError):
             f"{file}: line {line}, the last, was cut short (the run was stopped while writing it); resume the run "
             f"with resume-from='{run_dir}' (it runs that round again), or delete that line"
         )
-
-
-def _rewrite_in_place(path: Path, record: dict[str, Any]) -> bool:
-    """Overwrite the existing file ``path`` with ``record`` where it lies (no new file: the blocks it held take
-    the new text), or with the record's status, token, error and cause alone when that does not fit; whether either did.
-
-    The last resort of :meth:`RunDirectory.set_status` when the atomic write failed (a full disk), for the status
-    of a run that has ended: not atomic, but a process that ended never leaves ``running`` behind it.
-    """
-    small = {key: record[key] for key in ("status", "token", "error", "cause", "updated") if key in record}
-    for text in (_json(record), _json(small)):
-        try:
-            handle = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
-            with os.fdopen(handle, "wb") as stream:
-                stream.truncate(0)
-                stream.write(text.encode())
-                stream.flush()
-                os.fsync(stream.fileno())
-            return True
-        except OSError:
-            continue
-    return False
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a fsync-ed temporary file in the same folder, rename, fsync the folder.
-
-    Until the rename the old file stays whole; the temporary file is removed whatever fails.
-    """
-    raw = data.encode() if isinstance(data, str) else data
-    staging = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    try:
-        handle = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)  # the umask applies
-    except OSError as error:  # named by the file the caller asked for, not the temporary one
-        raise type(error)(error.errno, error.strerror, str(path)) from error
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(raw)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(staging, path)
-        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:  # the rename itself survives a power loss
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-    except BaseException as error:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(staging)
-        if isinstance(error, OSError) and error.errno is not None and error.filename in (None, staging, str(staging)):
-            # the file the caller named (a full disk gives none, a read-only folder the temporary one)
-            raise type(error)(error.errno, error.strerror, str(path)) from error
-        raise
 
 
 def row_line(row: Row) -> str:
@@ -315,7 +262,9 @@ class RunDirectory:
         try:
             atomic_write(self.path / STATUS_FILE, _json(record))
         except OSError:  # a full disk: an ended run must not read `running`, so the record goes in the old one's place
-            if status is RunStatus.RUNNING or not _rewrite_in_place(self.path / STATUS_FILE, record):
+            small = {key: record[key] for key in ("status", "token", "error", "cause", "updated") if key in record}
+            texts = [_json(record), _json(small)]  # the whole record, else what a reader of the outcome needs
+            if status is RunStatus.RUNNING or not rewrite_in_place(self.path / STATUS_FILE, texts):
                 raise
 
     def check_resume(self, config: RunConfig) -> None:
