@@ -132,6 +132,13 @@ def _made_for(task: str) -> tuple[str, ...]:
 # Every algorithm but those made for another task.
 _NODE_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.task in ("", NODE_CLASSIFICATION))
 
+
+def _graph_set_partitioner(values: dict[str, Any]) -> str:
+    """A graph set's default partitioner: ``cross-dataset`` for a dataset list (one dataset per client), else an
+    even seeded deal of the graphs (``random``)."""
+    return CROSS_DATASET if is_dataset_list(str(values.get("dataset", ""))) else "random"
+
+
 TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
@@ -179,7 +186,7 @@ TASKS: dict[str, TaskSpec] = {
             models=GRAPH_MODELS,
             graph_sets=True,
             examples="graphs",
-            defaults=(("dataset", "graphs-synth"), ("partitioner", lambda values: _graph_set_partitioner(values))),
+            defaults=(("dataset", "graphs-synth"), ("partitioner", _graph_set_partitioner)),
             fixed=(
                 ("unseen-node-frac", "hides nodes of one graph from node classification's training split"),
                 ("missing-classes", "withholds node labels"),
@@ -190,12 +197,6 @@ TASKS: dict[str, TaskSpec] = {
         ),
     )
 }
-
-
-def _graph_set_partitioner(values: dict[str, Any]) -> str:
-    """A graph set's default partitioner: ``cross-dataset`` for a dataset list (one dataset per client), else an
-    even seeded deal of the graphs (``random``)."""
-    return CROSS_DATASET if is_dataset_list(str(values.get("dataset", ""))) else "random"
 
 
 def with_task_defaults(values: dict[str, Any]) -> dict[str, Any]:

@@ -30,9 +30,10 @@ def read_toml(path: str) -> dict[str, Any]:
     """The TOML document at ``path`` (``~`` expanded), or a ValueError naming the file and the problem."""
     file = Path(path).expanduser()
     try:
-        if not stat.S_ISREG(file.stat().st_mode):  # a FIFO would block the read, a device never end it
-            if file.is_dir():
-                raise IsADirectoryError
+        mode = file.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise ValueError(f"{path}: is a folder, not a TOML file")
+        if not stat.S_ISREG(mode):  # a FIFO would block the read, a device never end it
             raise ValueError(f"{path}: is not a regular file (a device, FIFO or socket); give a TOML file")
         with file.open("rb") as stream:
             text = stream.read(MAX_BYTES + 1)
@@ -41,8 +42,6 @@ def read_toml(path: str) -> dict[str, Any]:
         return tomllib.loads(text.decode("utf-8"))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file; give the path of a TOML file of run-config keys") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: is a folder, not a TOML file") from None
     except PermissionError:
         raise ValueError(f"{path}: cannot be read (permission denied)") from None
     except OSError as error:
