@@ -52,7 +52,7 @@ def estimate(config: RunConfig) -> list[tuple[float, str]]:
     if config.dataset == "csbm":
         nodes, features = config.csbm_nodes, config.csbm_features
         parts.append((nodes * features * FLOAT + nodes * INDEX, "fewer csbm-nodes or csbm-features"))
-        parts.append((2 * 2 * nodes * config.csbm_degree * INDEX, "fewer csbm-nodes or a lower csbm-degree"))
+        parts.append((2 * nodes * config.csbm_degree * INDEX, "fewer csbm-nodes or a lower csbm-degree"))  # both directions
         parts.append((nodes * config.hidden * config.num_layers * FLOAT, "fewer csbm-nodes or a smaller hidden"))
     else:
         root = data_root(config.data_root or None)

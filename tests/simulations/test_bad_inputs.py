@@ -61,7 +61,7 @@ def test_a_graph_too_big_for_this_machine_is_refused_with_the_figures(capsys, tm
     monkeypatch.setattr(size_check, "available_memory", lambda: 23 * 2**30)
     line = refused(capsys, tmp_path, "csbm-nodes=1000000000000")
     assert line == (
-        "run needs about 938.6 TiB of memory; this machine has 23.0 GiB available; use fewer csbm-nodes or a smaller "
+        "run needs about 822.2 TiB of memory; this machine has 23.0 GiB available; use fewer csbm-nodes or a smaller "
         "hidden (or size-check=false to go on anyway)"
     )
 
