@@ -52,7 +52,8 @@ def estimate(config: RunConfig) -> list[tuple[float, str]]:
     if config.dataset == "csbm":
         nodes, features = config.csbm_nodes, config.csbm_features
         parts.append((nodes * features * FLOAT + nodes * INDEX, "fewer csbm-nodes or csbm-features"))
-        parts.append((2 * nodes * config.csbm_degree * INDEX, "fewer csbm-nodes or a lower csbm-degree"))  # both directions
+        edges = nodes * config.csbm_degree  # both directions of every edge: a mean degree of them per node
+        parts.append((2 * edges * INDEX, "fewer csbm-nodes or a lower csbm-degree"))
         parts.append((nodes * config.hidden * config.num_layers * FLOAT, "fewer csbm-nodes or a smaller hidden"))
     else:
         root = data_root(config.data_root or None)
