@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 # one room (``stamen.server.app`` in a Flower process, ``stamen.client.app`` in a Ray actor) does not pull
 # in the whole API.
 _EXPORTS = {
+    "AlgorithmSpec": "stamen.contract.algorithms",
     "Certificates": "stamen.certifying",
+    "ModelSpec": "stamen.models.names",
+    "option": "stamen.contract.keys",
+    "register_algorithm": "stamen.contract.algorithms",
+    "register_model": "stamen.models.names",
     "EnvironmentFailed": "stamen.simulations.errors",
     "Run": "stamen.runs",
     "load": "stamen.runs",
@@ -40,6 +45,9 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from stamen.certifying import Certificates
+    from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
+    from stamen.contract.keys import option
+    from stamen.models.names import ModelSpec, register_model
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
     from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
@@ -82,6 +90,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AlgorithmSpec",
     "Certificates",
     "EnvironmentFailed",
     "Run",
@@ -92,7 +101,11 @@ __all__ = [
     "Tuned",
     "Unlearned",
     "certify",
+    "ModelSpec",
     "load",
+    "option",
+    "register_algorithm",
+    "register_model",
     "run",
     "sweep",
     "tune",

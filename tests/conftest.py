@@ -242,3 +242,15 @@ def interrupt_long_job(monkeypatch: pytest.MonkeyPatch):
         return lambda: monkeypatch.setattr(LongJob, "finish", original)
 
     return interrupt
+
+
+@pytest.fixture
+def registries():
+    """The algorithm and model registries as they were before the test: what the test registers leaves with it."""
+    from stamen.contract.algorithms import ALGORITHMS
+    from stamen.models.names import MODEL_SPECS
+
+    saved = [(registry, dict(registry._entries), dict(registry._origins)) for registry in (ALGORITHMS, MODEL_SPECS)]
+    yield
+    for registry, entries, origins in saved:
+        registry._entries, registry._origins = entries, origins

@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "stamen"
 FACE = "stamen"  # the package's own modules (stamen/*.py): the public API
 FLOORS = {
+    "common": 0,
     "graphs": 1,
     "models": 1,
     "certify": 2,
@@ -23,11 +24,17 @@ FLOORS = {
     "simulations": 5,
     FACE: 6,
 }
-# The contract reads names and plain specs only, never code: the datasets and partitioners, the
-# federation's spec (a frozen value), the models and NTK architectures, and certify's models, modes,
-# search methods, solvers and NTK variants (for the options of stamen certify,
+# The contract reads floor 0 (common) and, of floors 1 and 2, names and plain specs only, never code: the
+# datasets and partitioners, the federation's spec (a frozen value), the models and NTK architectures, and
+# certify's models, modes, search methods, solvers and NTK variants (for the options of stamen certify,
 # stamen/contract/certify_config.py); each of these modules imports nothing heavy.
-CONTRACT_MAY_READ = {"stamen.graphs.names", "stamen.graphs.spec", "stamen.models.names", "stamen.certify.names"}
+CONTRACT_MAY_READ = {
+    "stamen.common",
+    "stamen.graphs.names",
+    "stamen.graphs.spec",
+    "stamen.models.names",
+    "stamen.certify.names",
+}
 CONTRACT_MAY_NOT = ("torch", "torch_geometric", "opacus")
 
 
@@ -102,7 +109,7 @@ def test_the_check_finds_sideways_and_upward_imports(tmp_path):
     ]
     assert _violations("contract", root) == [
         "stamen/contract/bad.py:1 imports stamen.graphs.splits (the contract reads only: stamen.certify.names, "
-        "stamen.graphs.names, stamen.graphs.spec, stamen.models.names)",
+        "stamen.common, stamen.graphs.names, stamen.graphs.spec, stamen.models.names)",
         "stamen/contract/bad.py:2 imports torch (the contract holds no torch)",
     ]
     assert _violations(FACE, root) == []  # the face may import every room; ``models`` is not Stamen's

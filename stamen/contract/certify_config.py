@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stamen.certify.names import ENUMERATE_LIMIT, METHODS, MODELS, MODES, NORMALIZATIONS, SOLVERS, VARIANTS
+from stamen.common.suggest import did_you_mean, one_of
 from stamen.contract.keys import Form, Key, Section, declared_keys, ge, gt
-from stamen.contract.suggest import did_you_mean, one_of
 from stamen.graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
 from stamen.models.names import NTK_ARCHITECTURES
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stamen.contract.suggest import did_you_mean
+from stamen.common.suggest import did_you_mean
 
 Value = bool | int | float | str
 
@@ -180,6 +180,27 @@ class Section:
         return field(default=default, metadata={"key": spec})
 
 
+def option(
+    name: str,
+    default: Value,
+    help: str,
+    *,
+    bound: Bound | None = None,
+    choices: Mapping[str, str] | tuple[str, ...] | None = None,
+    form: Form | None = None,
+) -> Key:
+    """A plug-in's own run-config key (``stamen.option("slowmo-beta", 0.9, "server momentum", bound=within(0, 1))``),
+    declared as :meth:`Section.key` declares a built-in one; its plug-in's registration names its section.
+
+    Its default is a bool, int, float or str, never None: Flower's run-config table, which carries a key to the
+    other processes of a run, holds no None."""
+    if isinstance(choices, tuple):
+        choices = dict.fromkeys(choices, "")
+    if type(default) not in KINDS:
+        raise ValueError(f"option {name!r}: its default must be a bool, int, float or str, got {default!r}")
+    return Key(name, "", default, help, bound, choices, form)
+
+
 def declared_keys(cls: type, prefix: str = "") -> dict[str, Key]:
     """Every key of a dataclass declared with :meth:`Section.key`, by kebab-case name, in order.
 
@@ -188,6 +209,8 @@ def declared_keys(cls: type, prefix: str = "") -> dict[str, Key]:
     """
     keys = {}
     for item in dataclasses.fields(cls):
+        if "key" not in item.metadata:
+            continue
         name = item.name.replace("_", "-")
         keys[name] = dataclasses.replace(item.metadata["key"], name=prefix + name)
     return keys

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from stamen.common.suggest import one_of
 from stamen.contract.algorithms import ALGORITHMS, FedSageSchedule, admitting, averaging
-from stamen.contract.suggest import one_of
 from stamen.contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, check_task
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from stamen.models.names import check_decoupled, encoder_has_weights

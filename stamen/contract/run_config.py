@@ -21,16 +21,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES
+from stamen.common.registry import Helps
+from stamen.common.suggest import did_you_mean
+from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES, plugin_keys
 from stamen.contract.keys import Form, Key, Section, declared_keys, ge, gt, within
 from stamen.contract.requests import is_request
-from stamen.contract.suggest import did_you_mean
 from stamen.contract.tasks import TASKS, with_task_defaults
 from stamen.contract.tracking import TRACKING_FORM_TEXT, is_tracking, trackers, translate_retired
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from stamen.graphs.names import RUN_PARTITIONERS, accepted_datasets, dataset_problem
 from stamen.graphs.spec import FederationSpec
-from stamen.models.names import ALL_MODELS, LINK_DECODERS, NTK_ARCHITECTURES
+from stamen.models.names import LINK_DECODERS, MODEL_SPECS, NTK_ARCHITECTURES
 
 PRIVACY = {
     "none": "no differential privacy",
@@ -140,7 +141,7 @@ class RunConfig:
         "what the clients learn (stamen/contract/tasks.py)",
         choices={n: s.help for n, s in TASKS.items()},
     )
-    algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices={n: s.help for n, s in ALGORITHMS.items()})
+    algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices=Helps(ALGORITHMS))
     num_server_rounds: int = TRAINING.key(100, "federated rounds (at most 10,000,000)", bound=within(1, MAX_ROUNDS))
     dataset: str = DATA.key(
         "csbm", "the graph (csbm: generated from the seed; the others read files, docs/datasets.md)", form=DATASET
@@ -180,7 +181,7 @@ class RunConfig:
         0, "classes whose labels each client withholds: its rarest ones (missing class)", bound=ge(0)
     )
     model: str = MODEL.key(
-        "gcn", "the GNN (encoder -> linear head; graph classification: a readout between)", choices=ALL_MODELS
+        "gcn", "the GNN (encoder -> linear head; graph classification: a readout between)", choices=Helps(MODEL_SPECS)
     )
     hidden: int = MODEL.key(64, "hidden width", bound=ge(1))
     num_layers: int = MODEL.key(2, "layers", bound=ge(1))
@@ -387,27 +388,50 @@ class RunConfig:
         16, "fedstar: columns of the one-hot degree embedding (degrees above it share the last)", bound=ge(1)
     )
 
+    plugin_options: tuple[tuple[str, Any], ...] = ()
+    """The values given for the keys that plug-in algorithms declare (:attr:`AlgorithmSpec.keys`), by name;
+    :meth:`option` reads them, a key not given reads its default."""
+
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
         """Check and build from Flower's run config; missing keys take defaults. ValueError in one line.
 
         A key of earlier versions reads as the key that took its place
-        (:func:`stamen.contract.tracking.translate_retired`).
+        (:func:`stamen.contract.tracking.translate_retired`); a key a plug-in algorithm declares is checked
+        as a built-in one (:func:`stamen.contract.algorithms.plugin_keys`).
         """
         values = translate_retired(values)
-        unknown = [key for key in values if key not in KEYS]
+        extra = plugin_keys()
+        unknown = [key for key in values if key not in KEYS and key not in extra]
         if unknown:
-            named = ", ".join(f"{key!r}{did_you_mean(key, KEYS, ' (')}".replace("?", "?)") for key in unknown)
+            every = {**KEYS, **extra}
+            named = ", ".join(f"{key!r}{did_you_mean(key, every, ' (')}".replace("?", "?)") for key in unknown)
             plural = "s" if len(unknown) > 1 else ""
             raise ValueError(f"unknown run-config key{plural} {named}; `stamen config` lists every key")
-        typed: dict[str, Any] = {KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items()}
-        config = cls(**with_task_defaults(typed))
+        typed: dict[str, Any] = {
+            KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items() if key in KEYS
+        }
+        options = tuple(sorted((key, extra[key].typed(value)) for key, value in values.items() if key in extra))
+        config = cls(**with_task_defaults(typed), plugin_options=options)
         config.validate()
         return config
 
     def to_flower(self) -> dict[str, Any]:
-        """The kebab-case mapping that :meth:`from_flower` reads."""
-        return {key.name: getattr(self, key.attribute) for key in KEYS.values()}
+        """The kebab-case mapping that :meth:`from_flower` reads (the plug-ins' keys last)."""
+        values = {key.name: getattr(self, key.attribute) for key in KEYS.values()}
+        return values | {name: self.option(name) for name in plugin_keys()}
+
+    def option(self, name: str) -> Any:
+        """The value of run-config key ``name``, a built-in key's or a plug-in's (its default where not given)."""
+        if name in KEYS:
+            return getattr(self, KEYS[name].attribute)
+        given = dict(self.plugin_options)
+        if name in given:
+            return given[name]
+        extra = plugin_keys()
+        if name not in extra:
+            raise ValueError(f"no run-config key {name!r}{did_you_mean(name, {**KEYS, **extra})}")
+        return extra[name].default
 
     def validate(self) -> None:
         """Each key's constraint, then the rules between keys (:mod:`stamen.contract.rules`)."""
@@ -415,6 +439,8 @@ class RunConfig:
 
         for key in KEYS.values():
             key.check(getattr(self, key.attribute))
+        for name, key in plugin_keys().items():
+            key.check(self.option(name))
         check_rules(self)
 
     def replace(self, **changes: Any) -> RunConfig:

@@ -43,12 +43,13 @@ its figures in :mod:`stamen.contract.figures`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stamen.contract.algorithms import ALGORITHMS, GRAPH_FL_TASK
+from stamen.common.suggest import one_of
+from stamen.contract.algorithms import ALGORITHMS, GRAPH_FL_TASK, AlgorithmSpec
 from stamen.contract.figures import ACCURACY_FIGURES, LINK_TASK_FIGURES
-from stamen.contract.suggest import one_of
 from stamen.graphs.names import (
     CROSS_DATASET,
     GRAPH_SET_PARTITIONERS,
@@ -57,7 +58,7 @@ from stamen.graphs.names import (
     is_dataset_list,
     is_graph_set,
 )
-from stamen.models.names import GRAPH_MODELS, MODELS
+from stamen.models.names import NODE_TASKS, models_for
 
 if TYPE_CHECKING:
     from stamen.contract.run_config import RunConfig
@@ -66,6 +67,22 @@ NODE_CLASSIFICATION = "node-classification"
 LINK_PREDICTION = "link-prediction"
 GRAPH_CLASSIFICATION = "graph-classification"
 assert GRAPH_FL_TASK == GRAPH_CLASSIFICATION  # the graph-FL methods' task, as stamen.contract.algorithms names it
+assert NODE_TASKS == (NODE_CLASSIFICATION, LINK_PREDICTION)  # as stamen.models.names names them
+
+
+def _any_task(spec: AlgorithmSpec) -> bool:
+    """Its clients run the task's own local step and its server only combines weights (``any_task``)."""
+    return spec.any_task
+
+
+def _node_algorithm(spec: AlgorithmSpec) -> bool:
+    """Every algorithm but those made for another task."""
+    return spec.task in ("", NODE_CLASSIFICATION)
+
+
+def _graph_algorithm(spec: AlgorithmSpec) -> bool:
+    """The weight-combining algorithms and those made for graph classification."""
+    return spec.any_task or spec.task == GRAPH_CLASSIFICATION
 
 
 @dataclass(frozen=True)
@@ -76,9 +93,9 @@ class TaskSpec:
         name: the run config's ``task``.
         help: one line for ``stamen config`` and ``--help``.
         client: the client part's module (empty: node classification's built-in path).
-        algorithms: the algorithms it trains with (every other is refused, with ``refused``'s reason).
+        admits: which algorithms it trains with, from their specs' facts (every other is refused, with
+            ``refused``'s reason); :attr:`algorithms` names them, plug-ins included.
         refused: why the algorithms outside ``algorithms`` cannot run it.
-        models: the models it admits.
         datasets: the datasets it admits (None: every dataset a run may read).
         privacy: the privacy modes it admits.
         privacy_refused: why the privacy modes outside ``privacy`` cannot run it.
@@ -99,9 +116,8 @@ class TaskSpec:
     name: str
     help: str
     client: str = ""
-    algorithms: tuple[str, ...] = ()
+    admits: Callable[[AlgorithmSpec], bool] = _node_algorithm
     refused: str = ""
-    models: tuple[str, ...] = MODELS
     datasets: tuple[str, ...] | None = None
     privacy: tuple[str, ...] = ("none", "dp-sgd", "client-dp")
     privacy_refused: str = ""
@@ -113,24 +129,22 @@ class TaskSpec:
     figures: tuple[str, ...] = ACCURACY_FIGURES
     unavailable: str = ""
 
+    @property
+    def algorithms(self) -> tuple[str, ...]:
+        """The algorithms it trains with, in registry order (plug-ins included)."""
+        return tuple(name for name, spec in ALGORITHMS.items() if self.admits(spec))
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models it trains (their specs' ``tasks``), in registry order (plug-ins included)."""
+        return models_for(self.name)
+
 
 # Why the label-flip certificates (certify/) stay with node classification.
 _CERTIFIES = (
     "certifies a node classifier's predictions against flipped node labels (the NTK of its GNN and a kernel SVM "
     "over one graph's nodes), which this task does not train"
 )
-
-# Algorithms whose clients run the task's local step and whose server only combines weights (see AlgorithmSpec).
-_WEIGHT_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.any_task)
-
-
-def _made_for(task: str) -> tuple[str, ...]:
-    """The algorithms made for ``task`` alone (their spec's ``task``), in registry order."""
-    return tuple(name for name, spec in ALGORITHMS.items() if spec.task == task)
-
-
-# Every algorithm but those made for another task.
-_NODE_ALGORITHMS = tuple(name for name, spec in ALGORITHMS.items() if spec.task in ("", NODE_CLASSIFICATION))
 
 
 def _graph_set_partitioner(values: dict[str, Any]) -> str:
@@ -142,12 +156,12 @@ def _graph_set_partitioner(values: dict[str, Any]) -> str:
 TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
-        TaskSpec(NODE_CLASSIFICATION, "a class per node (accuracy)", algorithms=_NODE_ALGORITHMS),
+        TaskSpec(NODE_CLASSIFICATION, "a class per node (accuracy)"),
         TaskSpec(
             LINK_PREDICTION,
             "whether an edge joins two nodes, on each client's own edges and on the cut ones (AUC, AP, Hits@K)",
             client="stamen.client.link_prediction",
-            algorithms=_WEIGHT_ALGORITHMS,
+            admits=_any_task,
             refused="its client part trains a node classifier (class prototypes, label moments, heads, "
             "generated neighbours), not an edge scorer",
             privacy=("none", "client-dp"),
@@ -180,10 +194,9 @@ TASKS: dict[str, TaskSpec] = {
             GRAPH_CLASSIFICATION,
             "a class per small graph, for clients that each hold a set of graphs (accuracy over graphs)",
             client="stamen.client.graph_classification",
-            algorithms=(*_WEIGHT_ALGORITHMS, *_made_for(GRAPH_CLASSIFICATION)),
+            admits=_graph_algorithm,
             refused="its client part trains a node classifier (class prototypes, label moments, heads, "
             "generated neighbours), not a graph classifier",
-            models=GRAPH_MODELS,
             graph_sets=True,
             examples="graphs",
             defaults=(("dataset", "graphs-synth"), ("partitioner", _graph_set_partitioner)),

@@ -55,7 +55,7 @@ def trackers(text: str) -> tuple[str, ...]:
         return ()
     unknown = [n for n in names if n not in TRACKERS]
     if unknown:
-        from stamen.contract.suggest import did_you_mean
+        from stamen.common.suggest import did_you_mean
 
         raise ValueError(
             f"tracking={text!r}: {unknown[0]!r} is no tracker{did_you_mean(unknown[0], TRACKERS)}; "

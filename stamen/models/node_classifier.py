@@ -25,12 +25,14 @@ last weight matrix, so an ``L``-layer model here *is* the textbook ``L``-layer m
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import APPNP, GATConv
 
 from stamen.models.feature_dropout import feature_dropout, sparse_feature_dropout
-from stamen.models.names import MODELS
+from stamen.models.names import MODEL_SPECS, MODELS
 from stamen.models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
 from stamen.models.sparse_product import SparseMatrix, gcn_adjacency, mean_adjacency, sparse_features
 from stamen.models.stacked_rows import StackedRows
@@ -152,7 +154,7 @@ def build_model(
         appnp_alpha: APPNP teleport probability.
     """
     if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+        return _plugin_model(name, in_dim, num_classes, hidden, num_layers, dropout)
     if num_layers < 1 or hidden < 1 or in_dim < 1 or num_classes < 2:
         raise ValueError(
             f"model needs num-layers >= 1, hidden >= 1, features >= 1 and classes >= 2 "
@@ -182,3 +184,18 @@ def build_model(
     else:  # mlp: num_layers linear maps in all, the last one being the head
         encoder = Encoder([LinearLayer(a, b) for a, b in pairs], None, dropout, False)
     return NodeClassifier(encoder, embedding_dim, num_classes)
+
+
+def _plugin_model(
+    name: str, in_dim: int, num_classes: int, hidden: int, num_layers: int, dropout: float
+) -> NodeClassifier:
+    """A registered model's encoder (:class:`stamen.models.names.ModelSpec`'s factory) under the linear head."""
+    spec = MODEL_SPECS.lookup(name, "model")
+    module, _, function = spec.encoder.partition(":")
+    factory = getattr(importlib.import_module(module), function, None) if module else None
+    if not callable(factory):
+        raise ValueError(f"model {name!r}: {spec.encoder!r} names no encoder factory")
+    encoder, width = factory(in_dim, hidden, num_layers, dropout)
+    if not isinstance(encoder, nn.Module) or not isinstance(width, int) or width < 1:
+        raise ValueError(f"model {name!r}: its factory must return (torch.nn.Module, embedding width >= 1)")
+    return NodeClassifier(encoder, width, num_classes)

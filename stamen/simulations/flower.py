@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from stamen.contract.algorithms import plugin_keys
 from stamen.contract.provenance import BUILD_FILE, code_version, stamen_version
 from stamen.simulations import lifetime
 from stamen.simulations.lifetime import kill_tree
@@ -137,12 +138,27 @@ def stage_app(home: Path) -> Path:
         shutil.copytree(PROJECT_ROOT / package, app / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(APP_CONFIG_DIR / name, app / name)
+    _add_plugin_keys(app / "pyproject.toml")
     (app / STAGED).write_text("made by stamen: a copy of the app's files for flwr run\n")
     # The commit travels with the app: a Ray cluster's other nodes do not get this command's environment.
     build = {"version": stamen_version() or "", "commit": code_version() or ""}
     (app / BUILD_FILE).write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in build.items()))
     (app / ".gitignore").write_text(f"{STAGED}\n")
     return app
+
+
+def _add_plugin_keys(pyproject: Path) -> None:
+    """The plug-in algorithms' keys (:func:`stamen.contract.algorithms.plugin_keys`) with their defaults, added to
+    the staged app's ``[tool.flwr.app.config]``: Flower keeps of a run's overrides only the keys that table holds."""
+    keys = plugin_keys()
+    if not keys:
+        return
+    header = "[tool.flwr.app.config]\n"
+    text = pyproject.read_text()
+    if header not in text:
+        raise ValueError(f"{pyproject} holds no {header.strip()} table")
+    lines = "".join(f"{name} = {toml_value(key.default)}\n" for name, key in keys.items())
+    pyproject.write_text(text.replace(header, header + lines, 1))
 
 
 def free_port() -> int:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stamen.common.suggest import did_you_mean
 from stamen.contract.run_config import RunConfig
-from stamen.contract.suggest import did_you_mean
 from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.simulations.overrides import parse_overrides
 

@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stamen.common.suggest import did_you_mean
 from stamen.contract.keys import Key
 from stamen.contract.run_config import KEYS
-from stamen.contract.suggest import did_you_mean
 
 EXAMPLES = '--space "lr=log:1e-3..1e-1" --space "local-epochs=int:1..5" --space "partitioner=cat:louvain,metis"'
 UNSEARCHABLE = ("seed", "run-name", "output-dir", "overwrite", "resume-from")

@@ -71,7 +71,7 @@ def test_graph_classification_is_available_on_graph_sets():
     [
         ({"dataset": "cora"}, "dataset='cora' is one graph cut into subgraphs: use dataset graphs-synth or tu:NAME"),
         ({"partitioner": "metis"}, "partitioner='metis' cuts one graph by its edges"),
-        ({"model": "sage"}, "cannot train model='sage'; use model gin or gcn"),
+        ({"model": "sage"}, "cannot train model='sage'; use model gcn or gin"),
         ({"algorithm": "fedlog"}, "not a graph classifier"),
         ({"missing-classes": 1}, "cannot honour missing-classes=1"),
         ({"new-client": True}, "cannot honour new-client=True"),

@@ -96,3 +96,15 @@ def test_e_deployment_on_loopback(tmp_path):
     run = stamen.load(tmp_path / "deploy" / "runs" / "deployed")
     assert run.status == stamen.RunStatus.FINISHED and run.rows[-1]["round"] == 2
     assert "2 rounds" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "name,run_name,setting",
+    [("06_own_algorithm.py", "fednag", ("algorithm", "fednag")), ("07_own_model.py", "resgcn", ("model", "resgcn"))],
+)
+def test_e_own_plugins(name, run_name, setting, tmp_path, monkeypatch, registries):
+    scope = _run(name, tmp_path, monkeypatch)
+    run = stamen.load(tmp_path / "own" / run_name)
+    assert run.config[setting[0]] == setting[1] and run.status == stamen.RunStatus.FINISHED
+    assert scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
+    assert len(run.rows) == 4

@@ -15,10 +15,10 @@ import os
 import sys
 from pathlib import Path
 
-from stamen.contract.algorithms import ALGORITHMS
+from stamen.common.suggest import did_you_mean
+from stamen.contract.algorithms import ALGORITHMS, plugin_keys
 from stamen.contract.keys import Key
 from stamen.contract.run_config import KEYS, SECTIONS
-from stamen.contract.suggest import did_you_mean
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -29,13 +29,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.key is not None and args.key not in KEYS:
-        suggestion = did_you_mean(args.key, KEYS)
+    every = {**KEYS, **plugin_keys()}
+    if args.key is not None and args.key not in every:
+        suggestion = did_you_mean(args.key, every)
         raise ValueError(f"unknown run-config key {args.key!r}{suggestion}; `stamen config` lists every key")
     if args.markdown:
         print(markdown_table())
     elif args.key is not None:
-        print(describe(KEYS[args.key]))
+        print(describe(every[args.key]))
     else:
         print(listing())
     return 0
@@ -57,11 +58,12 @@ def used_by(key: Key) -> list[str]:
 def listing() -> str:
     """Every key by section: ``name = default   accepts   help``."""
     lines: list[str] = []
-    width = max(len(name) + len(default_text(key)) for name, key in KEYS.items()) + 3
-    for section in SECTIONS.values():
-        lines.append(f"[{section.name}] {section.help}")
-        for key in KEYS.values():
-            if key.section == section.name:
+    every = {**KEYS, **plugin_keys()}
+    width = max(len(name) + len(default_text(key)) for name, key in every.items()) + 3
+    for name, help in [(section.name, section.help) for section in SECTIONS.values()] + _plugin_sections():
+        lines.append(f"[{name}] {help}")
+        for key in every.values():
+            if key.section == name:
                 assignment = f"{key.name} = {default_text(key)}"
                 lines.append(f"  {assignment:<{width}}  {key.help} ({key.accepted()})")
         lines.append("")
@@ -69,11 +71,20 @@ def listing() -> str:
     return "\n".join(lines)
 
 
+def _plugin_sections() -> list[tuple[str, str]]:
+    """A section for each plug-in algorithm that declares keys: its name, and its help with where it came from."""
+    return [
+        (name, f"{name}'s options, a plug-in ({ALGORITHMS.origin(name)})")
+        for name, spec in ALGORITHMS.items()
+        if spec.keys
+    ]
+
+
 def describe(key: Key) -> str:
-    section = SECTIONS[key.section]
+    sections = {section.name: section.help for section in SECTIONS.values()} | dict(_plugin_sections())
     lines = [
         f"{key.name}: {key.help}",
-        f"  section  {section.name} ({section.help})",
+        f"  section  {key.section} ({sections[key.section]})",
         f"  type     {key.kind}",
         f"  default  {default_text(key)}",
         f"  accepts  {key.accepted()}",

@@ -1,0 +1,1 @@
+"""Floor 0: what every room shares and that imports nothing of Stamen's above it (no torch, no flwr)."""
