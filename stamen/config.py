@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from stamen.contract.key_spelling import kebab_keys, key_name
 from stamen.contract.provenance import COMMAND_ENV, COMMIT_ENV, code_version
 from stamen.simulations.experiment_file import is_experiment_file, run_config_file
 
@@ -24,11 +25,6 @@ Config = Mapping[str, Any] | str | os.PathLike[str] | None
 
 
 ARGUMENTS = {"output_dir": "out"}  # the API's arguments that set a run-config key, by the key's attribute
-
-
-def key_name(key: str) -> str:
-    """A run-config key as the command writes it: ``num_server_rounds`` -> ``num-server-rounds``."""
-    return key.replace("_", "-")
 
 
 def toml_value(key: str, value: object) -> str:
@@ -47,17 +43,11 @@ def toml_value(key: str, value: object) -> str:
 
 def override_item(values: Mapping[str, Any]) -> str:
     """A mapping of run-config keys as one ``-c`` item: ``lr=0.1 model="sage"``."""
-    parts = []
-    spelled: dict[str, str] = {}
-    for raw, value in values.items():
-        key = key_name(str(raw))
-        if not key or any(char.isspace() or char == "=" for char in key):
+    for raw in values:
+        if not str(raw) or any(char.isspace() or char == "=" for char in str(raw)):
             raise ValueError(f"run config: {raw!r} is not a run-config key; `stamen config` lists every key")
-        if key in spelled:
-            raise ValueError(f"run config: {key} is given twice, as {spelled[key]!r} and {raw!r}; give it once")
-        spelled[key] = str(raw)
-        parts.append(f"{key}={toml_value(key, value)}")
-    return " ".join(parts)
+    named = kebab_keys({str(raw): value for raw, value in values.items()}, "run config")
+    return " ".join(f"{key}={toml_value(key, value)}" for key, value in named.items())
 
 
 def run_config_items(config: Config, overrides: Mapping[str, Any], **fixed: Any) -> list[str]:

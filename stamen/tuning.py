@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stamen.config import Config, call_text, federation_items, handed_down, key_name, run_config_items
+from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
+from stamen.contract.key_spelling import key_name
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:

@@ -17,6 +17,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from stamen.contract.key_spelling import kebab_keys
+
 SUFFIX = ".toml"
 MAX_BYTES = 1024 * 1024  # an experiment or grid file of settings: a thousand times the largest one written by hand
 
@@ -55,8 +57,10 @@ def read_toml(path: str) -> dict[str, Any]:
 def run_config_file(path: str) -> dict[str, Any]:
     """The run-config keys of the experiment file ``path``: its top-level ``key = value`` lines.
 
-    A table (``[section]``) or a value no run-config key holds (an array, a date) is a
-    ValueError naming the file; unknown keys are left to the run-config check, which
+    Keys are kebab-case (``num-server-rounds``) or snake_case (``num_server_rounds``), as in
+    :func:`stamen.run`'s dict; they come back kebab-case, and one key in both spellings is a
+    ValueError naming the file and both. A table (``[section]``) or a value no run-config key
+    holds (an array, a date) is a ValueError naming the file; unknown keys are left to the run-config check, which
     names them and suggests the closest.
     """
     values = read_toml(path)
@@ -71,7 +75,7 @@ def run_config_file(path: str) -> dict[str, Any]:
             )
         if not is_scalar(value):
             raise ValueError(f"{path}: {key} = {value!r} is not a number, true/false or a quoted string")
-    return values
+    return kebab_keys(values, path)
 
 
 def is_scalar(value: object) -> bool:

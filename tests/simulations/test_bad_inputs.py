@@ -10,8 +10,9 @@ from stamen.simulations import size_check
 from stamen.simulations.cli import main as stamen
 
 
-def refused(capsys: pytest.CaptureFixture, tmp_path: Path, *items: str) -> str:
-    """Run ``stamen run`` in process with ``items`` as ``-c``; assert the refusal and return its one line."""
+def refused(capsys: pytest.CaptureFixture, tmp_path: Path, *items: str, clients: int = 2) -> str:
+    """Run ``stamen run`` in process on ``clients`` clients with ``items`` as ``-c``; assert the refusal and
+    return its one line."""
     out = tmp_path / "runs"
     code = stamen(
         [
@@ -20,7 +21,7 @@ def refused(capsys: pytest.CaptureFixture, tmp_path: Path, *items: str) -> str:
             "inprocess",
             "--quiet",
             "--clients",
-            "2",
+            str(clients),
             "-c",
             f"num-server-rounds=1 csbm-nodes=60 output-dir='{out}' run-name='r'",
             *[word for item in items for word in ("-c", item)],
@@ -115,3 +116,36 @@ def test_a_graph_set_of_one_class_is_refused(capsys, tmp_path):
         "dataset 'tu:TINY' has 1 class of graph-classification; classification needs at least two: "
         "give a dataset with two classes or more"
     )
+
+
+GRAPHS = "task='graph-classification' dataset='graphs-synth' partitioner='random'"  # 400 graphs, dealt evenly
+
+
+def test_a_client_with_one_graph_and_none_to_train_on_is_refused(capsys, tmp_path):
+    # 400 graphs over 250 clients: clients 0-149 get two (one to train), clients 150-249 one (none to train)
+    line = refused(capsys, tmp_path, GRAPHS, clients=250)
+    assert line == (
+        "client 150 has no graphs to train graph classification on (1 graph, train-frac=0.6, 250 clients); "
+        "use fewer clients, another partitioner or a dataset with more graphs"
+    )
+
+
+def test_clients_whose_graphs_all_go_to_validation_and_test_are_refused(capsys, tmp_path):
+    # two graphs each at train-frac 0.4: 0.8 of a graph rounds down to none
+    line = refused(capsys, tmp_path, GRAPHS, "train-frac=0.4", clients=200)
+    assert line == (
+        "client 0 has no graphs to train graph classification on (2 graphs, train-frac=0.4, 200 clients); "
+        "use fewer clients, another partitioner or a dataset with more graphs"
+    )
+
+
+def test_graph_classification_with_a_training_graph_in_every_client_is_not_refused(tmp_path):
+    import stamen as api
+
+    run = api.run(
+        {"task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random"},
+        clients=150,
+        out=tmp_path / "runs",
+        num_server_rounds=1,
+    )
+    assert run.status is api.RunStatus.FINISHED

@@ -3,6 +3,7 @@
 Every problem with a file is one line naming the file, and exit 2; nothing here trains.
 """
 
+import json
 import os
 
 import pytest
@@ -35,6 +36,23 @@ def test_a_toml_file_is_read_at_its_place_among_the_overrides_and_later_wins(exp
         parse_overrides(["exp.toml"], "federation config", files=False)
 
 
+def test_snake_case_keys_in_a_file_are_read_as_the_command_writes_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exp.toml").write_text("num_server_rounds = 3\nlocal_epochs = 2\nlr = 0.05\n")
+    assert parse_overrides(["exp.toml"]) == {"num-server-rounds": 3, "local-epochs": 2, "lr": 0.05}
+    assert parse_overrides(["exp.toml", "num-server-rounds=5"])["num-server-rounds"] == 5  # later wins
+
+
+def test_a_run_reads_a_snake_case_file_as_its_settings(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exp.toml").write_text("num_server_rounds = 2\ncsbm_nodes = 300\n")
+    code = stamen(["run", "--engine", "inprocess", "--clients", "3", "-c", "exp.toml", "-c", "output-dir='runs'"])
+    assert code == 0, capsys.readouterr().err
+    (config,) = (tmp_path / "runs").glob("*/config.json")
+    settings = json.loads(config.read_text())
+    assert (settings["num-server-rounds"], settings["csbm-nodes"]) == (2, 300)
+
+
 FILE_CASES = {
     "missing": ("", "nope.toml: no such file"),
     "ill-formed": ("lr = \n", "bad.toml: is not valid TOML (Invalid value (at line 1, column 6))"),
@@ -47,6 +65,10 @@ FILE_CASES = {
         "unknown run-config key 'num-server-round' (did you mean 'num-server-rounds'?)",
     ),
     "bad value": ('lr = "fast"\n', "run-config key 'lr' must be a number, got 'fast'"),
+    "one key in both spellings": (
+        "num-server-rounds = 2\nnum_server_rounds = 3\n",
+        "bad.toml: num-server-rounds is given twice, as 'num-server-rounds' and 'num_server_rounds'; give it once",
+    ),
     "no keys": ("# lr = 0.1\n", "bad.toml: holds no run-config keys; give key = value lines, e.g. lr = 0.05"),
     "too large": ("lr = 0.1\n" + "#" * 1024 * 1024 + "\n", "bad.toml: is larger than 1024 KiB"),
 }

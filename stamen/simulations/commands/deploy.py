@@ -50,6 +50,7 @@ from stamen.simulations.deploy.processes import (
     supernode_environment,
     write_connection,
 )
+from stamen.simulations.deploy.stopped_run import STOPPED, stopped_from_outside
 from stamen.simulations.deploy.warm_clientapp import add_clientapps_option, prepare_warm_clientapp
 from stamen.simulations.deploy.workdir import check_output_folder, held_workdir
 from stamen.simulations.errors import RunFailed
@@ -301,7 +302,17 @@ def run_main(args: argparse.Namespace) -> int:
     if code != 0 or started.run_id is None:
         return code
     run_id = started.run_id  # followed to its end: flwr run's log stream can end first (stamen.simulations.run_follow)
-    return follow_run(lambda: run_status(OPERATOR_HOME, run_id), run_id, [sys.stdout])
+    seen: list[str] = []  # the SuperLink's answers, the last one the run's end
+
+    def status() -> str:
+        seen.append(run_status(OPERATOR_HOME, run_id))
+        return seen[-1]
+
+    code = follow_run(status, run_id, [sys.stdout])
+    if code != 0 and seen and seen[-1] == STOPPED:  # flwr stop: the ServerApp ended before it could record its end
+        config = _checked_config(args.run_config)
+        raise stopped_from_outside(config.output_dir, config.run_name, run_id)
+    return code
 
 
 def local_main(args: argparse.Namespace) -> int:
@@ -324,7 +335,11 @@ def local_main(args: argparse.Namespace) -> int:
             use_namespaces=False if args.loopback else None,
             clientapps=args.clientapps,
         ) as deployment:
-            code = deployment.run(overrides, stream=True)
+            started = RunIdSink()
+            code = deployment.run(overrides, stream=True, started=started)
+            stopped = code != 0 and started.run_id is not None and deployment.run_end(started.run_id) == STOPPED
+    if stopped and started.run_id is not None:  # flwr stop: the ServerApp ended before it could record its end
+        raise stopped_from_outside(config.output_dir, config.run_name, started.run_id)
     if code != 0:
         raise RunFailed(f"the deployed run failed or was stopped (flwr exit code {code}); logs in {workdir / 'logs'}")
     return 0

@@ -36,6 +36,7 @@ from stamen.simulations.deploy.processes import (
     listening,
     operator_run,
     register_supernode,
+    run_status,
     stop_services,
     superlink_command,
     supernode_command,
@@ -46,6 +47,7 @@ from stamen.simulations.deploy.processes import (
 from stamen.simulations.deploy.warm_clientapp import CLIENTAPPS, prepare_warm_clientapp
 from stamen.simulations.deploy.workdir import STATE
 from stamen.simulations.flower import flower_environment, free_port
+from stamen.simulations.run_follow import RunIdSink
 
 SUPERLINK_PORT = 9092  # Flower's customary Fleet port; each namespace has its own
 CONTROL_HOST = "127.0.0.1"  # the Control API answers only on the SuperLink host's loopback
@@ -266,11 +268,19 @@ class LocalDeployment:
                 )
             time.sleep(1.0)
 
-    def run(self, run_config: Mapping[str, object], stream: bool = False) -> int:
-        """``flwr run`` from the operator's seat; logs to ``operator/run.log``, and to the terminal with ``stream``."""
+    def run(self, run_config: Mapping[str, object], stream: bool = False, started: RunIdSink | None = None) -> int:
+        """``flwr run`` from the operator's seat; logs to ``operator/run.log``, and to the terminal with ``stream``;
+        ``started`` keeps the Flower run id."""
         return operator_run(
-            self.operator_home, run_config, self.operator_prefix, self.operator_home / "run.log", stream
+            self.operator_home, run_config, self.operator_prefix, self.operator_home / "run.log", stream, started
         )
+
+    def run_end(self, run_id: int) -> str:
+        """How the SuperLink says run ``run_id`` stands (``finished:stopped`` ...), ``unknown`` if it cannot say."""
+        try:
+            return run_status(self.operator_home, run_id, self.operator_prefix)
+        except (RuntimeError, TimeoutError, OSError, ValueError):
+            return "unknown"
 
     def run_log(self) -> str:
         path = self.operator_home / "run.log"

@@ -193,9 +193,11 @@ def operator_run(
     prefix: Sequence[str] = (),
     log_file: Path | None = None,
     echo: bool = False,
+    started: RunIdSink | None = None,
 ) -> int:
     """``flwr run`` of the Stamen app from the operator's seat ``prefix``: its log into ``log_file`` and,
     with ``echo`` or without ``log_file``, to the terminal; without colour codes (:mod:`stamen.simulations.relay`).
+    ``started`` (if given) keeps the Flower run id, for the caller to ask how the run ended.
 
     Returns 0 once the SuperLink reports the run ``finished:completed``, 1 for another end, flwr's
     own code when ``flwr run`` fails (:mod:`stamen.simulations.run_follow`: its log stream can end before the run).
@@ -207,7 +209,7 @@ def operator_run(
         sinks = [files.enter_context(open(log_file, "w"))] if log_file is not None else []
         if echo or log_file is None:
             sinks.append(sys.stdout)
-        started = RunIdSink()
+        started = started or RunIdSink()
         code = relayed_call(command, [*sinks, started], env=flower_environment(flwr_home))
         if code != 0 or started.run_id is None:
             return code
