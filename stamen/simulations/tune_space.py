@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stamen.common.suggest import did_you_mean
+from stamen.contract.algorithms import plugin_keys
 from stamen.contract.keys import Key
 from stamen.contract.run_config import KEYS
 
@@ -163,16 +164,17 @@ def check_space(space: Iterable[Dimension], fixed: Mapping[str, Any]) -> list[Di
 
 
 def _key(key: str, where: str) -> Key:
-    if key not in KEYS:
+    every = {**KEYS, **plugin_keys()}  # a plug-in algorithm's keys are searched as the built-in ones
+    if key not in every:
         raise ValueError(
-            f"{where} {key}: no run-config key {key!r}{did_you_mean(key, KEYS)}; `stamen config` lists them"
+            f"{where} {key}: no run-config key {key!r}{did_you_mean(key, every)}; `stamen config` lists them"
         )
     if key in UNSEARCHABLE:
         what = "the run seed is fixed for a study: give it with -c seed=N" if key == "seed" else "stamen tune names"
         raise ValueError(
             f"{where} {key}: {what}" + ("" if key == "seed" else " its trials' folders itself (--out, --name)")
         )
-    return KEYS[key]
+    return every[key]
 
 
 def _number(key: str, kind: Kind, text: str, where: str) -> float | int:

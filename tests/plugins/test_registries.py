@@ -121,3 +121,12 @@ def test_the_example_method_is_fedavg_without_momentum_and_differs_with_it(examp
         stamen.run({**size, "model": "resgcn"}, clients=3, out=tmp_path, run_name="never", engine="flower")
     assert not (tmp_path / "never").exists()
     assert runs["resgcn"].config["model"] == "resgcn" and runs["resgcn"].rows[-1]["global_test_acc"] is not None
+
+
+def test_a_plugin_key_is_a_dimension_of_a_tuning_space(example):
+    from stamen.simulations.tune_space import parse_dimension
+
+    dimension = parse_dimension("fednag-momentum=float:0.1..0.9")
+    assert dimension.key == "fednag-momentum"
+    with pytest.raises(ValueError, match="fednag-momentum must lie in"):
+        parse_dimension("fednag-momentum=float:0.1..1.5")
