@@ -24,12 +24,12 @@ from typing import Any
 from stamen.common.registry import Helps
 from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES, plugin_keys
-from stamen.contract.keys import Form, Key, Section, declared_keys, ge, gt, within
-from stamen.contract.requests import is_request
+from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
+from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
 from stamen.contract.tasks import TASKS, with_task_defaults
-from stamen.contract.tracking import TRACKING_FORM_TEXT, is_tracking, trackers, translate_retired
+from stamen.contract.tracking import trackers, translate_retired
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
-from stamen.graphs.names import RUN_PARTITIONERS, accepted_datasets, dataset_problem
+from stamen.graphs.names import RUN_PARTITIONERS
 from stamen.graphs.spec import FederationSpec
 from stamen.models.names import LINK_DECODERS, MODEL_SPECS, NTK_ARCHITECTURES
 
@@ -44,47 +44,6 @@ MAX_ROUNDS = 10_000_000  # a round takes at least the engine's 0.1 s tick on Flo
 UNLEARN_METHODS = tuple(UNLEARN_METHOD_SPECS)  # what a federated run can do with unlearn-request
 
 
-def _is_device(spec: str) -> bool:
-    if spec in ("auto", "cpu", "cuda"):
-        return True
-    prefix, _, index = spec.partition(":")
-    return prefix == "cuda" and index.isdigit()
-
-
-def _is_unlearn_request(text: str) -> bool:
-    """The shape of a request (ranges are checked where the federation is known)."""
-    return is_request(text)
-
-
-def _is_dataset(name: str) -> bool:
-    """True for a dataset name; otherwise a ValueError that names the exact problem (the forms are too
-    many for the generic ``must be ...`` line, e.g. the accepted ``pyg:`` classes)."""
-    problem = dataset_problem(name)
-    if problem:
-        raise ValueError(problem)
-    return True
-
-
-def _is_budget_list(text: str) -> bool:
-    return all(part.strip().isdigit() for part in text.split(",") if part.strip())
-
-
-def _is_malicious_clients(text: str) -> bool:
-    """Empty, a positive count, or a comma list of partition ids (ranges are checked where the clients are known)."""
-    text = text.strip()
-    if text == "" or ("," not in text and text.isdigit() and int(text) > 0):
-        return True
-    ids = [part.strip() for part in text.split(",")]
-    ids = ids[:-1] if ids[-1] == "" else ids
-    return "," in text and bool(ids) and all(part.isdigit() for part in ids) and len(set(map(int, ids))) == len(ids)
-
-
-DEVICE = Form(_is_device, "auto, cpu, cuda or cuda:N")
-BUDGETS = Form(_is_budget_list, "like '1,2,3' (empty: off)")
-DATASET = Form(_is_dataset, accepted_datasets())
-REQUEST = Form(_is_unlearn_request, "client:i, nodes:i:FRACTION, class:c or empty")
-TRACKING = Form(is_tracking, TRACKING_FORM_TEXT)
-MALICIOUS = Form(_is_malicious_clients, "a count like '2', partition ids like '0,3' or '3,', or empty")
 ATTACKS = {
     "none": "no attack",
     "label-flip": "train on labels flipped to another class (attack-flip-fraction of them)",
