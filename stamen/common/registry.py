@@ -57,7 +57,7 @@ class Registry(Mapping[str, S], Generic[S]):
                 f"{self.kind} {name!r} is already registered (from {self._origins[name]}); choose another name"
             )
         self._entries[name] = spec
-        self._origins[name] = origin
+        self._origins.setdefault(name, origin)  # the same spec again keeps where it first came from
 
     def origin(self, name: str) -> str:
         """Where entry ``name`` came from: :data:`BUILT_IN`, :data:`PYTHON` or ``entry point NAME (DIST)``."""
