@@ -1,25 +1,26 @@
-"""A Python run config as the ``stamen`` command's ``-c`` items: one path for the API and the CLI.
+"""A Python run config as the typed config: one constructor for the API, the command line's checks and messages.
 
-:func:`stamen.run` and :func:`stamen.sweep` take a run config as a dict (kebab-case keys as in
-``stamen run -c``, or snake_case), a path to an experiment file (``exp.toml``), and keyword
-overrides; here they become the ``key=value`` items that ``stamen run -c`` takes, so the checks,
-the messages and the command that resumes a run are the command's own.
+:func:`stamen.run`, :func:`stamen.sweep` and :func:`stamen.tune` take a run config as a dict
+(kebab-case keys as in ``stamen run -c``, or snake_case), a path to an experiment file
+(``exp.toml``), and keyword overrides; here they become one mapping of run-config keys
+(:func:`config_values`) and a :class:`~stamen.contract.run_config.RunConfig`
+(:meth:`~stamen.contract.run_config.RunConfig.from_mapping`, the command line's own constructor),
+and ``clients=`` with ``federation=`` a :class:`~stamen.simulations.federation_config.FederationConfig`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import numbers
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from stamen.contract.key_spelling import kebab_keys, key_name
-from stamen.contract.provenance import COMMAND_ENV, COMMIT_ENV, code_version
+from stamen.contract.run_config import RunConfig
+from stamen.contract.run_mapping import kebab_values
 from stamen.simulations.experiment_file import is_experiment_file, run_config_file
+from stamen.simulations.federation_config import FederationConfig
 
 Config = Mapping[str, Any] | str | os.PathLike[str] | None
 
@@ -27,76 +28,56 @@ Config = Mapping[str, Any] | str | os.PathLike[str] | None
 ARGUMENTS = {"output_dir": "out"}  # the API's arguments that set a run-config key, by the key's attribute
 
 
-def toml_value(key: str, value: object) -> str:
-    """``value`` as a TOML value of an override; ValueError in one line for what no run-config key holds."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        return repr(float(value))  # nan, inf and -inf are TOML too
-    if isinstance(value, str):
-        # a TOML basic string: JSON's escapes are TOML's but for surrogate pairs, so characters are kept as they are
-        return json.dumps(value, ensure_ascii=False)
-    raise ValueError(f"run config: {key}={value!r} is not a number, true/false or a string")
-
-
-def override_item(values: Mapping[str, Any]) -> str:
-    """A mapping of run-config keys as one ``-c`` item: ``lr=0.1 model="sage"``."""
-    for raw in values:
-        if not str(raw) or any(char.isspace() or char == "=" for char in str(raw)):
-            raise ValueError(f"run config: {raw!r} is not a run-config key; `stamen config` lists every key")
-    named = kebab_keys({str(raw): value for raw, value in values.items()}, "run config")
-    return " ".join(f"{key}={toml_value(key, value)}" for key, value in named.items())
-
-
-def run_config_items(config: Config, overrides: Mapping[str, Any], **fixed: Any) -> list[str]:
-    """``config``, then ``overrides``, then ``fixed`` (given and not None) as ``-c`` items: later wins."""
-    items: list[str] = []
+def config_values(config: Config, overrides: Mapping[str, Any], **fixed: Any) -> dict[str, Any]:
+    """``config``, then ``overrides``, then ``fixed`` (given and not None) as one mapping of kebab-case run-config
+    keys: later wins. ValueError in one line: a key in two spellings in one of them, a value no key holds, a
+    ``fixed`` key given in ``config`` or ``overrides`` too, a path that is no experiment file."""
+    values: dict[str, Any] = {}
     if isinstance(config, str | os.PathLike):
         path = os.fspath(config)
         if not is_experiment_file(Path(path).name):
             raise ValueError(f"config={path!r}: give a dict of run-config keys or the path of a .toml file")
-        absolute = str(Path(path).expanduser().absolute())
-        # an item with blanks or '=' would be read as overrides: such a file is read here instead
-        items.append(override_item(run_config_file(path)) if " " in absolute or "=" in absolute else absolute)
+        values.update(run_config_file(str(Path(path).expanduser().absolute())))
     elif isinstance(config, Mapping):
-        items.append(override_item(config))
+        values.update(kebab_values(config))
     elif config is not None:
         raise TypeError(f"config must be a dict, a path to a .toml file or None, not {type(config).__name__}")
-    if overrides:
-        items.append(override_item(overrides))
+    named = set(values)
+    values.update(kebab_values(overrides))
+    named |= {key_name(str(key)) for key in overrides}
     given = {key: value for key, value in fixed.items() if value is not None}
-    named = {key_name(str(key)) for key in [*(config if isinstance(config, Mapping) else {}), *overrides]}
     for key in given:
         if key_name(key) in named:
             argument = ARGUMENTS.get(key, key)
             raise ValueError(f"run config: {key_name(key)} is given twice, as a key and as {argument}=; give it once")
-    if given:
-        items.append(override_item(given))
-    return [item for item in items if item]
+    values.update(kebab_values(given))
+    return values
 
 
-def federation_items(clients: int | None, federation: Mapping[str, Any] | None) -> list[str]:
-    """Flower's federation overrides: ``federation`` (e.g. resources), then ``clients`` (``num-supernodes``)."""
-    items = [override_item(federation)] if federation else []
+def run_config(config: Config, overrides: Mapping[str, Any], **fixed: Any) -> RunConfig:
+    """:func:`config_values` as a checked :class:`RunConfig` (:meth:`RunConfig.from_mapping`); ValueError in one
+    line."""
+    return RunConfig.from_mapping(config_values(config, overrides, **fixed))
+
+
+def federation_values(clients: int | None, federation: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Flower's federation keys (kebab-case): ``federation`` (e.g. resources), then ``clients`` (``num-supernodes``).
+    ValueError in one line: ``clients`` not a whole number, or the number of clients given twice."""
+    values = kebab_keys({str(key): value for key, value in (federation or {}).items()}, "federation config")
     if clients is not None:
         if not isinstance(clients, numbers.Integral) or isinstance(clients, bool):
             raise ValueError(f"clients must be a whole number >= 1, got {clients!r}")
-        if federation and "num-supernodes" in {key_name(str(key)) for key in federation}:
+        if "num-supernodes" in values:
             raise ValueError(
                 "the number of clients is given twice, as clients= and federation's num-supernodes; give it once"
             )
-        items.append(f"num-supernodes={int(clients)}")
-    return items
+        values["num-supernodes"] = int(clients)
+    return values
 
 
-@contextlib.contextmanager
-def handed_down(command: str) -> Iterator[None]:
-    """Inside the block, the runs started record ``command`` and this checkout's commit as their provenance
-    (as the ``stamen`` command hands them down); the environment is restored after."""
-    with mock.patch.dict(os.environ, {COMMIT_ENV: code_version() or "", COMMAND_ENV: command}):  # restored as it was
-        yield
+def federation_config(clients: int | None, federation: Mapping[str, Any] | None) -> FederationConfig:
+    """:func:`federation_values` as a checked :class:`FederationConfig`; ValueError in one line."""
+    return FederationConfig.from_mapping(federation_values(clients, federation))
 
 
 def call_text(function: str, *args: Any, **kwargs: Any) -> str:

@@ -1,8 +1,10 @@
 """One federated run from Python: :func:`run` trains, :func:`load` reads a run folder, both give a :class:`Run`.
 
-:func:`run` is ``stamen run``: the same function (:func:`stamen.simulations.commands.run.launch`)
-checks the config, takes the run directory's lock, trains on the engine asked for, and
-records the run's status and outputs; only the printing is the command's own.
+:func:`run` is ``stamen run``: its dict becomes the typed run config
+(:meth:`stamen.contract.run_config.RunConfig.from_mapping`, the command line's constructor), and the
+typed entry that the command calls too (:func:`stamen.simulations.runner.run`) checks it, takes the run
+directory's lock, trains on the engine asked for, and records the run's status, outputs and provenance
+(``stamen.run({...}, clients=3)``); only the printing is the command's own.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
+from stamen.config import Config, call_text, federation_config, run_config
 from stamen.contract.figures import headline_key
 from stamen.server.rundir import RunDirectory, RunStatus, TornLastRow
 from stamen.tables import data_frame
@@ -153,22 +155,23 @@ def run(
         stamen.simulations.errors.EnvironmentFailed: the machine failed the run (a full disk mid-run).
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
     """
-    from stamen.simulations.commands.run import launch
+    from stamen.contract.provenance import Provenance
+    from stamen.simulations import runner
     from stamen.simulations.errors import one_line
 
-    items = run_config_items(config, overrides, output_dir=None if out is None else str(out))
     command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)
-    mode = "progress" if progress else "quiet"
     try:
-        with handed_down(command):
-            launched = launch(
-                items,
-                federation_items(clients, federation),
-                engine=engine,
-                in_turn=in_turn,
-                mode=mode,
-                ray_address=ray_address,
-            )
+        chosen = runner.Engine.named(engine)
+        typed = run_config(config, overrides, output_dir=None if out is None else str(out))
+        launched = runner.run(
+            typed,
+            federation=federation_config(clients, federation),
+            engine=chosen,
+            provenance=Provenance.of_command(command),
+            progress=runner.ProgressMode.PROGRESS if progress else runner.ProgressMode.QUIET,
+            in_turn=in_turn,
+            ray_address=ray_address,
+        )
     except ValueError as error:
         raise ValueError(one_line(error)) from None
     return load(launched.run_dir)

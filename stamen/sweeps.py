@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
+from stamen.config import Config, call_text, config_values, federation_values
 from stamen.contract.key_spelling import key_name
 from stamen.tables import data_frame
 
@@ -82,6 +82,7 @@ def sweep(
     Raises:
         ValueError: bad input, before anything runs; the message is the line ``stamen sweep`` prints.
     """
+    from stamen.contract.provenance import Provenance
     from stamen.simulations.commands.sweep import SweepSpec, run_sweep
     from stamen.simulations.errors import one_line
     from stamen.simulations.sweep import check_set, grid_file
@@ -102,16 +103,15 @@ def sweep(
         spec = SweepSpec(
             grid=sets,
             seeds=_seeds(seeds),
-            run_config=run_config_items(config, overrides),
-            federation_config=federation_items(clients, federation),
+            run_config=config_values(config, overrides),
+            federation_config=federation_values(clients, federation),
             engine=engine,
             jobs=jobs,
             name=name,
             out=os.fspath(out),
             ray_address=ray_address,
         )
-        with handed_down(command):
-            result = run_sweep(spec, show=progress)
+        result = run_sweep(spec, show=progress, provenance=Provenance.of_command(command))
     except ValueError as error:
         raise ValueError(one_line(error)) from None
     return Sweep(result.folder, result.rows(), list(result.failed))

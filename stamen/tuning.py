@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
+from stamen.config import Config, call_text, config_values, federation_values
 from stamen.contract.key_spelling import key_name
 from stamen.tables import data_frame
 
@@ -84,6 +84,7 @@ def tune(
         ValueError: bad input, before any trial; the message is the line ``stamen tune`` prints.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished trials are kept (the same call goes on).
     """
+    from stamen.contract.provenance import Provenance
     from stamen.simulations.errors import one_line
     from stamen.simulations.tune import TuneSpec, run_tune
 
@@ -92,8 +93,8 @@ def tune(
         spec = TuneSpec(
             space=_space(space),
             trials=trials,
-            run_config=run_config_items(config, overrides),
-            federation_config=federation_items(clients, federation),
+            run_config=config_values(config, overrides),
+            federation_config=federation_values(clients, federation),
             name=name,
             out=os.fspath(out),
             sampler_seed=sampler_seed,
@@ -103,8 +104,7 @@ def tune(
             prune_warmup=prune_warmup,
             top=top,
         )
-        with handed_down(command):
-            result = run_tune(spec, show=progress)
+        result = run_tune(spec, show=progress, provenance=Provenance.of_command(command))
     except ValueError as error:
         raise ValueError(one_line(error)) from None
     return Tuned(result.folder, [trial.row() for trial in result.trials], [trial.row() for trial in result.top])

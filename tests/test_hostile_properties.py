@@ -18,7 +18,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stamen.config import federation_items, run_config_items
+from stamen.config import federation_config, run_config
 from stamen.contract.run_config import KEYS, RunConfig
 from stamen.graphs.npz_graph import read_npz_graph
 from stamen.graphs.ogb_folder import read_ogb_folder
@@ -139,16 +139,16 @@ API_KEYS = st.one_of(KEY_NAMES, KEY_NAMES.map(lambda k: k.replace("-", "_")), st
     clients=st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=3), st.booleans()),
     federation=st.one_of(st.none(), st.dictionaries(st.text(max_size=20), VALUES, max_size=2)),
 )
-def test_any_api_arguments_are_items_or_one_line(config, overrides, clients, federation):
+def test_any_api_arguments_are_a_typed_config_or_one_line(config, overrides, clients, federation):
     try:
-        items = run_config_items(config, overrides, output_dir="runs")
-        fed = federation_items(clients, federation)
+        typed = run_config(config, overrides, output_dir="runs")  # the API's dict straight to a RunConfig
+        fed = federation_config(clients, federation)
     except ValueError as error:
         one_line(error)
         return
-    values = parse_overrides(items)  # what the API hands the command line parses back, or is refused in one line
-    parse_overrides(fed, "federation config", files=False)
-    assert values.get("output-dir") == "runs"
+    assert typed.output_dir == "runs"
+    assert RunConfig.from_flower(typed.to_flower()) == typed  # what Flower's transport gets reads back the same
+    assert fed.num_supernodes == (10 if clients is None else clients) and fed.num_supernodes >= 1
 
 
 # --- the readers: random bytes in each file of a well-formed dataset

@@ -27,7 +27,6 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from unittest import mock
 
 #: thread-count variables of the BLAS/OpenMP libraries NumPy, SciPy and HiGHS may load
 THREAD_VARS = (
@@ -52,9 +51,18 @@ def available_cores() -> int:
 
 @contextmanager
 def _single_threaded_env() -> Iterator[None]:
-    """Set every thread variable to 1 while worker processes are started (they inherit it)."""
-    with mock.patch.dict(os.environ, {name: "1" for name in THREAD_VARS}):  # restored as it was
+    """Set every thread variable to 1 while worker processes are started (a ``spawn`` worker takes this process's
+    environment, and no other way in: it imports NumPy before any initializer runs); restored as it was after."""
+    kept = {name: os.environ.get(name) for name in THREAD_VARS}
+    os.environ.update({name: "1" for name in THREAD_VARS})
+    try:
         yield
+    finally:
+        for name, value in kept.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _init(decide: Callable[[Any, int], Any], context: Any) -> None:

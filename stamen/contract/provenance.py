@@ -7,6 +7,9 @@ copy of the app (a Flower simulation or SuperNode installs the app bundle) takes
 commit and command the ``stamen`` command handed it (``STAMEN_COMMIT``, ``STAMEN_COMMAND``),
 or, on a machine the command's environment does not reach (a Ray cluster's other nodes), the
 commit that the staged app carries in :data:`BUILD_FILE`.
+A run started from Python is handed its :class:`Provenance` as a value (the typed entry,
+:func:`stamen.simulations.runner.run`); only a process that the run starts (Flower's ServerApp)
+reads it from its own environment, which the one that starts it sets (:meth:`Provenance.environment`).
 Only the standard library: the ServerApp starts without PyTorch.
 """
 
@@ -19,6 +22,7 @@ import platform
 import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -86,20 +90,53 @@ def command_line() -> str:
     return os.environ.get(COMMAND_ENV) or " ".join(shlex.quote(a) for a in [Path(sys.argv[0]).name, *sys.argv[1:]])
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """Who started a piece of work: the command and the code version, recorded with its results.
+
+    Attributes:
+        command: the command or call that started it, e.g. ``stamen run --clients 3`` or
+            ``stamen.run({'csbm-nodes': 300}, clients=3)``.
+        commit: the checkout's commit (``+changes`` when its tree differs; ``None``: unknown).
+    """
+
+    command: str
+    commit: str | None
+
+    @classmethod
+    def of_process(cls) -> Provenance:
+        """This process's: its command line (or the one handed down to it) and its code version."""
+        return cls(command_line(), code_version())
+
+    @classmethod
+    def of_command(cls, command: str) -> Provenance:
+        """``command``, with this checkout's code version."""
+        return cls(command, code_version())
+
+    def environment(self) -> dict[str, str]:
+        """The variables that let a process this one starts record this provenance as its own."""
+        return {COMMIT_ENV: self.commit or "", COMMAND_ENV: self.command}
+
+    def record(self, **extra: Any) -> dict[str, Any]:
+        """The provenance record (:func:`provenance`) with this command and commit."""
+        return {
+            "stamen": _version("stamen"),
+            "commit": self.commit,
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "command": self.command,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "packages": {name: _version(name) for name in PACKAGES},
+            **extra,
+        }
+
+
 def provenance(**extra: Any) -> dict[str, Any]:
-    """The provenance record; ``extra`` adds what the caller knows (e.g. ``seeds``)."""
-    return {
-        "stamen": _version("stamen"),
-        "commit": code_version(),
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": command_line(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "packages": {name: _version(name) for name in PACKAGES},
-        **extra,
-    }
+    """This process's provenance record (:meth:`Provenance.of_process`); ``extra`` adds what the caller knows
+    (e.g. ``seeds``)."""
+    return Provenance.of_process().record(**extra)
 
 
 def handed_down() -> dict[str, str]:
     """The environment that lets processes started by this one record this command's provenance."""
-    return {COMMIT_ENV: code_version() or "", COMMAND_ENV: command_line()}
+    return Provenance.of_process().environment()

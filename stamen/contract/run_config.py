@@ -26,6 +26,7 @@ from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES, plugin_keys
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
+from stamen.contract.run_mapping import kebab_values
 from stamen.contract.tasks import TASKS, with_task_defaults
 from stamen.contract.tracking import trackers, translate_retired
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
@@ -374,6 +375,17 @@ class RunConfig:
         config = cls(**with_task_defaults(typed), plugin_options=options)
         config.validate()
         return config
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], where: str = "run config") -> RunConfig:
+        """Check and build from run-config keys in either spelling (``num-server-rounds`` or ``num_server_rounds``:
+        Python's dict, an experiment file, the command line's parsed ``-c`` items); missing keys take defaults.
+
+        The one constructor of the Python API and the command line: one key in both spellings and a value no key
+        holds are refused (:func:`stamen.contract.run_mapping.kebab_values`), then :meth:`from_flower` checks.
+        ValueError in one line.
+        """
+        return cls.from_flower(kebab_values(values, where))
 
     def to_flower(self) -> dict[str, Any]:
         """The kebab-case mapping that :meth:`from_flower` reads (the plug-ins' keys last)."""

@@ -14,7 +14,7 @@ from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
 
 from stamen.contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS
-from stamen.contract.provenance import provenance
+from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tracking import missing_tracker
 from stamen.server import outputs, privacy
@@ -75,6 +75,7 @@ def serve(
     flower_run_id: int | None = None,
     engine: str = "flower",
     observe: Callable[[Row], None] | None = None,
+    provenance: Provenance | None = None,
 ) -> None:
     """Check everything, then start (or reopen) the run directory, train, report.
 
@@ -93,8 +94,12 @@ def serve(
 
     ``observe`` (in process) sees each round's row after it was handed to the writer; raising
     :class:`stamen.server.loop.RunPruned` there ends the run on purpose: status ``pruned``, the error re-raised.
+    ``provenance``: who started the run, recorded in ``status.json`` and ``summary.json`` (``None``: this
+    process's, :meth:`Provenance.of_process`: under Flower, the command that started it hands it down in the
+    environment).
     """
     started = time.perf_counter()
+    provenance = provenance or Provenance.of_process()
     with contextlib.ExitStack() as held:
         try:
             if isinstance(values, RunConfig):
@@ -115,17 +120,17 @@ def serve(
                     log(INFO, "stamen: %s finished all %d rounds; nothing left to run", run_dir.path, resume.round)
                     return
                 resume.check_weights(driver.initial or privacy.initial_arrays(grid, config.round_timeout))
-                kept = run_dir.reopen(config, resume.round, flower_run_id=flower_run_id, engine=engine)
+                kept = run_dir.reopen(config, resume.round, provenance, flower_run_id=flower_run_id, engine=engine)
             else:
                 kept = None
         except (ValueError, FileExistsError, FileNotFoundError) as error:
             log(ERROR, "error: %s", error)
             raise SystemExit(2) from error
         if resume is None:
-            run_dir.create(config, flower_run_id=flower_run_id, engine=engine)
+            run_dir.create(config, provenance, flower_run_id=flower_run_id, engine=engine)
         held.enter_context(run_log(run_dir.path))  # run.log, whoever started this ServerApp
         try:
-            summary = train_and_report(grid, driver, run_dir, resume, started, kept, observe)
+            summary = train_and_report(grid, driver, run_dir, resume, started, kept, observe, provenance)
         except RunPruned as pruned:
             run_dir.set_status(RunStatus.PRUNED, error=str(pruned), ended=time.time())
             raise
@@ -175,6 +180,7 @@ def train_and_report(
     started: float,
     kept: list[Row] | None = None,
     observe: Callable[[Row], None] | None = None,
+    provenance: Provenance | None = None,
 ) -> dict:
     """The rounds, then the summary, model and curves, then the optional queries; returns the summary.
 
@@ -241,7 +247,7 @@ def train_and_report(
     rows = run_dir.rows()
     summary = outputs.summarize(rows, time.perf_counter() - started, config)
     summary["run_dir"] = str(run_dir.path)
-    summary["provenance"] = provenance(seeds=[config.seed])
+    summary["provenance"] = (provenance or Provenance.of_process()).record(seeds=[config.seed])
     run_dir.write_json(SUMMARY_FILE, summary)
     if len(arrays) > 0:
         outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)

@@ -55,7 +55,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from stamen.contract.provenance import provenance
+from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
 from stamen.graphs.names import dataset_slug
 from stamen.server.file_writes import atomic_write, rewrite_in_place
@@ -223,7 +223,7 @@ class RunDirectory:
         return cls(folder)
 
     # -- writing ------------------------------------------------------------------------
-    def create(self, config: RunConfig, **identity: Any) -> None:
+    def create(self, config: RunConfig, provenance: Provenance | None = None, **identity: Any) -> None:
         """Start the run here: remove an overwritten run's files, then write status, config and metrics.
 
         Call only after every check passed. Only the names in :data:`RUN_FILES` (and
@@ -237,19 +237,20 @@ class RunDirectory:
                 entry.unlink()
         else:
             self.path.mkdir(parents=True)
-        self.start(config, **identity)
+        self.start(config, provenance, **identity)
         atomic_write(self.path / METRICS_FILE, "")
 
-    def start(self, config: RunConfig, **identity: Any) -> None:
+    def start(self, config: RunConfig, provenance: Provenance | None = None, **identity: Any) -> None:
         """Record this run as running (a new run, or a resumed one), who runs it (``identity``:
-        e.g. the Flower run id and the engine) and its config."""
+        e.g. the Flower run id and the engine), who started it (``provenance``; ``None``: this process,
+        :meth:`Provenance.of_process`) and its config."""
         text = _json(config.to_flower())
         self.set_status(
             RunStatus.RUNNING,
             **identity,
             token=os.environ.get(TOKEN_ENV),
             pid=os.getpid(),
-            provenance=provenance(seeds=[config.seed]),
+            provenance=(provenance or Provenance.of_process()).record(seeds=[config.seed]),
             started=time.time(),
             config_sha256=hashlib.sha256(text.encode()).hexdigest(),
         )
@@ -280,7 +281,9 @@ class RunDirectory:
                 "resume with the original values"
             )
 
-    def reopen(self, config: RunConfig, checkpoint_round: int, **identity: Any) -> list[Row]:
+    def reopen(
+        self, config: RunConfig, checkpoint_round: int, provenance: Provenance | None = None, **identity: Any
+    ) -> list[Row]:
         """Continue this run after round ``checkpoint_round``; returns the rows kept (rounds before it).
 
         Nothing of the rows is changed here: every check (:meth:`check_resume`, :meth:`resume_rows`)
@@ -290,7 +293,7 @@ class RunDirectory:
         """
         self.check_resume(config)
         kept = self.resume_rows(checkpoint_round)
-        self.start(config, **identity)
+        self.start(config, provenance, **identity)
         return kept
 
     def resume_rows(self, checkpoint_round: int) -> list[Row]:

@@ -9,6 +9,7 @@ experiment file of run-config keys (:mod:`stamen.simulations.experiment_file`), 
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Iterable
@@ -60,3 +61,20 @@ def _value(key: str, raw: str, what: str) -> Any:
         if re.fullmatch(r"[^'\"\s]+", raw):
             raise ValueError(f"{what}: strings need quotes: {key}='{raw}'") from None
         raise ValueError(f"{what}: {key}={raw} is not a number, true/false or a quoted string") from None
+
+
+def toml_value(value: object) -> str:
+    """A plain value (a number, true/false or a string) as the TOML value of a ``key=value`` item."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)  # nan, inf and -inf are TOML too
+    # a TOML basic string: JSON's escapes are TOML's but for surrogate pairs, so characters are kept as they are
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def override_text(values: dict[str, Any]) -> str:
+    """``values`` as one ``key=value`` item that :func:`parse_overrides` reads back (to show a command)."""
+    return " ".join(f"{key}={toml_value(value)}" for key, value in values.items())

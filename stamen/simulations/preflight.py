@@ -15,21 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stamen.common.suggest import did_you_mean
 from stamen.contract.run_config import RunConfig
 from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.simulations.federation_config import FederationConfig
 from stamen.simulations.overrides import parse_overrides
 
 if TYPE_CHECKING:
     from stamen.graphs.federation import Federation
-
-# Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
-# CPUs per client would run one client at a time on a two-core machine).
-FEDERATION_DEFAULTS: dict[str, object] = {"num-supernodes": 10, "client-resources-num-cpus": 1}
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,13 @@ class PreparedRun:
     ray_address: str = ""
     partition_digest: str = ""
 
+    @property
+    def num_clients(self) -> int:
+        """The number of clients (``num-supernodes``, checked a whole number >= 1)."""
+        value = self.federation["num-supernodes"]
+        assert isinstance(value, int)
+        return value
+
     def environment(self) -> dict[str, str]:
         """What this run adds to Flower's environment (:func:`stamen.simulations.cluster.cluster_environment`)."""
         from stamen.simulations.cluster import cluster_environment
@@ -67,22 +72,48 @@ def default_run_config() -> dict[str, object]:
 
 
 def prepare(run_overrides: list[str], federation_overrides: list[str], ray_address: str = "") -> PreparedRun:
+    """The command line's ``-c`` and ``--federation-config`` items, parsed here (the only place strings are),
+    then :func:`prepare_mapping`."""
+    run = parse_overrides(run_overrides)
+    return prepare_mapping(run, parse_overrides(federation_overrides, "federation config", files=False), ray_address)
+
+
+def prepare_mapping(
+    run_config: Mapping[str, Any], federation_config: Mapping[str, Any], ray_address: str = ""
+) -> PreparedRun:
+    """Run-config and federation keys (either spelling) as the typed configs, then :func:`prepare_config`."""
+    config = check_config(RunConfig.from_mapping(run_config))
+    federation = FederationConfig.from_mapping(federation_config, on_cluster=bool(ray_address))
+    return prepare_config(config, federation, ray_address)
+
+
+def check_config(config: RunConfig) -> RunConfig:
+    """What a run checks of its config beyond :meth:`RunConfig.from_flower`: ``run-name``'s path and the
+    trackers' packages. ValueError in one line."""
+    from stamen.contract.tracking import missing_tracker
+    from stamen.server.rundir import check_run_name
+
+    check_run_name(config.run_name)
+    missing = missing_tracker(config.tracking)
+    if missing:
+        raise ValueError(missing)
+    return config
+
+
+def prepare_config(config: RunConfig, federation: FederationConfig, ray_address: str = "") -> PreparedRun:
     """Check everything that can be checked before Flower starts; fix the run directory.
 
     ``ray_address``: the Ray cluster the Flower simulation joins (:mod:`stamen.simulations.cluster`), checked here:
     ``HOST:PORT`` where something listens, and no federation key that a cluster refuses.
     """
-    from stamen.server.app import check_run_config, resume_target
+    from stamen.server.app import resume_target
     from stamen.simulations.cluster import check_cluster_federation, check_ray_address
 
-    values = default_run_config()
-    values.update(parse_overrides(run_overrides))
-    config = check_run_config(values)
-    federation = dict(FEDERATION_DEFAULTS)
-    federation.update(parse_overrides(federation_overrides, "federation config", files=False))
+    check_config(config)
+    flower = federation.to_flower()
     if ray_address:
-        check_cluster_federation(federation)
-    num_clients = check_federation(federation, on_cluster=bool(ray_address))
+        check_cluster_federation(flower)
+    num_clients = check_federation(flower, on_cluster=bool(ray_address))
     if ray_address:
         ray_address = check_ray_address(ray_address)
     if config.min_clients > num_clients:
@@ -96,7 +127,7 @@ def prepare(run_overrides: list[str], federation_overrides: list[str], ray_addre
         run_dir = RunDirectory.plan(config)
     digest = check_with_data(config, num_clients)
     config = dataclasses.replace(config, output_dir=str(run_dir.path.parent), run_name=run_dir.path.name)
-    return PreparedRun(config, federation, run_dir, nothing_left, ray_address, digest)
+    return PreparedRun(config, flower, run_dir, nothing_left, ray_address, digest)
 
 
 def check_federation(federation: dict[str, object], on_cluster: bool = False) -> int:

@@ -35,6 +35,7 @@ is refused, in one line.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import time
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
+from stamen.contract.provenance import Provenance
 from stamen.simulations.tune_space import Dimension
 
 STUDY_FILE = "study.db"
@@ -68,19 +70,21 @@ class TuneSpec:
     Attributes:
         space: the searched keys (:mod:`stamen.simulations.tune_space`).
         trials: the study's trials in all (a re-run continues up to this many).
-        run_config: fixed ``-c`` items (``key=value`` strings and experiment files).
-        federation_config: Flower's federation overrides (``--clients`` folded in).
+        run_config: the fixed run-config keys (``-c`` parsed, or the Python API's dict).
+        federation_config: Flower's federation keys (``--clients`` folded in), as given.
         sampler_seed: the TPE sampler's seed (the runs' seed is the run config's ``seed``).
         startup: trials drawn at random before TPE models the earlier ones.
         prune: stop trials with MedianPruner; ``prune_startup`` finished trials and
             ``prune_warmup`` rounds come first.
         top: configs shown in the table.
+        provenance: who started the study, recorded in ``tune.json`` and each trial's run (``None``: this
+            process's).
     """
 
     space: list[Dimension]
     trials: int
-    run_config: list[str] = field(default_factory=list)
-    federation_config: list[str] = field(default_factory=list)
+    run_config: dict[str, Any] = field(default_factory=dict)
+    federation_config: dict[str, Any] = field(default_factory=dict)
     name: str = ""
     out: str = DEFAULT_OUT
     sampler_seed: int = 0
@@ -89,15 +93,14 @@ class TuneSpec:
     prune_startup: int = 3
     prune_warmup: int = 5
     top: int = 5
+    provenance: Provenance | None = None
 
     def setting(self) -> dict[str, Any]:
         """What makes the study this study: a resumed one must give the same."""
-        from stamen.simulations.overrides import parse_overrides
-
         return {
             "space": [item.text() for item in self.space],
-            "run_config": parse_overrides(self.run_config),  # as values: -c "a=1 b=2" is -c a=1 -c b=2
-            "federation_config": parse_overrides(self.federation_config, "federation config", files=False),
+            "run_config": dict(self.run_config),  # as values: -c "a=1 b=2" is -c a=1 -c b=2
+            "federation_config": dict(self.federation_config),
             "sampler_seed": self.sampler_seed,
             "startup": self.startup,
             "prune": self.prune,
@@ -140,8 +143,9 @@ class TuneResult:
         return self.top[0] if self.top else None
 
 
-def run_tune(spec: TuneSpec, show: bool = True) -> TuneResult:
+def run_tune(spec: TuneSpec, show: bool = True, provenance: Provenance | None = None) -> TuneResult:
     """Check everything, then run (or resume) the study ``spec`` in ``<out>/<name>``; write its tables.
+    ``provenance``: who started it (``None``: ``spec``'s, else this process's).
 
     Raises:
         ValueError: bad input (the command's exit 2), before any trial and before anything is written.
@@ -151,6 +155,7 @@ def run_tune(spec: TuneSpec, show: bool = True) -> TuneResult:
     from stamen.server.rundir import check_output_dir, check_run_name
     from stamen.server.runlock import FolderLock
 
+    spec = dataclasses.replace(spec, provenance=provenance or spec.provenance or Provenance.of_process())
     _check(spec)
     name = spec.name or time.strftime("tune-%Y%m%d-%H%M%S")
     check_run_name(name)
@@ -166,10 +171,9 @@ def run_tune(spec: TuneSpec, show: bool = True) -> TuneResult:
 
 
 def _check(spec: TuneSpec) -> None:
-    from stamen.simulations.overrides import parse_overrides
     from stamen.simulations.tune_space import UNSEARCHABLE, check_space
 
-    fixed = parse_overrides(spec.run_config)
+    fixed = spec.run_config
     for key in fixed:
         if key in UNSEARCHABLE[1:]:
             raise ValueError(f"-c {key}=...: stamen tune names its trials' folders itself; use --out and --name")
@@ -194,11 +198,10 @@ def _probe(spec: TuneSpec, folder: Path) -> None:
     """Every value that bounds the space, in the fixed run config (the rules between keys included), then one
     whole run's checks with the data (:func:`stamen.simulations.preflight.prepare`): all before anything is written."""
     from stamen.contract.run_config import RunConfig
-    from stamen.simulations.overrides import parse_overrides
-    from stamen.simulations.preflight import default_run_config, prepare
+    from stamen.simulations.preflight import default_run_config, prepare_mapping
 
     base = default_run_config()
-    base.update(parse_overrides(spec.run_config))
+    base.update(spec.run_config)
     if not (base.get("val-frac", 0) or 0) > 0:
         raise ValueError("stamen tune selects on validation accuracy: val-frac must be > 0 (the run config has 0)")
     firsts = {item.key: item.values()[0] for item in spec.space}
@@ -208,14 +211,12 @@ def _probe(spec: TuneSpec, folder: Path) -> None:
                 RunConfig.from_flower({**base, **firsts, item.key: value})
             except ValueError as error:
                 raise ValueError(f"--space {item.text()}: with {item.key}={value!r}: {error}") from None
-    prepare(_items(spec, folder, "trial-probe", firsts), spec.federation_config)
+    prepare_mapping(_values(spec, folder, "trial-probe", firsts), spec.federation_config)
 
 
-def _items(spec: TuneSpec, folder: Path, run_name: str, params: dict[str, Any]) -> list[str]:
-    from stamen.simulations.sweep import toml_value
-
-    own = {"output-dir": str(folder), "run-name": run_name, **params}
-    return [*spec.run_config, " ".join(f"{key}={toml_value(value)}" for key, value in own.items())]
+def _values(spec: TuneSpec, folder: Path, run_name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The run-config keys of one trial: the fixed ones, then its folder and searched values."""
+    return {**spec.run_config, "output-dir": str(folder), "run-name": run_name, **params}
 
 
 def _optuna() -> Any:
@@ -310,18 +311,25 @@ def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) ->
 
 def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) -> str:
     """Run ``trial`` and tell the study how it ended; returns a few words saying so."""
+    from stamen.contract.run_config import RunConfig
     from stamen.server.loop import RunPruned
     from stamen.server.rundir import RunDirectory
-    from stamen.simulations.commands.run import launch
     from stamen.simulations.errors import RunFailed, RunInterrupted, one_line
+    from stamen.simulations.federation_config import FederationConfig
+    from stamen.simulations.runner import Engine, run
 
     run_name = f"trial-{trial.number:04d}"
     trial.set_user_attr("run_dir", str(folder / run_name))
     observe = _observer(optuna, trial, spec)
     state = optuna.trial.TrialState
     try:
-        launched = launch(_items(spec, folder, run_name, trial.params), spec.federation_config, engine="inprocess",
-                          mode="quiet", observe=observe)  # fmt: skip
+        launched = run(
+            RunConfig.from_mapping(_values(spec, folder, run_name, trial.params)),
+            federation=FederationConfig.from_mapping(spec.federation_config),
+            engine=Engine.INPROCESS,
+            provenance=spec.provenance or Provenance.of_process(),
+            observe=observe,
+        )
     except RunPruned as pruned:
         trial.set_user_attr("outcome", TrialOutcome.PRUNED.value)
         trial.set_user_attr("error", str(pruned))

@@ -26,12 +26,12 @@ if TYPE_CHECKING:
 def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> None:
     """``tune.json``, ``tune.csv`` and ``tune.png`` of the trials ``found`` into ``folder``."""
     from stamen.contract import strict_json
-    from stamen.contract.provenance import provenance
+    from stamen.contract.provenance import Provenance
     from stamen.server.rundir import atomic_write
     from stamen.simulations.tune import top_trials
 
     record = {
-        "provenance": provenance(seeds=[spec.sampler_seed]),
+        "provenance": (spec.provenance or Provenance.of_process()).record(seeds=[spec.sampler_seed]),
         "setting": {**spec.setting(), "trials": spec.trials},
         "objective": f"maximise {BEST_VAL_ACC}: the headline validation accuracy at the run's best round",
         "trials": [trial.row() for trial in found],

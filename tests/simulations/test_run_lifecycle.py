@@ -131,7 +131,7 @@ def test_a_run_that_never_wrote_its_folder_points_at_its_own_log_not_anothers(tm
     """A ServerApp that stopped before writing (another command finished the run meanwhile) leaves the folder's
     run.log to that command: the failure quotes this command's own log instead of pointing there."""
     from stamen.server.rundir import RunDirectory
-    from stamen.simulations.commands.run import _where
+    from stamen.simulations.runner import _where
 
     folder = tmp_path / "r"
     folder.mkdir()

@@ -103,7 +103,9 @@ def test_a_study_writes_its_table_and_files_resumes_to_n_and_repeats_with_its_se
 
 
 def test_a_run_ended_by_its_observer_is_kept_and_marked_pruned(tmp_path):
-    from stamen.simulations.commands.run import launch
+    from stamen.contract.provenance import Provenance
+    from stamen.contract.run_config import RunConfig
+    from stamen.simulations import Engine, FederationConfig, run
 
     seen = []
 
@@ -112,14 +114,17 @@ def test_a_run_ended_by_its_observer_is_kept_and_marked_pruned(tmp_path):
         if row["round"] == 1:
             raise RunPruned("pruned by the test after round 1")
 
-    config = [f"csbm-nodes=300 num-server-rounds=3 output-dir='{tmp_path}' run-name='r'"]
+    config = RunConfig.from_mapping(
+        {"csbm-nodes": 300, "num-server-rounds": 3, "output-dir": str(tmp_path), "run-name": "r"}
+    )
+    three, origin = FederationConfig(num_supernodes=3), Provenance.of_command("test")
     with pytest.raises(RunPruned):
-        launch(config, ["num-supernodes=3"], engine="inprocess", mode="quiet", observe=observe)
+        run(config, federation=three, engine=Engine.INPROCESS, provenance=origin, observe=observe)
     folder = RunDirectory(tmp_path / "r")
     assert folder.status()["status"] == "pruned" and "after round 1" in folder.status()["error"]
     assert [row["round"] for row in folder.rows()] == [0, 1] and seen == [0, 1]
     with pytest.raises(ValueError, match="in-process engine"):
-        launch(config, ["num-supernodes=3"], engine="flower", observe=observe)
+        run(config, federation=three, engine=Engine.FLOWER, provenance=origin, observe=observe)
 
 
 def test_ctrl_c_keeps_finished_trials_and_the_interrupted_one_runs_again(tmp_path, capsys, monkeypatch):

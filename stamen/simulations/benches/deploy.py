@@ -32,19 +32,20 @@ from pathlib import Path
 from typing import Any
 
 from stamen.contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
+from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
 from stamen.graphs.node_data import export_partitions
-from stamen.simulations import lifetime
+from stamen.simulations import lifetime, runner
 from stamen.simulations.benches.records import int_list, markdown_table, print_tables
 from stamen.simulations.benches.sim import per_round_breakdown
-from stamen.simulations.commands.run import simulate
 from stamen.simulations.deploy.local import LocalDeployment
 from stamen.simulations.deploy.warm_clientapp import add_clientapps_option
 from stamen.simulations.deploy.workdir import held_workdir
+from stamen.simulations.federation_config import FederationConfig
 from stamen.simulations.flower import PeakMemory
 from stamen.simulations.long_job import LongJob
 from stamen.simulations.options import renamed
-from stamen.simulations.preflight import prepare
+from stamen.simulations.runner import Engine
 
 NAME = "deploy"
 STARTUP_SECONDS_PER_NODE = 15.0  # a SuperNode and its launcher (PyTorch, PyG, Flower imported) start in ~4 CPU s
@@ -110,14 +111,16 @@ def _measure(args: argparse.Namespace, nodes: int, out: Path, job: dict[str, Any
     """The simulation, then the deployment of the same job on ``nodes`` nodes in ``workdir``, side by side."""
     print(f"[bench deploy] simulation, {nodes} clients, {args.rounds} rounds ...", flush=True)
     names = {"simulation": f"simulation-{nodes}", "deployment": f"deployment-{nodes}"}
-    run = prepare(
-        [" ".join(f"{k}={json.dumps(v)}" for k, v in {**job, "run-name": names["simulation"]}.items())],
-        [f"num-supernodes={nodes} client-resources-num-cpus=1"],
+    simulated = runner.run(
+        RunConfig.from_mapping({**job, "run-name": names["simulation"]}),
+        federation=FederationConfig(num_supernodes=nodes, client_resources_num_cpus=1),
+        engine=Engine.FLOWER,
+        provenance=Provenance.of_process(),
     )
-    started = time.perf_counter()
-    summary = simulate(run, mode="quiet")
+    summary = simulated.summary
+    assert summary is not None  # a new run (overwrite=true): never one that had nothing left
     simulation = {
-        "total_wall_seconds": time.perf_counter() - started,
+        "total_wall_seconds": summary["total_wall_seconds"],  # from the engine's start, the checks before it not
         "actors": (actors := max(1, min(nodes, os.cpu_count() or 1))),
         "per_round": per_round_breakdown(_rows(Path(summary["run_dir"])), actors),
         "peak_memory_gb": summary["peak_memory_gb"],

@@ -17,8 +17,8 @@ import argparse
 import contextlib
 import csv
 import io
-import json
 import math
+import os
 import shlex
 import subprocess
 import sys
@@ -31,8 +31,10 @@ from typing import Any
 from stamen.contract import strict_json
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
+from stamen.contract.provenance import Provenance
 from stamen.simulations.commands.run import add_ray_address, federation_args, ray_address_for
 from stamen.simulations.helptext import HelpFormatter
+from stamen.simulations.overrides import override_text, parse_overrides
 from stamen.simulations.sweep import (
     FIGURES,
     Group,
@@ -82,16 +84,16 @@ class SweepSpec:
     Attributes:
         grid: the swept keys and their values (``--set`` and ``--grid`` parsed).
         seeds: the seeds of every config.
-        run_config: fixed ``-c`` overrides (``key=value`` strings and experiment files).
-        federation_config: Flower's federation overrides (``--clients`` folded in).
+        run_config: the fixed run-config keys (``-c`` parsed, or the Python API's dict).
+        federation_config: Flower's federation keys (``--clients`` folded in), as given.
         sets: the ``--set`` texts as given (recorded in ``sweep.json``).
         ray_address: the Ray cluster the flower engine's runs join (``None``: ``$RAY_ADDRESS`` if set).
     """
 
     grid: list[tuple[str, list[Any]]]
     seeds: list[int]
-    run_config: list[str] = field(default_factory=list)
-    federation_config: list[str] = field(default_factory=list)
+    run_config: dict[str, Any] = field(default_factory=dict)
+    federation_config: dict[str, Any] = field(default_factory=dict)
     engine: str = "inprocess"
     jobs: int = 1
     name: str = ""
@@ -124,8 +126,8 @@ def main(args: argparse.Namespace) -> int:
     spec = SweepSpec(
         grid=sets,
         seeds=parse_seeds(args.seeds),
-        run_config=args.run_config,
-        federation_config=federation_args(args),
+        run_config=parse_overrides(args.run_config),
+        federation_config=parse_overrides(federation_args(args), "federation config", files=False),
         engine=args.engine,
         jobs=args.jobs,
         name=args.name,
@@ -144,15 +146,16 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
+def run_sweep(spec: SweepSpec, show: bool = True, provenance: Provenance | None = None) -> SweepResult:
     """Check, run (or resume) and summarise the sweep ``spec``; ``show``: print the progress and the table.
+    ``provenance``: who started the sweep, recorded in ``sweep.json`` and each run (``None``: this process's).
 
     Nothing is written before every check of the grid passed; the sweep folder's lock is held throughout.
     """
     from stamen.server.rundir import check_output_dir, check_run_name
-    from stamen.simulations.overrides import parse_overrides
 
-    check_own_keys(parse_overrides(spec.run_config), "-c/--run-config")
+    origin = provenance or Provenance.of_process()
+    check_own_keys(spec.run_config, "-c/--run-config")
     runs = grid(spec.grid, spec.seeds)  # before the lock: nothing written
     if spec.engine not in ("flower", "inprocess"):
         raise ValueError(f"engine must be 'flower' or 'inprocess', got {spec.engine!r}")
@@ -165,13 +168,13 @@ def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
     from stamen.server.runlock import FolderLock
 
     with FolderLock(folder, "sweep folder"):  # two sweeps of one name: the second is refused, naming the first
-        return _sweep(spec, folder, runs, show)
+        return _sweep(spec, folder, runs, show, origin)
 
 
-def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool) -> SweepResult:
+def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool, origin: Provenance) -> SweepResult:
     """The sweep in ``folder``, its lock held: every config checked, the unfinished runs run, the table."""
     from stamen.server.rundir import RunDirectory, RunStatus
-    from stamen.simulations.preflight import prepare
+    from stamen.simulations.preflight import prepare_mapping
 
     todo: list[SweepRun] = []
     for run in runs:  # every config is checked before the first run starts
@@ -179,32 +182,36 @@ def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool) -> S
         finished = (run_dir / "status.json").is_file() and RunDirectory(run_dir).status().get("status") == "finished"
         if finished:
             continue
-        prepare(_config_args(spec, run, folder), spec.federation_config, ray_address_for(spec.engine, spec.ray_address))
+        address = ray_address_for(spec.engine, spec.ray_address)
+        prepare_mapping(_config_values(spec, run, folder), spec.federation_config, address)
         todo.append(run)
     if show:
         print(
             f"stamen sweep: {len(runs)} runs in {folder} ({len(runs) - len(todo)} finished already), "
             f"engine {spec.engine}"
         )
-    failed = _execute(todo, spec, folder, show)
+    failed = _execute(todo, spec, folder, show, origin)
     figures = {}
     for run in runs:
         run_dir = RunDirectory(folder / run.name)
         if (run_dir.path / "status.json").is_file() and run_dir.status().get("status") == RunStatus.FINISHED.value:
             figures[run.name] = run_figures(run_dir.summary())
     found = groups(runs, figures)
-    _write(folder, spec, runs, found, failed)
+    _write(folder, spec, runs, found, failed, origin)
     if show:
         _print(found, folder)
     return SweepResult(folder, found, failed)
 
 
-def _config_args(spec: SweepSpec, run: SweepRun, folder: Path) -> list[str]:
-    own = f"output-dir={json.dumps(str(folder))} run-name={json.dumps(run.name)} overwrite=true {run.overrides()}"
-    return [*spec.run_config, own]
+def _config_values(spec: SweepSpec, run: SweepRun, folder: Path) -> dict[str, Any]:
+    """The run-config keys of one run of the sweep: the fixed ones, then the run's folder, values and seed."""
+    own = {"output-dir": str(folder), "run-name": run.name, "overwrite": True, **dict(run.values), "seed": run.seed}
+    return {**spec.run_config, **own}
 
 
-def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
+def _execute(
+    todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True, origin: Provenance | None = None
+) -> list[str]:
     """Run ``todo`` (``--jobs`` at a time); return the names of the runs that failed."""
     from stamen.simulations import lifetime
 
@@ -212,7 +219,8 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
     if not todo:
         return failed
     if spec.engine == "inprocess" and spec.jobs == 1:  # one process: imports and data loaded once
-        return _execute_here(todo, spec, folder, show)
+        return _execute_here(todo, spec, folder, show, origin)
+    handed = origin or Provenance.of_process()  # each run's process records the sweep's command
     logs = folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     running: dict[str, subprocess.Popen] = {}
@@ -231,17 +239,19 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
                         "--engine",
                         spec.engine,
                     ]
-                    for text in _config_args(spec, run, folder):
-                        command += ["-c", text]
-                    for text in spec.federation_config:
-                        command += ["--federation-config", text]
+                    # a run of its own process: its config crosses on the command line (the process's boundary)
+                    command += ["-c", override_text(_config_values(spec, run, folder))]
+                    if spec.federation_config:
+                        command += ["--federation-config", override_text(spec.federation_config)]
                     address = ray_address_for(spec.engine, spec.ray_address)
                     if address:
                         command += ["--ray-address", address]
                     with open(logs / f"{run.name}.log", "w") as log:
                         log.write("$ " + shlex.join(command) + "\n")
                         log.flush()
-                        running[run.name] = lifetime.start(command, stdout=log, stderr=subprocess.STDOUT)
+                        running[run.name] = lifetime.start(
+                            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **handed.environment()}
+                        )
                 for name, process in list(running.items()):
                     if process.poll() is not None:
                         del running[name]
@@ -258,22 +268,27 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
     return failed
 
 
-def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
+def _execute_here(
+    todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True, origin: Provenance | None = None
+) -> list[str]:
     """Run ``todo`` one after another in this process on the in-process engine."""
-    from stamen.simulations.commands.run import simulate
+    from stamen.contract.run_config import RunConfig
     from stamen.simulations.errors import RunFailed
-    from stamen.simulations.preflight import prepare
+    from stamen.simulations.federation_config import FederationConfig
+    from stamen.simulations.runner import Engine, run
 
     failed = []
+    federation = FederationConfig.from_mapping(spec.federation_config)
     with _screen(show, len(todo)) as screen:
-        for run in todo:
+        for one in todo:
+            config = RunConfig.from_mapping(_config_values(spec, one, folder))
             try:
-                simulate(
-                    prepare(_config_args(spec, run, folder), spec.federation_config), mode="quiet", engine="inprocess"
+                run(
+                    config, federation=federation, engine=Engine.INPROCESS, provenance=origin or Provenance.of_process()
                 )
             except RunFailed:
-                failed.append(run.name)
-            screen.finished(_outcome(run.name, run.name in failed))
+                failed.append(one.name)
+            screen.finished(_outcome(one.name, one.name in failed))
     return failed
 
 
@@ -291,13 +306,14 @@ def _outcome(name: str, failed: bool) -> str:
     return f"{name} {'failed' if failed else 'finished'}"
 
 
-def _write(folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Group], failed: list[str]) -> None:
-    from stamen.contract.provenance import provenance
+def _write(
+    folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Group], failed: list[str], origin: Provenance
+) -> None:
     from stamen.server.rundir import atomic_write
 
     seeds = sorted({run.seed for run in runs})
     record = {
-        "provenance": provenance(seeds=seeds),
+        "provenance": origin.record(seeds=seeds),
         "setting": {
             "sets": spec.sets,
             "grid": dict(spec.grid),

@@ -20,6 +20,7 @@ import argparse
 import sys
 
 from stamen.simulations.commands.run import HelpFormatter, federation_args
+from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.tune import DEFAULT_OUT, TuneSpec, run_tune
 from stamen.simulations.tune_space import parse_dimension, space_file
 
@@ -56,8 +57,8 @@ def main(args: argparse.Namespace) -> int:
     spec = TuneSpec(
         space=space,
         trials=args.trials,
-        run_config=args.run_config,
-        federation_config=federation_args(args),
+        run_config=parse_overrides(args.run_config),
+        federation_config=parse_overrides(federation_args(args), "federation config", files=False),
         name=args.name,
         out=args.out,
         sampler_seed=args.sampler_seed,
