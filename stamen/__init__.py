@@ -9,6 +9,7 @@
     stamen.unlearn(run, "class:1", methods=["wash"])[0].result["mean"]
     stamen.certify(dataset="csbm-paper", arch="gcn", budgets=[1, 2], out="cert").certified_accuracy("gcn")
     stamen.tune(space={"lr": "log:1e-3..1e-1"}, trials=20, name="lr", num_server_rounds=20).best_params
+    stamen.audit(csbm_nodes=300, dp_sgd_epsilons=[4], client_dp_epsilons=[]).results[1].lower_bound
 
 See docs/api.md. Bad input is a ``ValueError`` whose message is the line the command prints.
 """
@@ -24,6 +25,10 @@ from typing import TYPE_CHECKING, Any
 # in the whole API.
 _EXPORTS = {
     "AlgorithmSpec": "stamen.contract.algorithms",
+    "AuditReport": "stamen.simulations.commands.audit",
+    "AuditResult": "stamen.simulations.commands.audit",
+    "AuditSettings": "stamen.simulations.commands.audit",
+    "audit": "stamen.auditing",
     "Certificates": "stamen.certifying",
     "ModelSpec": "stamen.models.names",
     "option": "stamen.contract.keys",
@@ -44,12 +49,14 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from stamen.auditing import audit
     from stamen.certifying import Certificates
     from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
     from stamen.contract.keys import option
     from stamen.models.names import ModelSpec, register_model
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
+    from stamen.simulations.commands.audit import AuditReport, AuditResult, AuditSettings
     from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
     from stamen.sweeps import Sweep, sweep
     from stamen.tuning import Tuned, tune
@@ -91,6 +98,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AlgorithmSpec",
+    "AuditReport",
+    "AuditResult",
+    "AuditSettings",
     "Certificates",
     "EnvironmentFailed",
     "Run",
@@ -100,6 +110,7 @@ __all__ = [
     "Sweep",
     "Tuned",
     "Unlearned",
+    "audit",
     "certify",
     "ModelSpec",
     "load",

@@ -80,15 +80,16 @@ class LongJob:
 
 
 @contextlib.contextmanager
-def long_job(journal: UnitJournal | None, title: str, command: str) -> Iterator[LongJob]:
-    """A :class:`LongJob` with its progress on stderr; Ctrl-C ends it as :class:`RunInterrupted`.
+def long_job(journal: UnitJournal | None, title: str, command: str, show: bool = True) -> Iterator[LongJob]:
+    """A :class:`LongJob` with its progress on stderr (``show=False``: none); Ctrl-C ends it as
+    :class:`RunInterrupted`.
 
     The journal is closed (not removed) when the block fails or is interrupted; on success it
     stays open: the caller writes its output, then removes it.
     """
     from stamen.simulations.screen import output_console
 
-    with UnitProgress(output_console(stderr=True), title) as screen:
+    with UnitProgress(output_console(stderr=True), title, enabled=show) as screen:
         for note in journal.notes if journal is not None else ():
             screen.note(note)
         job = LongJob(journal, screen, command)

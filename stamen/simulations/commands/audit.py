@@ -31,7 +31,7 @@ import math
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -164,7 +164,53 @@ def _output(text: str) -> Path | None:
     return path
 
 
-def configs(args: argparse.Namespace) -> list[RunConfig]:
+@dataclass(frozen=True)
+class AuditSettings:
+    """The options of ``stamen audit privacy`` (its ``--help`` says each); :func:`stamen.audit` takes them too.
+
+    ``dp_sgd_epsilons`` and ``client_dp_epsilons``: the budgets audited with DP-SGD and with client-level DP
+    (empty: none); a run without DP is audited first.
+    """
+
+    dataset: str = "csbm"
+    data_root: str = ""
+    csbm_nodes: int = 900
+    clients: int = 3
+    rounds: int = 5
+    local_epochs: int = 10
+    lr: float = 0.05
+    model: str = "sgc"
+    canaries_per_client: int = 60
+    canary_strength: float = 1.0
+    guess_fraction: float = 0.5
+    dp_sgd_epsilons: tuple[float, ...] = (1.0, 4.0, 16.0)
+    client_dp_epsilons: tuple[float, ...] = (1.0, 4.0, 16.0)
+    clipping: str = "server-fixed"
+    clipping_norm: float = 1.0
+    max_grad_norm: float = 1.0
+    dp_batch_size: int = 32
+    delta: float = 1e-5
+    confidence: float = 0.95
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """An audit that ran: each audited run's result (no DP first), the bound's confidence and delta, the file
+    written (``None``: none asked for)."""
+
+    results: list[AuditResult]
+    confidence: float
+    delta: float
+    output: Path | None
+
+    @property
+    def violated(self) -> list[AuditResult]:
+        """The runs whose empirical lower bound exceeds their accountant's epsilon: a guarantee that fails."""
+        return [r for r in self.results if r.accountant_epsilon is not None and r.lower_bound > r.accountant_epsilon]
+
+
+def configs(args: AuditSettings) -> list[RunConfig]:
     """The runs to audit: no DP, DP-SGD at each budget, client-level DP at each budget (all checked up front)."""
     base = {
         "dataset": args.dataset,
@@ -188,13 +234,21 @@ def configs(args: argparse.Namespace) -> list[RunConfig]:
     runs = [RunConfig.from_flower(base)]
     runs += [
         RunConfig.from_flower({**base, "privacy": "dp-sgd", "target-epsilon": e})
-        for e in _epsilons(args.dp_sgd_epsilons, "--dp-sgd-epsilons")
+        for e in _budgets(args.dp_sgd_epsilons, "dp-sgd-epsilons")
     ]
     runs += [
         RunConfig.from_flower({**base, "privacy": "client-dp", "target-epsilon": e})
-        for e in _epsilons(args.client_dp_epsilons, "--client-dp-epsilons")
+        for e in _budgets(args.client_dp_epsilons, "client-dp-epsilons")
     ]
     return runs
+
+
+def _budgets(values: tuple[float, ...], what: str) -> list[float]:
+    if isinstance(values, str) or any(isinstance(v, bool) or not isinstance(v, int | float) for v in values):
+        raise ValueError(f"{what}={values!r} must be a list of numbers, e.g. [1, 4, 16]")
+    if any(not v > 0 or math.isinf(v) for v in values):
+        raise ValueError(f"{what}={list(values)!r}: every epsilon must be a finite number > 0")
+    return [float(v) for v in values]
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -275,59 +329,82 @@ def _unit_key(config: RunConfig) -> str:
     return config.privacy if config.privacy == "none" else f"{config.privacy}/{config.target_epsilon:g}"
 
 
-def _audited(config: RunConfig, args: argparse.Namespace) -> dict:
+def _audited(config: RunConfig, args: AuditSettings) -> dict:
     """One unit: the audit of one run, as plain JSON."""
     strength, fraction = args.canary_strength, args.guess_fraction
     return asdict(audit_run(config, args.clients, args.canaries_per_client, strength, args.confidence, fraction))
 
 
-def main(args: argparse.Namespace) -> int:
-    """Audit each run (a unit); with ``--out``, each is kept in its journal as it finishes and resumed from it."""
+def settings_of(args: argparse.Namespace) -> AuditSettings:
+    """The command's options, typed (the epsilons' lists parsed here)."""
+    named = {field.name for field in fields(AuditSettings)}
+    given = {key: value for key, value in vars(args).items() if key in named}
+    given["dp_sgd_epsilons"] = tuple(_epsilons(args.dp_sgd_epsilons, "--dp-sgd-epsilons"))
+    given["client_dp_epsilons"] = tuple(_epsilons(args.client_dp_epsilons, "--client-dp-epsilons"))
+    return AuditSettings(**given)
+
+
+def audit_privacy(
+    settings: AuditSettings, output: Path | None = None, command: str = "stamen audit privacy", show: bool = True
+) -> AuditReport:
+    """Audit each run (a unit); with ``output`` (checked: :func:`_output`), each is kept in its journal as it
+    finishes and resumed from it, and the report written there. ``command``: what repeats this audit (the
+    resume hint). ``show``: the progress on stderr. ValueError in one line for bad settings, before any run."""
     from stamen.simulations.journal import UnitJournal
     from stamen.simulations.long_job import long_job
 
-    output = _output(args.out)
-    runs = configs(args)
-    if not 0 < args.guess_fraction <= 1:
-        raise ValueError(f"--guess-fraction={args.guess_fraction} must lie in (0, 1]")
-    if not 0 < args.confidence < 1:
-        raise ValueError(f"--confidence={args.confidence} must lie in (0, 1)")
-    if args.clients < 1 or args.canaries_per_client < 1:
+    runs = configs(settings)
+    if not 0 < settings.guess_fraction <= 1:
+        raise ValueError(f"--guess-fraction={settings.guess_fraction} must lie in (0, 1]")
+    if not 0 < settings.confidence < 1:
+        raise ValueError(f"--confidence={settings.confidence} must lie in (0, 1)")
+    if settings.clients < 1 or settings.canaries_per_client < 1:
         raise ValueError("--clients and --canaries-per-client must be at least 1")
     journal = None
     if output is not None:
-        settings = {
-            k: v
-            for k, v in vars(args).items()
-            if k not in ("out", "renamed_output", "func", "command", "audit", "invocation")
-        }
-        journal = UnitJournal.open(output, "stamen audit privacy", settings, "audit output", "or give another --out")
+        recorded = asdict(settings)
+        for key in ("dp_sgd_epsilons", "client_dp_epsilons"):
+            recorded[key] = list(recorded[key])  # as JSON reads it back
+        journal = UnitJournal.open(output, "stamen audit privacy", recorded, "audit output", "or give another --out")
     try:
-        with long_job(journal, "audit privacy", args.invocation) as units:
+        with long_job(journal, "audit privacy", command, show=show) as units:
             units.begin([_unit_key(config) for config in runs])
             results = []
             for config in runs:
                 found = units.run(
                     _unit_key(config),
-                    *(_audited, config, args),
+                    *(_audited, config, settings),
                     line=lambda r, config=config: (
                         f"audited {config.privacy} (target epsilon {config.target_epsilon:g}): {r['lower_bound']:.3f}"
                     ),
                 )
                 results.append(AuditResult(**found))
-        print(table(results))
-        violated = [r for r in results if r.accountant_epsilon is not None and r.lower_bound > r.accountant_epsilon]
-        if violated:
-            print(f"WARNING: the empirical bound exceeds the accountant's epsilon in {len(violated)} run(s)")
+        report = AuditReport(results, settings.confidence, settings.delta, output)
         if output is not None:
-            report = {"confidence": args.confidence, "delta": args.delta, "results": [asdict(r) for r in results]}
-            atomic_write(output, strict_json.dumps(report, indent=2))
+            record = {
+                "confidence": settings.confidence,
+                "delta": settings.delta,
+                "results": [asdict(r) for r in results],
+            }
+            atomic_write(output, strict_json.dumps(record, indent=2))
+            assert journal is not None
             journal.remove()  # the output holds every audited run now
-            print(f"wrote {output}")
     finally:
         if journal is not None:
             journal.close()
+    return report
+
+
+def main(args: argparse.Namespace) -> int:
+    """The audit (:func:`audit_privacy`), then its table."""
+    output = _output(args.out)
+    report = audit_privacy(settings_of(args), output, args.invocation)
+    print(table(report.results))
+    if report.violated:
+        print(f"WARNING: the empirical bound exceeds the accountant's epsilon in {len(report.violated)} run(s)")
+    if output is not None:
+        print(f"wrote {output}")
     return 0
 
 
-__all__ = ["AuditResult", "audit_run", "planted_federation"]
+__all__ = ["AuditReport", "AuditResult", "AuditSettings", "audit_privacy", "audit_run", "planted_federation"]
