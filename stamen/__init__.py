@@ -9,6 +9,7 @@
     stamen.unlearn(run, "class:1", methods=["wash"])[0].result["mean"]
     stamen.certify(dataset="csbm-paper", arch="gcn", budgets=[1, 2], out="cert").certified_accuracy("gcn")
     stamen.tune(space={"lr": "log:1e-3..1e-1"}, trials=20, name="lr", num_server_rounds=20).best_params
+    stamen.deploy.local({"num-server-rounds": 5, "run-name": "d"}, clients=3).run_dir
     stamen.audit(csbm_nodes=300, dp_sgd_epsilons=[4], client_dp_epsilons=[]).results[1].lower_bound
 
 See docs/api.md. Bad input is a ``ValueError`` whose message is the line the command prints.
@@ -30,6 +31,8 @@ _EXPORTS = {
     "AuditSettings": "stamen.simulations.commands.audit",
     "audit": "stamen.auditing",
     "Certificates": "stamen.certifying",
+    "deploy": "stamen.deploy",
+    "Deployed": "stamen.simulations.commands.deploy",
     "ModelSpec": "stamen.models.names",
     "option": "stamen.contract.keys",
     "register_algorithm": "stamen.contract.algorithms",
@@ -49,6 +52,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from stamen import deploy
     from stamen.auditing import audit
     from stamen.certifying import Certificates
     from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
     from stamen.simulations.commands.audit import AuditReport, AuditResult, AuditSettings
+    from stamen.simulations.commands.deploy import Deployed
     from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
     from stamen.sweeps import Sweep, sweep
     from stamen.tuning import Tuned, tune
@@ -87,7 +92,8 @@ _callable_room("unlearn", "stamen.unlearning", "unlearn")
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'stamen' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    module = importlib.import_module(_EXPORTS[name])
+    value = module if module.__name__ == f"{__name__}.{name}" else getattr(module, name)  # stamen.deploy: a module
     globals()[name] = value
     return value
 
@@ -102,6 +108,7 @@ __all__ = [
     "AuditResult",
     "AuditSettings",
     "Certificates",
+    "Deployed",
     "EnvironmentFailed",
     "Run",
     "RunFailed",
@@ -112,6 +119,7 @@ __all__ = [
     "Unlearned",
     "audit",
     "certify",
+    "deploy",
     "ModelSpec",
     "load",
     "option",

@@ -30,6 +30,7 @@ from typing import TextIO
 
 from stamen.contract.algorithms import plugin_keys
 from stamen.contract.provenance import BUILD_FILE, code_version, stamen_version
+from stamen.contract.run_config import RunConfig
 from stamen.simulations import lifetime
 from stamen.simulations.lifetime import kill_tree
 
@@ -280,6 +281,13 @@ def toml_value(value: object) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return repr(value)
+
+
+def run_config_overrides(config: RunConfig) -> dict[str, object]:
+    """The keys of ``config`` not at their defaults, as ``flwr run --run-config`` takes them: the app's own
+    defaults (its ``pyproject.toml``) are the run config's, so the ServerApp reads ``config`` back from these."""
+    defaults = RunConfig().to_flower()
+    return {key: value for key, value in config.to_flower().items() if defaults.get(key) != value}
 
 
 def flwr_run(

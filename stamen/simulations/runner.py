@@ -164,10 +164,10 @@ def resume_command(
     """``stamen run`` with the options and the config keys (those not at their defaults) that repeat this run."""
     import shlex
 
+    from stamen.simulations.flower import run_config_overrides
     from stamen.simulations.overrides import override_text
 
-    defaults = RunConfig().to_flower()
-    changed = {key: value for key, value in config.to_flower().items() if defaults.get(key) != value}
+    changed = run_config_overrides(config)
     federation_keys = {key: value for key, value in federation.to_flower().items() if key != "num-supernodes"}
     words = (
         [f"--engine {engine.value}"] * (engine is not Engine.FLOWER)

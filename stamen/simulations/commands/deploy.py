@@ -28,6 +28,7 @@ import json
 import os
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from stamen.contract.run_config import RunConfig
@@ -51,10 +52,10 @@ from stamen.simulations.deploy.processes import (
     write_connection,
 )
 from stamen.simulations.deploy.stopped_run import STOPPED, stopped_from_outside
-from stamen.simulations.deploy.warm_clientapp import add_clientapps_option, prepare_warm_clientapp
+from stamen.simulations.deploy.warm_clientapp import CLIENTAPPS, add_clientapps_option, prepare_warm_clientapp
 from stamen.simulations.deploy.workdir import check_output_folder, held_workdir
 from stamen.simulations.errors import RunFailed
-from stamen.simulations.flower import flower_environment, flower_state, flwr_run
+from stamen.simulations.flower import flower_environment, flower_state, flwr_run, run_config_overrides
 from stamen.simulations.options import renamed
 from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.run_follow import RunIdSink, follow_run
@@ -141,13 +142,26 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _checked_config(texts: list[str]) -> RunConfig:
-    """The run config of ``--run-config`` over the project's defaults, checked once."""
-    from stamen.server.app import check_run_config
-    from stamen.simulations.preflight import default_run_config
+    """The run config of ``--run-config``, parsed here (:meth:`RunConfig.from_mapping`), checked once."""
+    from stamen.simulations.preflight import check_config
 
-    values = default_run_config()
-    values.update(parse_overrides(texts))
-    return check_run_config(values)
+    return check_config(RunConfig.from_mapping(parse_overrides(texts)))
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A deployed run that ended: Flower's exit code (0: it finished), its run id (``None``: it never started),
+    and the run directory its ServerApp writes (``<output-dir>/<run-name>`` on the SuperLink's host)."""
+
+    code: int
+    flower_run_id: int | None
+    output_dir: str
+    run_name: str
+
+    @property
+    def run_dir(self) -> Path | None:
+        """The run directory, where the config names it (``None``: a generated name, the ServerApp's own)."""
+        return Path(self.output_dir) / self.run_name if self.run_name else None
 
 
 def _require(path: Path, what: str) -> Path:
@@ -291,16 +305,18 @@ def supernode_main(args: argparse.Namespace) -> int:
 
 
 def run_main(args: argparse.Namespace) -> int:
-    from stamen.server.app import check_run_config
-    from stamen.simulations.preflight import default_run_config
+    return deploy_run(_checked_config(args.run_config), args.superlink, args.ca).code
 
-    write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
-    overrides = parse_overrides(args.run_config)
-    check_run_config({**default_run_config(), **overrides})
+
+def deploy_run(config: RunConfig, superlink: str, ca: Path, stream: bool = True) -> Deployed:
+    """``flwr run`` of ``config`` against the SuperLink at ``superlink`` (its control HOST:PORT, ``ca`` its CA),
+    followed to the run's end; ``stream``: its log on stdout. A run stopped from outside is recorded as such and
+    raised (:func:`stopped_from_outside`); another failure is the result's ``code``."""
+    write_connection(OPERATOR_HOME, superlink, _require(ca, "CA certificate"))
     started = RunIdSink()
-    code = flwr_run(OPERATOR_HOME, overrides, {}, watchers=[started])
+    code = flwr_run(OPERATOR_HOME, run_config_overrides(config), {}, watchers=[started])
     if code != 0 or started.run_id is None:
-        return code
+        return Deployed(code, started.run_id, config.output_dir, config.run_name)
     run_id = started.run_id  # followed to its end: flwr run's log stream can end first (stamen.simulations.run_follow)
     seen: list[str] = []  # the SuperLink's answers, the last one the run's end
 
@@ -308,38 +324,54 @@ def run_main(args: argparse.Namespace) -> int:
         seen.append(run_status(OPERATOR_HOME, run_id))
         return seen[-1]
 
-    code = follow_run(status, run_id, [sys.stdout])
+    code = follow_run(status, run_id, [sys.stdout] if stream else [])
     if code != 0 and seen and seen[-1] == STOPPED:  # flwr stop: the ServerApp ended before it could record its end
-        config = _checked_config(args.run_config)
         raise stopped_from_outside(config.output_dir, config.run_name, run_id)
-    return code
+    return Deployed(code, run_id, config.output_dir, config.run_name)
 
 
 def local_main(args: argparse.Namespace) -> int:
+    config = _checked_config(args.run_config)
+    deploy_local(config, args.nodes, args.workdir, loopback=args.loopback, clientapps=args.clientapps)
+    return 0
+
+
+def deploy_local(
+    config: RunConfig,
+    nodes: int,
+    workdir: Path,
+    *,
+    loopback: bool = False,
+    clientapps: str = "resident",
+    stream: bool = True,
+) -> Deployed:
+    """A whole deployment of ``nodes`` SuperNodes on this machine in ``workdir`` (network namespaces as hosts
+    when root, unless ``loopback``), the run of ``config`` on it, then every process stopped; ``stream``: the
+    run's log on the terminal. Raises :class:`RunFailed` for a run that did not finish."""
     from stamen.graphs.node_data import export_partitions
 
-    config = _checked_config(args.run_config)
-    if config.min_clients > args.nodes:
-        raise ValueError(f"min-clients={config.min_clients} exceeds --nodes={args.nodes}")
-    overrides = parse_overrides(args.run_config)
+    if config.min_clients > nodes:
+        raise ValueError(f"min-clients={config.min_clients} exceeds --nodes={nodes}")
+    if clientapps not in CLIENTAPPS:
+        raise ValueError(f"clientapps must be one of {', '.join(CLIENTAPPS)}, got {clientapps!r}")
     # SIGTERM, like Ctrl-C, stops every process started here; the workdir is this deployment's alone
     # (a second `deploy local` on it is refused naming this one) and is checked before anything is removed
-    with interrupted_by_sigterm(), held_workdir(args.workdir) as workdir:
-        spec = config.federation(args.nodes)
-        roots = [path.parent for path in export_partitions(spec, workdir / "data")]
+    with interrupted_by_sigterm(), held_workdir(workdir) as folder:
+        spec = config.federation(nodes)
+        roots = [path.parent for path in export_partitions(spec, folder / "data")]
         with LocalDeployment(
-            workdir,
-            args.nodes,
+            folder,
+            nodes,
             node_config={"device": config.device},
             data_roots=roots,
-            use_namespaces=False if args.loopback else None,
-            clientapps=args.clientapps,
+            use_namespaces=False if loopback else None,
+            clientapps=clientapps,
         ) as deployment:
             started = RunIdSink()
-            code = deployment.run(overrides, stream=True, started=started)
+            code = deployment.run(run_config_overrides(config), stream=stream, started=started)
             stopped = code != 0 and started.run_id is not None and deployment.run_end(started.run_id) == STOPPED
     if stopped and started.run_id is not None:  # flwr stop: the ServerApp ended before it could record its end
         raise stopped_from_outside(config.output_dir, config.run_name, started.run_id)
     if code != 0:
-        raise RunFailed(f"the deployed run failed or was stopped (flwr exit code {code}); logs in {workdir / 'logs'}")
-    return 0
+        raise RunFailed(f"the deployed run failed or was stopped (flwr exit code {code}); logs in {folder / 'logs'}")
+    return Deployed(code, started.run_id, config.output_dir, config.run_name)
