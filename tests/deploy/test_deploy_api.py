@@ -21,7 +21,10 @@ def test_a_local_deployment_from_python_records_the_in_process_numbers(tmp_path,
     run = stamen.load(deployed.run_dir)
     assert run.status is stamen.RunStatus.FINISHED and [row["round"] for row in run.rows] == [0, 1, 2]
     twin = stamen.run(RUN, clients=2, out=tmp_path / "twin", run_name="inprocess")
-    same_figures(run.rows, twin.rows, "rows")  # the same config and seed: the same numbers on every transport
+    # the same config and seed: the same global model's figures on every transport (a deployment's rows leave out
+    # the missing-class figures of a run without missing classes)
+    shown = ("round", "global_val_acc", "global_test_acc")
+    same_figures([{k: r[k] for k in shown} for r in run.rows], [{k: r[k] for k in shown} for r in twin.rows], "rows")
     assert (tmp_path / "work" / "logs").is_dir()  # the deployment's logs stay in its workdir
 
 

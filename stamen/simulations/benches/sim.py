@@ -37,10 +37,11 @@ from stamen.simulations import lifetime
 from stamen.simulations.benches.floor import LIBRARIES, floor_run, model_shapes
 from stamen.simulations.benches.records import int_list
 from stamen.simulations.benches.sim_tables import markdown, print_table, sim_rows  # noqa: F401  (the bench's tables)
-from stamen.simulations.commands.run import add_ray_address, ray_address_for
+from stamen.simulations.commands.run import add_ray_address
 from stamen.simulations.long_job import LongJob
 from stamen.simulations.preflight import prepare
 from stamen.simulations.progress import read_rows
+from stamen.simulations.runner import ray_address_for
 
 NAME = "sim"
 HELP = "flwr run simulations against an in-process FedAvg loop"

@@ -32,9 +32,10 @@ from stamen.contract import strict_json
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
 from stamen.contract.provenance import Provenance
-from stamen.simulations.commands.run import add_ray_address, federation_args, ray_address_for
+from stamen.simulations.commands.run import add_ray_address, federation_args
 from stamen.simulations.helptext import HelpFormatter
 from stamen.simulations.overrides import override_text, parse_overrides
+from stamen.simulations.runner import ray_address_for
 from stamen.simulations.sweep import (
     FIGURES,
     Group,
