@@ -168,7 +168,12 @@ def resume_command(
     from stamen.simulations.overrides import override_text
 
     changed = run_config_overrides(config)
-    federation_keys = {key: value for key, value in federation.to_flower().items() if key != "num-supernodes"}
+    usual = FederationConfig().to_flower()
+    federation_keys = {
+        key: value
+        for key, value in federation.to_flower().items()
+        if key != "num-supernodes" and usual.get(key) != value
+    }
     words = (
         [f"--engine {engine.value}"] * (engine is not Engine.FLOWER)
         + ["--in-turn"] * in_turn

@@ -120,3 +120,20 @@ def test_the_federation_config_is_checked_as_the_command_checks_it():
         FederationConfig.from_mapping({"num-supernode": 4})
     with pytest.raises(ValueError, match=r"^num-supernodes must be a positive integer, got 0$"):
         FederationConfig.from_mapping({"num-supernodes": 0})
+
+
+def test_the_command_that_repeats_a_typed_run_reads_back_the_same_config():
+    import shlex
+
+    from stamen.simulations.overrides import parse_overrides
+    from stamen.simulations.runner import resume_command
+
+    config = RunConfig.from_mapping({"csbm-nodes": 300, "lr": 0.05, "run-name": "a b"})
+    federation = FederationConfig(num_supernodes=3, client_resources_num_cpus=2)
+    command = resume_command(config, federation, Engine.INPROCESS)
+    assert command == (
+        "stamen run --engine inprocess --clients 3 --federation-config client-resources-num-cpus=2 "
+        """-c 'csbm-nodes=300 lr=0.05 run-name="a b"'"""
+    )
+    words = shlex.split(command)
+    assert RunConfig.from_mapping(parse_overrides([words[words.index("-c") + 1]])) == config
