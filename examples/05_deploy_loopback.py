@@ -8,26 +8,24 @@
 # starts is stopped when it ends (or on Ctrl-C). The run directory is the same as `stamen run`'s,
 # so `stamen.load` reads it.
 #
-# No Python function starts a deployment, so this calls the command (`stamen.simulations.cli.main`).
-# It starts processes and takes a minute or more.
+# `stamen.deploy.local` is the command from Python: the run config as `stamen.run` takes it. It
+# starts processes and takes a minute or more.
 
 # %%
 import os
 from pathlib import Path
 
 import stamen
-from stamen.simulations.cli import main as stamen_command
 
 SMALL = os.environ.get("STAMEN_EXAMPLES_SMALL", "") == "1"
 OUT = (Path(os.environ.get("STAMEN_EXAMPLES_OUT", "examples-out")) / "deploy").absolute()
 ROUNDS = 2 if SMALL else 10
 
 # %%
-config = f"num-server-rounds={ROUNDS} csbm-nodes=300 output-dir='{OUT / 'runs'}' run-name='deployed' overwrite=true"
-code = stamen_command(["deploy", "local", "--loopback", "--clients", "3", "--workdir", str(OUT / "work"), "-c", config])
-assert code == 0, f"stamen deploy local exited {code}"
+config = {"num-server-rounds": ROUNDS, "csbm-nodes": 300, "run-name": "deployed", "overwrite": True}
+deployed = stamen.deploy.local(config, clients=3, loopback=True, workdir=OUT / "work", out=OUT / "runs", progress=True)
 
 # %%
-run = stamen.load(OUT / "runs" / "deployed")
+run = stamen.load(deployed.run_dir)
 print(run.status, len(run.rows) - 1, "rounds")
 print(run.to_pandas()[["round", "global_test_acc", "clients"]].to_string(index=False))

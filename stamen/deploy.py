@@ -28,6 +28,7 @@ def local(
     config: Config = None,
     *,
     clients: int = 3,
+    out: str | os.PathLike[str] | None = None,
     workdir: str | os.PathLike[str] | None = None,
     loopback: bool = False,
     clientapps: str = "resident",
@@ -41,6 +42,7 @@ def local(
     Args:
         config, overrides: the run config, as for :func:`stamen.run`.
         clients: the number of SuperNodes (``--clients``).
+        out: the folder the run directory goes into (``output-dir``, default ``runs``).
         workdir: the deployment's own folder (``--workdir``; default: Stamen's state folder's ``deploy-local``;
             an earlier deployment's files there are replaced, nothing else).
         loopback: every host on 127.0.0.1, no namespaces (``--loopback``).
@@ -59,7 +61,7 @@ def local(
     if isinstance(clients, bool) or not isinstance(clients, int) or clients < 1:
         raise ValueError(f"clients must be a whole number >= 1, got {clients!r}")
     try:
-        checked = check_config(run_config(config, overrides))
+        checked = check_config(run_config(config, overrides, output_dir=None if out is None else os.fspath(out)))
         folder = Path(workdir) if workdir is not None else flower_state() / "deploy-local"
         return deploy_local(checked, clients, folder, loopback=loopback, clientapps=clientapps, stream=progress)
     except ValueError as error:
@@ -71,6 +73,7 @@ def run(
     *,
     ca: str | os.PathLike[str],
     superlink: str | None = None,
+    out: str | os.PathLike[str] | None = None,
     progress: bool = False,
     **overrides: Any,
 ) -> Deployed:
@@ -81,6 +84,7 @@ def run(
         config, overrides: the run config, as for :func:`stamen.run`.
         ca: the deployment's ``ca.pem`` (``--ca``).
         superlink: the SuperLink's control ``HOST:PORT`` (``--superlink``; default: this host's loopback).
+        out: the folder the run directory goes into on the SuperLink's host (``output-dir``, default ``runs``).
         progress: stream the run's end on stdout.
 
     Raises:
@@ -93,7 +97,7 @@ def run(
     from stamen.simulations.preflight import check_config
 
     try:
-        checked = check_config(run_config(config, overrides))
+        checked = check_config(run_config(config, overrides, output_dir=None if out is None else os.fspath(out)))
     except ValueError as error:
         raise ValueError(one_line(error)) from None
     address = superlink or f"127.0.0.1:{SUPERLINK_PORT}"

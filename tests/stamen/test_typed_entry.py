@@ -137,3 +137,15 @@ def test_the_command_that_repeats_a_typed_run_reads_back_the_same_config():
     )
     words = shlex.split(command)
     assert RunConfig.from_mapping(parse_overrides([words[words.index("-c") + 1]])) == config
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_a_flower_run_from_python_records_the_call_in_its_serverapps_process(tmp_path, same_figures):
+    before = _stamen_environment()
+    flower = stamen.run(TINY, clients=2, engine="flower", out=tmp_path, run_name="flower")
+    assert _stamen_environment() == before
+    for name in ("status.json", "summary.json"):  # written by the ServerApp, a process of Flower's
+        assert _provenance(flower.dir, name)["command"].startswith(f"stamen.run({TINY!r}, clients=2, engine='flower'")
+    twin = stamen.run(TINY, clients=2, out=tmp_path, run_name="inprocess")
+    same_figures(flower.rows, twin.rows, "rows")
