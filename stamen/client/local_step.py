@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flwr.app import ConfigRecord
 
-from stamen.client.algorithms import ClientAlgorithm
+from stamen.client.algorithms import ClientAlgorithm, local_step
 from stamen.client.job import LocalJob
 from stamen.client.tasks import client_task
 from stamen.models import NodeClassifier
@@ -18,6 +18,7 @@ from stamen.models.training import fit
 class FedAvgClient(ClientAlgorithm):
     """Local epochs of Adam on the received weights (the hooks' defaults do the rest)."""
 
+    @local_step
     def train(self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
         optimizer = job.optimizer(model)
         task = client_task(job.config.task)

@@ -1,7 +1,8 @@
 """One registry per kind of plug-in (algorithms, models), filled the same way for Stamen's own and a user's.
 
 A :class:`Registry` maps names to specs. Stamen's built-ins are registered through it as a
-researcher's are; a researcher's come from two places:
+researcher's are: its algorithms through the entry points of Stamen's own distribution (their
+origin reads :data:`BUILT_IN`); a researcher's come from two places:
 
 - Python, in the process that runs (``stamen.register_algorithm(spec)``): enough for the
   in-process engine, which runs every client in that process;
@@ -21,14 +22,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 from stamen.common.suggest import did_you_mean
 
 S = TypeVar("S")
 
-BUILT_IN = "stamen"  # the origin of Stamen's own entries
+BUILT_IN = "stamen"  # the origin of Stamen's own entries: the entry points of the distribution named so
 PYTHON = "python"  # the origin of an entry registered from Python in this process only
 
 
@@ -68,12 +69,14 @@ class Registry(Mapping[str, S], Generic[S]):
         if self._loaded:
             return
         self._loaded = True  # first: a plug-in that reads the registry while it loads sees the built-ins
-        for point in entry_points(group=self.group):
-            where = f"entry point {point.name} ({point.dist.name if point.dist else 'unknown package'})"
+        points = sorted(entry_points(group=self.group), key=lambda point: _package(point) != BUILT_IN)
+        for point in points:  # Stamen's own first, in the order its pyproject.toml lists them; then the plug-ins'
+            package = _package(point)
+            where = f"entry point {point.name} ({package or 'unknown package'})"
             try:
                 loaded = point.load()
                 for spec in loaded if isinstance(loaded, (list, tuple)) else (loaded,):
-                    self._register(spec, origin=where)
+                    self._register(spec, origin=BUILT_IN if package == BUILT_IN else where)
             except Exception as error:  # a broken plug-in is left out, named; every other plug-in and Stamen work on
                 message = str(error).splitlines()[0] if str(error) else type(error).__name__
                 sys.stderr.write(f"stamen: {self.kind} plug-in {where} is left out: {message}\n")
@@ -101,6 +104,11 @@ class Registry(Mapping[str, S], Generic[S]):
                 f"unknown {key} {name!r}; {key} must be one of: {', '.join(self)}{did_you_mean(name, self)}"
             )
         return self[name]
+
+
+def _package(point: EntryPoint) -> str:
+    """The name of the distribution an entry point comes from (empty: unknown)."""
+    return point.dist.name if point.dist is not None else ""
 
 
 class Helps(Mapping[str, str]):

@@ -1,4 +1,5 @@
-"""FedAvg server: Flower's FedAvg, weighted by each client's training nodes (:mod:`stamen.server.averaging`)."""
+"""What every weight-averaging strategy of Stamen shares, and FedAvg's weighted average as a strategy
+(:mod:`stamen.server.averaging`), which several algorithms' server parts use as it is."""
 
 from __future__ import annotations
 
@@ -34,5 +35,6 @@ def strategy_options(config: RunConfig) -> dict[str, Any]:
     }
 
 
-def make_strategy(config: RunConfig) -> Strategy:
+def weighted_average(config: RunConfig) -> Strategy:
+    """Flower's FedAvg over :func:`strategy_options`, weighted by each client's training nodes."""
     return WeightedAverage(**strategy_options(config))

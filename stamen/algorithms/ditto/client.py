@@ -2,7 +2,7 @@ r"""Ditto client: FedAvg's local training of the global model, plus a personal m
 
 Ditto (Li, Hu, Beirami, Smith: *Ditto: Fair and Robust Federated Learning Through
 Personalization*, ICML 2021). Each round client :math:`i` receives the global model
-:math:`w^t` (FedAvg, :mod:`stamen.server.fedavg`) and
+:math:`w^t` (FedAvg, :mod:`stamen.server.strategy_options`) and
 
 1. updates its personal model :math:`v_i` (kept in its state; :math:`v_i = w^t` the first
    time) for ``ditto-personal-epochs`` steps on
@@ -32,8 +32,8 @@ from __future__ import annotations
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, MetricRecord
 
-from stamen.client.fedavg import FedAvgClient
 from stamen.client.job import LocalJob, private_record, private_tensors
+from stamen.client.local_step import FedAvgClient
 from stamen.client.weights import weights_record
 from stamen.contract import protocol as p
 from stamen.models import NodeClassifier
@@ -57,7 +57,12 @@ class DittoClient(FedAvgClient):
         devices = [job.device] if job.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):  # the global update below draws as FedAvg's would
             loss, pull = fit_personal(
-                model, job.data, job.config.ditto_personal_epochs, optimizer, anchor, job.config.ditto_lambda
+                model,
+                job.data,
+                job.config.option("ditto-personal-epochs"),
+                optimizer,
+                anchor,
+                job.config.option("ditto-lambda"),
             )
         job.keep_optimizer(optimizer, PERSONAL_OPTIMIZER)
         job.state[REGULARISER] = MetricRecord({"value": pull})

@@ -26,8 +26,8 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvgM, Strategy
 
 from stamen.contract.run_config import RunConfig
-from stamen.server.fedavg import strategy_options
 from stamen.server.privacy import initial_arrays
+from stamen.server.strategy_options import strategy_options
 
 
 class SeededFedAvgM(FedAvgM):
@@ -53,7 +53,7 @@ class SeededFedAvgM(FedAvgM):
 def make_strategy(config: RunConfig) -> Strategy:
     return SeededFedAvgM(
         timeout=config.round_timeout,
-        server_momentum=config.server_momentum,
-        server_learning_rate=config.server_learning_rate,
+        server_momentum=config.option("server-momentum"),
+        server_learning_rate=config.option("server-learning-rate"),
         **strategy_options(config),
     )

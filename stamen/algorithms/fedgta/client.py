@@ -1,6 +1,6 @@
 """FedGTA client: FedAvg's local training, then label-propagation moments and smoothing confidence.
 
-Li et al., VLDB 2024 (the math: :mod:`stamen.models.label_moments`, :mod:`stamen.server.fedgta`).
+Li et al., VLDB 2024 (the math: :mod:`stamen.algorithms.fedgta.label_moments`, :mod:`stamen.algorithms.fedgta.server`).
 The client trains its received personalised aggregate like FedAvg, then propagates
 its model's soft predictions from its training nodes over its graph and uploads, with
 the weights, the mixed moments of the propagated labels and its local smoothing
@@ -12,12 +12,13 @@ from __future__ import annotations
 import torch
 from flwr.app import ArrayRecord
 
-from stamen.client.fedavg import FedAvgClient
+from stamen.algorithms.fedgta import messages as wire
+from stamen.algorithms.fedgta.label_moments import fedgta_statistics
 from stamen.client.job import LocalJob
+from stamen.client.local_step import FedAvgClient
 from stamen.client.weights import weights_record
 from stamen.contract import protocol as p
 from stamen.models import NodeClassifier
-from stamen.models.label_moments import fedgta_statistics
 
 
 class FedGTAClient(FedAvgClient):
@@ -32,10 +33,13 @@ class FedGTAClient(FedAvgClient):
             logits = model(data.x, data.edge_index)
         moments, confidence = fedgta_statistics(
             logits, data.edge_index, data.y, data.train_mask,
-            config.fedgta_prop_steps, config.fedgta_lp_alpha, config.fedgta_temperature, config.fedgta_moments,
+            config.option("fedgta-prop-steps"),
+            config.option("fedgta-lp-alpha"),
+            config.option("fedgta-temperature"),
+            config.option("fedgta-moments"),
         )  # fmt: skip
-        upload = {p.LABEL_MOMENTS: moments.cpu(), p.SMOOTHING_CONFIDENCE: torch.tensor([confidence])}
-        return {p.ARRAYS: weights_record(model.state_dict()), p.FEDGTA_UPLOAD: ArrayRecord(upload)}
+        upload = {wire.LABEL_MOMENTS: moments.cpu(), wire.SMOOTHING_CONFIDENCE: torch.tensor([confidence])}
+        return {p.ARRAYS: weights_record(model.state_dict()), wire.FEDGTA_UPLOAD: ArrayRecord(upload)}
 
 
 PART = FedGTAClient()

@@ -29,7 +29,7 @@ training nodes' rows set to their one-hot labels:
   a degree-weighted negative entropy shifted to be non-negative (:math:`-q \log q \le e^{-1}`):
   high when propagation leaves confident, smooth predictions.
 
-The server's use of them is in :mod:`stamen.server.fedgta`.
+The server's use of them is in :mod:`stamen.algorithms.fedgta.server`.
 """
 
 from __future__ import annotations

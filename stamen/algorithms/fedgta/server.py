@@ -3,7 +3,7 @@ r"""FedGTA server: topology-aware personalised averaging over clients with simil
 Li, Wu, Zhang, Zhu, Li and Wang, *FedGTA: Topology-aware Averaging for Federated Graph
 Learning*, PVLDB 17(1), 2024. Each client uploads with its weights the mixed moments
 :math:`\mathbf{m}_j` of its label propagation and its local smoothing confidence
-:math:`c_j \ge 0` (:mod:`stamen.models.label_moments`). For client :math:`i` the server keeps the
+:math:`c_j \ge 0` (:mod:`stamen.algorithms.fedgta.label_moments`). For client :math:`i` the server keeps the
 clients whose moments are close to its own,
 
 .. math::
@@ -23,10 +23,10 @@ import numpy as np
 from flwr.app import RecordDict
 from flwr.serverapp.strategy import Strategy
 
-from stamen.contract import protocol as p
+from stamen.algorithms.fedgta import messages as wire
 from stamen.contract.run_config import RunConfig
-from stamen.server.fedavg import strategy_options
 from stamen.server.personalised import PersonalisedAverage
+from stamen.server.strategy_options import strategy_options
 
 
 def topology_weights(moments: np.ndarray, confidences: np.ndarray, accept: float) -> np.ndarray:
@@ -47,19 +47,19 @@ class FedGTA(PersonalisedAverage):
 
     Args:
         accept: the cosine similarity of moments above which a client joins another's aggregate.
-        **fedavg: Flower FedAvg's arguments.
+        **strategy: Flower FedAvg's arguments.
     """
 
-    def __init__(self, accept: float, **fedavg) -> None:
-        super().__init__(**fedavg)
+    def __init__(self, accept: float, **strategy) -> None:
+        super().__init__(**strategy)
         self.accept = accept
 
     def mixing(self, contents: list[RecordDict]) -> np.ndarray:
-        uploads = [c[p.FEDGTA_UPLOAD] for c in contents]
-        moments = np.stack([u[p.LABEL_MOMENTS].numpy().reshape(-1) for u in uploads])
-        confidences = np.array([float(u[p.SMOOTHING_CONFIDENCE].numpy().reshape(-1)[0]) for u in uploads])
+        uploads = [c[wire.FEDGTA_UPLOAD] for c in contents]
+        moments = np.stack([u[wire.LABEL_MOMENTS].numpy().reshape(-1) for u in uploads])
+        confidences = np.array([float(u[wire.SMOOTHING_CONFIDENCE].numpy().reshape(-1)[0]) for u in uploads])
         return topology_weights(moments, confidences, self.accept)
 
 
 def make_strategy(config: RunConfig) -> Strategy:
-    return FedGTA(accept=config.fedgta_accept, **strategy_options(config))
+    return FedGTA(accept=config.option("fedgta-accept"), **strategy_options(config))

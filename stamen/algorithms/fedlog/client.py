@@ -19,14 +19,15 @@ from __future__ import annotations
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
+from stamen.algorithms.fedlog import messages as wire
+from stamen.algorithms.fedlog.model import SYNTHETIC_KEYS, FedLoGNet
+from stamen.algorithms.fedlog.neighbour_generator import NeighbourGenerator, train_generator
+from stamen.algorithms.fedlog.training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
 from stamen.client.algorithms import ClientAlgorithm
 from stamen.client.device import seed_device
 from stamen.client.job import LocalJob, private_record, private_tensors
 from stamen.client.weights import load_weights, record_tensors, weights_record
 from stamen.contract import protocol as p
-from stamen.models.fedlog import SYNTHETIC_KEYS, FedLoGNet
-from stamen.models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
-from stamen.models.neighbour_generator import NeighbourGenerator, train_generator
 from stamen.models.object_cache import kept
 
 PERSONAL = "fedlog-personal"  # state: synthetic_head, synthetic_tail, lambda
@@ -41,30 +42,30 @@ def new_model(job: LocalJob) -> FedLoGNet:
     model = FedLoGNet(
         job.data.num_features,
         int(job.data.num_classes),
-        hidden=config.fedlog_hidden,
-        embedding=config.fedlog_embedding,
-        num_proto=config.fedlog_num_proto,
-        gamma=config.fedlog_gamma,
+        hidden=config.option("fedlog-hidden"),
+        embedding=config.option("fedlog-embedding"),
+        num_proto=config.option("fedlog-num-proto"),
+        gamma=config.option("fedlog-gamma"),
     )
     return model.to(job.device)
 
 
 def new_generator(job: LocalJob) -> NeighbourGenerator:
-    return NeighbourGenerator(job.data.num_features, job.config.fedlog_generator_hidden).to(job.device)
+    return NeighbourGenerator(job.data.num_features, job.config.option("fedlog-generator-hidden")).to(job.device)
 
 
 def receive(model: FedLoGNet, job: LocalJob, content: RecordDict) -> None:
     """Load the averaged weights; take the global synthetic nodes as the model's own; keep them for training."""
     if len(content[p.ARRAYS]) > 0:
         load_weights(model, content[p.ARRAYS], strict=False)
-    if p.FEDLOG_GLOBAL in content:
-        job.state[p.FEDLOG_GLOBAL] = content[p.FEDLOG_GLOBAL]
-    elif p.FEDLOG_GLOBAL in job.state:
-        del job.state[p.FEDLOG_GLOBAL]
-    if p.FEDLOG_GENERATORS in content:  # sent only when they change: kept until then
-        job.state[p.FEDLOG_GENERATORS] = content[p.FEDLOG_GENERATORS]
-    if p.FEDLOG_GLOBAL in content:
-        features = torch.from_numpy(content[p.FEDLOG_GLOBAL][p.GLOBAL_FEATURES].numpy()).to(job.device)
+    if wire.FEDLOG_GLOBAL in content:
+        job.state[wire.FEDLOG_GLOBAL] = content[wire.FEDLOG_GLOBAL]
+    elif wire.FEDLOG_GLOBAL in job.state:
+        del job.state[wire.FEDLOG_GLOBAL]
+    if wire.FEDLOG_GENERATORS in content:  # sent only when they change: kept until then
+        job.state[wire.FEDLOG_GENERATORS] = content[wire.FEDLOG_GENERATORS]
+    if wire.FEDLOG_GLOBAL in content:
+        features = torch.from_numpy(content[wire.FEDLOG_GLOBAL][wire.GLOBAL_FEATURES].numpy()).to(job.device)
         with torch.no_grad():
             model.synthetic_head.copy_(features)
             model.synthetic_tail.copy_(features)
@@ -73,23 +74,23 @@ def receive(model: FedLoGNet, job: LocalJob, content: RecordDict) -> None:
 def hyperparameters(job: LocalJob) -> FedLoGHyper:
     config = job.config
     return FedLoGHyper(
-        lr=config.fedlog_lr,
+        lr=config.option("fedlog-lr"),
         weight_decay=config.weight_decay,
-        batch_size=config.fedlog_batch_size,
-        beta_metric=config.fedlog_beta_metric,
-        beta_norm=config.fedlog_beta_norm,
-        beta_cd=config.fedlog_beta_cd,
-        lambda_step=config.fedlog_lambda_step,
-        lambda_threshold=config.fedlog_lambda_threshold,
+        batch_size=config.option("fedlog-batch-size"),
+        beta_metric=config.option("fedlog-beta-metric"),
+        beta_norm=config.option("fedlog-beta-norm"),
+        beta_cd=config.option("fedlog-beta-cd"),
+        lambda_step=config.option("fedlog-lambda-step"),
+        lambda_threshold=config.option("fedlog-lambda-threshold"),
     )
 
 
 def _global_synthetic(job: LocalJob) -> GlobalSynthetic | None:
-    if p.FEDLOG_GLOBAL not in job.state or p.FEDLOG_GENERATORS not in job.state:
+    if wire.FEDLOG_GLOBAL not in job.state or wire.FEDLOG_GENERATORS not in job.state:
         return None
-    record = record_tensors(job.state[p.FEDLOG_GLOBAL])
-    features = record[p.GLOBAL_FEATURES].to(job.device)
-    labels = record[p.GLOBAL_LABELS].long().to(job.device)
+    record = record_tensors(job.state[wire.FEDLOG_GLOBAL])
+    features = record[wire.GLOBAL_FEATURES].to(job.device)
+    labels = record[wire.GLOBAL_LABELS].long().to(job.device)
     return GlobalSynthetic(features, labels, _generators(job))
 
 
@@ -97,14 +98,14 @@ def _generators(job: LocalJob) -> list[NeighbourGenerator]:
     """The per-class generators of the record the server sent last, built once per record in a process
     (:mod:`stamen.models.object_cache`; the record is replaced, never written to, when they change) without
     drawing initial weights: they only generate, in evaluation mode and without a gradient."""
-    record = job.state[p.FEDLOG_GENERATORS]
+    record = job.state[wire.FEDLOG_GENERATORS]
 
     def build() -> list[NeighbourGenerator]:
         weights = record_tensors(record)
         generators = []
         for c in range(int(job.data.num_classes)):
             with torch.device("meta"):
-                generator = NeighbourGenerator(job.data.num_features, job.config.fedlog_generator_hidden)
+                generator = NeighbourGenerator(job.data.num_features, job.config.option("fedlog-generator-hidden"))
             generator = generator.to_empty(device=job.device)
             own = {name[len(f"{c}.") :]: w for name, w in weights.items() if name.startswith(f"{c}.")}
             generator.load_state_dict(own)
@@ -124,14 +125,20 @@ def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
                 getattr(model, key).copy_(personal[key].to(job.device))
         lam = personal["lambda"].to(job.device)
     else:  # first participation: warm up the encoder, pretrain the neighbour generator
-        warm_up(model, job.data, hyper, job.config.fedlog_warmup_epochs, job.config.fedlog_warmup_patience)
+        warm_up(
+            model,
+            job.data,
+            hyper,
+            job.config.option("fedlog-warmup-epochs"),
+            job.config.option("fedlog-warmup-patience"),
+        )
         generator = new_generator(job)
         train_generator(
             generator,
             job.data.x,
             job.data.edge_index,
             job.data.train_mask,
-            job.config.fedlog_generator_epochs,
+            job.config.option("fedlog-generator-epochs"),
             lr=GENERATOR_LR,
         )
         job.state[GENERATOR] = weights_record(generator.state_dict())
@@ -148,10 +155,10 @@ def class_proportions(job: LocalJob) -> torch.Tensor:
 
 
 def reply_records(model: FedLoGNet, job: LocalJob, server_round: int) -> dict[str, ArrayRecord]:
-    upload = {p.SYNTHETIC_HEAD: model.synthetic_head.detach(), p.CLASS_PROPORTIONS: class_proportions(job)}
-    records = {p.ARRAYS: weights_record(model.shared_state()), p.FEDLOG_UPLOAD: ArrayRecord(upload)}
+    upload = {wire.SYNTHETIC_HEAD: model.synthetic_head.detach(), wire.CLASS_PROPORTIONS: class_proportions(job)}
+    records = {p.ARRAYS: weights_record(model.shared_state()), wire.FEDLOG_UPLOAD: ArrayRecord(upload)}
     if GENERATOR in job.state:
-        records[p.FEDLOG_GENERATOR] = job.state[GENERATOR]
+        records[wire.FEDLOG_GENERATOR] = job.state[GENERATOR]
         del job.state[GENERATOR]
     return records
 

@@ -3,7 +3,8 @@ r"""FedLoG's client model: a GNN encoder and two prototype branches over learnab
 Kim et al., "Subgraph Federated Learning for Local Generalization", ICLR 2025.
 
 Encoder: GraphSAGE, :math:`\mathbf{h}_i = f_\theta(\mathbf{X}, \mathcal{E})_i \in \mathbb{R}^{d}` (PyG's
-``GraphSAGE`` with two layers, as the authors' code builds it; :class:`~stamen.models.sage_encoder.SAGEEncoder`
+``GraphSAGE`` with two layers, as the authors' code builds it;
+:class:`~stamen.algorithms.fedlog.sage_encoder.SAGEEncoder`
 computes it with the client's sparse features as a sparse product).
 Each branch :math:`b \in \{\mathrm{head}, \mathrm{tail}\}` owns learnable synthetic node
 features :math:`\mathbf{S}^b \in \mathbb{R}^{C \times P \times F}` (``P`` nodes per class,
@@ -30,7 +31,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import degree
 
-from stamen.models.sage_encoder import SAGEEncoder
+from stamen.algorithms.fedlog.sage_encoder import SAGEEncoder
 
 SYNTHETIC_KEYS = ("synthetic_head", "synthetic_tail")  # personal parameters: never averaged
 

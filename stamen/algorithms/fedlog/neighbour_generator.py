@@ -9,7 +9,7 @@ predict a node's mean neighbour features from its own,
 
 over its training nodes that have neighbours. The server turns the clients'
 generators into one generator per class, averaging their weights with the class-share
-weights :math:`w_{k,c}` (:func:`stamen.server.condensation.class_weights`), so a class is
+weights :math:`w_{k,c}` (:func:`stamen.algorithms.fedlog.condensation.class_weights`), so a class is
 generated the way the clients holding it see its neighbourhoods. A synthetic node
 :math:`\mathbf{x}` of class :math:`c` is then embedded in the two-node graph
 :math:`\{\mathbf{x}, g_c(\mathbf{x})\}` with an edge each way.

@@ -3,7 +3,7 @@
 Each round the strategy averages the clients' shared weights (encoder, LayerNorms,
 warm-up classifier; weighted by training nodes) and condenses their head-branch
 synthetic nodes into global ones with class-share weights
-(:mod:`stamen.server.condensation`). The first time a client trains it also uploads its
+(:mod:`stamen.algorithms.fedlog.condensation`). The first time a client trains it also uploads its
 neighbour generator; the server keeps each client's generator and class counts and
 averages them into one generator per class. Every later message (training and the
 final evaluation) carries the weights and the global synthetic nodes and labels. The
@@ -21,12 +21,13 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
 from flwr.serverapp.strategy import Strategy
 
+from stamen.algorithms.fedlog import messages as wire
+from stamen.algorithms.fedlog.condensation import class_weights, condense, per_class_average
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.server.averaging import average_records
-from stamen.server.condensation import class_weights, condense, per_class_average
-from stamen.server.fedavg import strategy_options
 from stamen.server.per_node import PerNodeContent
+from stamen.server.strategy_options import strategy_options
 
 
 class FedLoG(PerNodeContent):
@@ -35,11 +36,11 @@ class FedLoG(PerNodeContent):
     Args:
         num_proto: synthetic nodes per class.
         seed: seed of the slot permutations.
-        **fedavg: Flower FedAvg's arguments.
+        **strategy: Flower FedAvg's arguments.
     """
 
-    def __init__(self, num_proto: int, seed: int, **fedavg) -> None:
-        super().__init__(**fedavg)
+    def __init__(self, num_proto: int, seed: int, **strategy) -> None:
+        super().__init__(**strategy)
         self.num_proto = num_proto
         self.rng = np.random.default_rng(seed)
         self.global_synthetic: ArrayRecord | None = None
@@ -57,10 +58,10 @@ class FedLoG(PerNodeContent):
             # (sharing the records), as what a message carries now depends on its node.
             content = RecordDict(dict(message.content.items()))
             if self.global_synthetic is not None:
-                content[p.FEDLOG_GLOBAL] = self.global_synthetic
+                content[wire.FEDLOG_GLOBAL] = self.global_synthetic
             node = message.metadata.dst_node_id
             if self.generators is not None and self.node_versions.get(node) != self.generators_version:
-                content[p.FEDLOG_GENERATORS] = self.generators
+                content[wire.FEDLOG_GENERATORS] = self.generators
                 self.sent_versions[node] = self.generators_version
             message.content = content
         return messages
@@ -80,16 +81,19 @@ class FedLoG(PerNodeContent):
             [RecordDict({p.ARRAYS: c[p.ARRAYS], p.METRICS: c[p.METRICS]}) for c in contents], p.NUM_EXAMPLES
         )
         counts = np.stack(
-            [c[p.FEDLOG_UPLOAD][p.CLASS_PROPORTIONS].numpy() * float(c[p.METRICS][p.NUM_EXAMPLES]) for c in contents]
+            [
+                c[wire.FEDLOG_UPLOAD][wire.CLASS_PROPORTIONS].numpy() * float(c[p.METRICS][p.NUM_EXAMPLES])
+                for c in contents
+            ]
         )
-        synthetic = np.stack([c[p.FEDLOG_UPLOAD][p.SYNTHETIC_HEAD].numpy() for c in contents])
+        synthetic = np.stack([c[wire.FEDLOG_UPLOAD][wire.SYNTHETIC_HEAD].numpy() for c in contents])
         num_clients, rows, features = synthetic.shape
         synthetic = synthetic.reshape(num_clients, rows // self.num_proto, self.num_proto, features)
         permutations = np.stack([self.rng.permutation(self.num_proto) for _ in range(num_clients)])
         features_g = condense(synthetic, class_weights(counts), permutations).reshape(rows, features)
         labels = np.repeat(np.arange(rows // self.num_proto), self.num_proto)
         self.global_synthetic = ArrayRecord(
-            {p.GLOBAL_FEATURES: Array(features_g.astype(np.float32)), p.GLOBAL_LABELS: Array(labels)}
+            {wire.GLOBAL_FEATURES: Array(features_g.astype(np.float32)), wire.GLOBAL_LABELS: Array(labels)}
         )
         self._update_generators(contents, counts)
         return arrays, None
@@ -100,8 +104,8 @@ class FedLoG(PerNodeContent):
         for content, client_counts in zip(contents, counts):
             client = int(content[p.METRICS][p.PARTITION_ID])
             self.client_counts[client] = client_counts
-            if p.FEDLOG_GENERATOR in content:
-                record = content[p.FEDLOG_GENERATOR]
+            if wire.FEDLOG_GENERATOR in content:
+                record = content[wire.FEDLOG_GENERATOR]
                 self.client_generators[client] = {name: record[name].numpy() for name in record}
                 uploaded = True
         clients = sorted(self.client_generators)
@@ -115,7 +119,7 @@ class FedLoG(PerNodeContent):
 
 def make_strategy(config: RunConfig) -> Strategy:
     return FedLoG(
-        num_proto=config.fedlog_num_proto,
+        num_proto=config.option("fedlog-num-proto"),
         seed=config.seed,
         **strategy_options(config),
     )

@@ -1,6 +1,6 @@
 r"""FedLoG's local training on one client: the warm-up and the prototype epochs.
 
-Plain functions on a :class:`stamen.models.fedlog.FedLoGNet` and the client's subgraph; no
+Plain functions on a :class:`stamen.algorithms.fedlog.model.FedLoGNet` and the client's subgraph; no
 Flower here. A local epoch goes over the training nodes in shuffled mini-batches; on
 each batch :math:`B` the loss is
 
@@ -14,7 +14,7 @@ degree-gated mixture of branch log-probabilities on the batch and
 :math:`\mathcal{L}_{\mathrm{cd}}` the same loss (branches mixed half and half) on the
 global synthetic nodes, after adaptive feature scaling and with a generated neighbour
 each. After every batch the client's :math:`\lambda` moves with its accuracy on those
-nodes (:func:`stamen.models.fedlog.update_lambda`).
+nodes (:func:`stamen.algorithms.fedlog.model.update_lambda`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
-from stamen.models.fedlog import FedLoGNet, degree_gate, scale_features, update_lambda
-from stamen.models.neighbour_generator import NeighbourGenerator, with_generated_neighbours
+from stamen.algorithms.fedlog.model import FedLoGNet, degree_gate, scale_features, update_lambda
+from stamen.algorithms.fedlog.neighbour_generator import NeighbourGenerator, with_generated_neighbours
 from stamen.models.training import adam
 
 

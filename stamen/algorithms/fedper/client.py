@@ -5,7 +5,7 @@ Layers*, arXiv:1912.00818, 2019) splits the model into base layers, averaged by 
 as in FedAvg, and personalisation layers that never leave the client. Here the base is the
 model's encoder :math:`\phi` and the personal layer its linear head :math:`h_i`
 (:mod:`stamen.models.node_classifier`). Each round client :math:`i` receives the averaged encoder
-:math:`\bar\phi^t = \sum_k n_k \phi_k^t / \sum_k n_k` (:mod:`stamen.server.shared_encoder`), puts its own
+:math:`\bar\phi^t = \sum_k n_k \phi_k^t / \sum_k n_k` (:mod:`stamen.algorithms.fedper.server`), puts its own
 head on it, trains both for ``local-epochs`` steps on its cross-entropy and replies with the
 encoder only; its head is kept in its state (``context.state``) for the next round.
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
-from stamen.client.fedavg import FedAvgClient
 from stamen.client.job import LocalJob, private_record, private_tensors
+from stamen.client.local_step import FedAvgClient
 from stamen.client.weights import record_tensors, weights_record
 from stamen.contract import protocol as p
 from stamen.models import NodeClassifier

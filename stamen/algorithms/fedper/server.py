@@ -1,6 +1,7 @@
 r"""The server part of FedPer and FedRep: FedAvg over the encoder, the only part clients send.
 
-Clients reply with their encoder's weights only (:mod:`stamen.client.fedper`, :mod:`stamen.client.fedrep`);
+Clients reply with their encoder's weights only (:mod:`stamen.algorithms.fedper.client`,
+:mod:`stamen.algorithms.fedper.fedrep`);
 Flower's FedAvg averages them by training nodes, :math:`\bar\phi = \sum_k n_k \phi_k / \sum_k n_k`,
 and sends the average back. The heads never reach the server. The run's final weights
 (``model.pt``) are therefore the averaged encoder alone.
@@ -16,7 +17,7 @@ from flwr.serverapp.strategy import Strategy
 
 from stamen.contract.run_config import RunConfig
 from stamen.models.names import encoder_has_weights
-from stamen.server import fedavg
+from stamen.server.strategy_options import weighted_average
 
 
 def encoder_is_empty(config: RunConfig) -> bool:
@@ -31,4 +32,4 @@ def make_strategy(config: RunConfig) -> Strategy:
             f"num-layers={config.num_layers} has no encoder weights; choose a model with a trained encoder "
             "(gcn, sage, gat, appnp, or mlp with num-layers >= 2)"
         )
-    return fedavg.make_strategy(config)
+    return weighted_average(config)

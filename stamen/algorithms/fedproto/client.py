@@ -1,7 +1,7 @@
 r"""FedProto client: trains its own model towards the global class prototypes and shares its prototypes.
 
 FedProto (Tan, Long, Liu, Zhou, Lu, Jiang, Zhang: *FedProto: Federated Prototype Learning
-across Heterogeneous Clients*, AAAI 2022; math in :mod:`stamen.models.prototypes`). No weights travel:
+across Heterogeneous Clients*, AAAI 2022; math in :mod:`stamen.algorithms.fedproto.prototypes`). No weights travel:
 the client keeps its whole model (encoder and head) in its state (``context.state``); the
 server sends the global prototypes :math:`\bar C^{(j)}` with their class counts
 (:data:`stamen.contract.protocol.FEDPROTO_GLOBAL`, from the second round on and with the final
@@ -13,7 +13,7 @@ means of embeddings, never a node's features or label. A class without training 
 the client has a zero prototype and count 0, so the server ignores it.
 
 Prediction (the paper's inference rule): the nearest global prototype in embedding space,
-among the classes that have one (:class:`stamen.models.prototypes.PrototypeClassifier`); before the
+among the classes that have one (:class:`stamen.algorithms.fedproto.prototypes.PrototypeClassifier`); before the
 client has received any global prototypes, its local head.
 
 What the run reports: ``global_*`` is the client's model (as trained up to the previous round)
@@ -28,10 +28,11 @@ from __future__ import annotations
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
+from stamen.algorithms.fedproto import messages as wire
+from stamen.algorithms.fedproto.prototypes import PrototypeClassifier, class_prototypes, fit_prototypes
 from stamen.client.algorithms import ClientAlgorithm
 from stamen.client.job import LocalJob, private_record, private_tensors
 from stamen.contract import protocol as p
-from stamen.models.prototypes import PrototypeClassifier, class_prototypes, fit_prototypes
 
 PERSONAL = "fedproto-personal"  # state: the client's model (encoder and head)
 
@@ -43,13 +44,15 @@ class FedProtoClient(ClientAlgorithm):
     def receive(self, model: PrototypeClassifier, job: LocalJob, content: RecordDict) -> None:  # type: ignore[override]
         if PERSONAL in job.state:
             model.model.load_state_dict(private_tensors(job.state[PERSONAL]))
-        if p.FEDPROTO_GLOBAL in content:
-            record = content[p.FEDPROTO_GLOBAL]
-            if p.PROTOTYPES not in record or p.PROTOTYPE_COUNTS not in record:
-                raise ValueError(f"the {p.FEDPROTO_GLOBAL!r} record lacks {p.PROTOTYPES!r} or {p.PROTOTYPE_COUNTS!r}")
+        if wire.FEDPROTO_GLOBAL in content:
+            record = content[wire.FEDPROTO_GLOBAL]
+            if wire.PROTOTYPES not in record or wire.PROTOTYPE_COUNTS not in record:
+                raise ValueError(
+                    f"the {wire.FEDPROTO_GLOBAL!r} record lacks {wire.PROTOTYPES!r} or {wire.PROTOTYPE_COUNTS!r}"
+                )
             model.set_prototypes(
-                torch.from_numpy(record[p.PROTOTYPES].numpy()).to(job.device),
-                torch.from_numpy(record[p.PROTOTYPE_COUNTS].numpy()).to(job.device),
+                torch.from_numpy(record[wire.PROTOTYPES].numpy()).to(job.device),
+                torch.from_numpy(record[wire.PROTOTYPE_COUNTS].numpy()).to(job.device),
             )
 
     def train(  # type: ignore[override]
@@ -63,7 +66,7 @@ class FedProtoClient(ClientAlgorithm):
             optimizer,
             model.prototypes,
             model.known,
-            job.config.fedproto_lambda,
+            job.config.option("fedproto-lambda"),
         )
         job.keep_optimizer(optimizer)
         job.state[PERSONAL] = private_record(model.model.state_dict())
@@ -73,8 +76,8 @@ class FedProtoClient(ClientAlgorithm):
         self, model: PrototypeClassifier, job: LocalJob, server_round: int
     ) -> dict[str, ArrayRecord]:
         prototypes, counts = class_prototypes(model.model, job.data)
-        upload = ArrayRecord({p.PROTOTYPES: prototypes, p.PROTOTYPE_COUNTS: counts})
-        return {p.ARRAYS: ArrayRecord(), p.FEDPROTO_UPLOAD: upload}
+        upload = ArrayRecord({wire.PROTOTYPES: prototypes, wire.PROTOTYPE_COUNTS: counts})
+        return {p.ARRAYS: ArrayRecord(), wire.FEDPROTO_UPLOAD: upload}
 
 
 PART = FedProtoClient()

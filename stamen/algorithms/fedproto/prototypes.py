@@ -10,7 +10,7 @@ of class :math:`j`, its prototype of class :math:`j` is the mean embedding
 
 computed here in evaluation mode (no dropout) after the round's local training
 (:func:`class_prototypes`). The server averages them weighted by class counts,
-:math:`\bar C^{(j)} = \sum_i |D_{i,j}|\, C_i^{(j)} / \sum_i |D_{i,j}|` (:mod:`stamen.server.fedproto`).
+:math:`\bar C^{(j)} = \sum_i |D_{i,j}|\, C_i^{(j)} / \sum_i |D_{i,j}|` (:mod:`stamen.algorithms.fedproto.server`).
 The local loss (:func:`fit_prototypes`) is the cross-entropy of the local head plus the
 distance of each training node's embedding to the global prototype of its class,
 

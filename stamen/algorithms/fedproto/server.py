@@ -3,7 +3,7 @@ r"""FedProto server: averages the clients' class prototypes, weighted by their c
 FedProto (Tan, Long, Liu, Zhou, Lu, Jiang, Zhang: *FedProto: Federated Prototype Learning
 across Heterogeneous Clients*, AAAI 2022). Client :math:`i` sends its prototype
 :math:`C_i^{(j)}` and training-node count :math:`n_{i,j}` per class :math:`j`
-(:data:`stamen.contract.protocol.FEDPROTO_UPLOAD`; :mod:`stamen.client.fedproto`); the global prototype is
+(:data:`stamen.contract.protocol.FEDPROTO_UPLOAD`; :mod:`stamen.algorithms.fedproto.client`); the global prototype is
 their count-weighted mean
 
 .. math::
@@ -31,10 +31,10 @@ from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict
 from flwr.common import log
 from flwr.serverapp.strategy import Strategy
 
-from stamen.contract import protocol as p
+from stamen.algorithms.fedproto import messages as wire
 from stamen.contract.run_config import RunConfig
-from stamen.server.fedavg import strategy_options
 from stamen.server.per_node import PerNodeContent
+from stamen.server.strategy_options import strategy_options
 
 
 def average_prototypes(prototypes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -52,10 +52,10 @@ def average_prototypes(prototypes: np.ndarray, counts: np.ndarray) -> tuple[np.n
 
 
 def _upload(content: RecordDict) -> tuple[np.ndarray, np.ndarray] | None:
-    record = content.get(p.FEDPROTO_UPLOAD)
-    if not isinstance(record, ArrayRecord) or p.PROTOTYPES not in record or p.PROTOTYPE_COUNTS not in record:
+    record = content.get(wire.FEDPROTO_UPLOAD)
+    if not isinstance(record, ArrayRecord) or wire.PROTOTYPES not in record or wire.PROTOTYPE_COUNTS not in record:
         return None
-    prototypes, counts = record[p.PROTOTYPES].numpy(), record[p.PROTOTYPE_COUNTS].numpy()
+    prototypes, counts = record[wire.PROTOTYPES].numpy(), record[wire.PROTOTYPE_COUNTS].numpy()
     if prototypes.ndim != 2 or counts.shape != prototypes.shape[:1] or not np.isfinite(prototypes).all():
         return None
     return prototypes, counts
@@ -65,11 +65,11 @@ class FedProto(PerNodeContent):
     """Flower's FedAvg for sampling and messages; prototypes instead of weights (module docstring).
 
     Args:
-        **fedavg: Flower FedAvg's arguments.
+        **strategy: Flower FedAvg's arguments.
     """
 
-    def __init__(self, **fedavg) -> None:
-        super().__init__(**fedavg)
+    def __init__(self, **strategy) -> None:
+        super().__init__(**strategy)
         self.global_prototypes: ArrayRecord | None = None
 
     def attach(self, messages: Iterable[Message]) -> list[Message]:
@@ -77,7 +77,7 @@ class FedProto(PerNodeContent):
         for message in messages:
             content = RecordDict(dict(message.content.items()))  # FedAvg shares one RecordDict among messages
             if self.global_prototypes is not None:
-                content[p.FEDPROTO_GLOBAL] = self.global_prototypes
+                content[wire.FEDPROTO_GLOBAL] = self.global_prototypes
             message.content = content
         return messages
 
@@ -91,7 +91,7 @@ class FedProto(PerNodeContent):
             upload = _upload(reply.content)
             if upload is None:
                 log(WARNING, "fedproto round %d: node %d sent no valid %r record; left out of the prototypes",
-                    server_round, reply.metadata.src_node_id, p.FEDPROTO_UPLOAD)  # fmt: skip
+                    server_round, reply.metadata.src_node_id, wire.FEDPROTO_UPLOAD)  # fmt: skip
                 continue
             uploads.append((reply.metadata.src_node_id, upload))
         shapes = [(upload[0].shape, upload[1].shape) for _, upload in uploads]
@@ -104,7 +104,7 @@ class FedProto(PerNodeContent):
         if not kept:
             return None, None
         prototypes, counts = average_prototypes(np.stack([u[0] for u in kept]), np.stack([u[1] for u in kept]))
-        self.global_prototypes = ArrayRecord({p.PROTOTYPES: Array(prototypes), p.PROTOTYPE_COUNTS: Array(counts)})
+        self.global_prototypes = ArrayRecord({wire.PROTOTYPES: Array(prototypes), wire.PROTOTYPE_COUNTS: Array(counts)})
         return ArrayRecord(), None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flwr.app import ConfigRecord
 
-from stamen.client.fedavg import FedAvgClient
+from stamen.client.local_step import FedAvgClient
 
 
 class FedProxClient(FedAvgClient):

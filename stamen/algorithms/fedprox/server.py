@@ -6,7 +6,7 @@ from flwr.serverapp.strategy import FedProx, Strategy
 
 from stamen.contract.run_config import RunConfig
 from stamen.server.averaging import WeightedAverage
-from stamen.server.fedavg import strategy_options
+from stamen.server.strategy_options import strategy_options
 
 
 class WeightedFedProx(FedProx, WeightedAverage):
@@ -16,5 +16,5 @@ class WeightedFedProx(FedProx, WeightedAverage):
 def make_strategy(config: RunConfig) -> Strategy:
     return WeightedFedProx(
         **strategy_options(config),
-        proximal_mu=config.proximal_mu,
+        proximal_mu=config.option("proximal-mu"),
     )

@@ -1,10 +1,10 @@
 """FED-PUB client: weights under personal sparse masks, and the model's functional embedding for the server.
 
-Baek et al., ICML 2023 (the math: :mod:`stamen.models.masked`, :mod:`stamen.server.fedpub`). The
+Baek et al., ICML 2023 (the math: :mod:`stamen.algorithms.fedpub.masked`, :mod:`stamen.algorithms.fedpub.server`). The
 client receives its personalised aggregate, trains weights and its masks with
 FED-PUB's loss (cross-entropy, ``fedpub-l1`` on the masks, ``fedpub-loc-l2`` on the
 weights' distance from the aggregate; both 0 by default, as the authors' code runs,
-:mod:`stamen.models.masked`), keeps the masks in its state and replies with
+:mod:`stamen.algorithms.fedpub.masked`), keeps the masks in its state and replies with
 the weights and its functional embedding on the proxy graph drawn from the run's
 seed. Every evaluation uses the client's masks, so the "global" figures of a round
 are those of each client's personalised aggregate under its own masks.
@@ -20,11 +20,12 @@ import functools
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
+from stamen.algorithms.fedpub import messages as wire
+from stamen.algorithms.fedpub.masked import MaskedClassifier, fit_masked, functional_embedding, proxy_graph
 from stamen.client.algorithms import ClientAlgorithm
 from stamen.client.job import LocalJob, private_record, private_tensors
 from stamen.client.weights import load_weights, weights_record
 from stamen.contract import protocol as p
-from stamen.models.masked import MaskedClassifier, fit_masked, functional_embedding, proxy_graph
 from stamen.models.training import adam
 
 MASKS = "fedpub-masks"  # state: the client's personal masks
@@ -40,7 +41,7 @@ class FedPubClient(ClientAlgorithm):
     """The run's model under the client's masks; uploads its functional embedding."""
 
     def new_model(self, job: LocalJob) -> MaskedClassifier:
-        model = MaskedClassifier(job.model(), prune_below=job.config.fedpub_prune).to(job.device)
+        model = MaskedClassifier(job.model(), prune_below=job.config.option("fedpub-prune")).to(job.device)
         if MASKS in job.state:
             model.masks.load_state_dict(private_tensors(job.state[MASKS]))
         return model
@@ -55,7 +56,9 @@ class FedPubClient(ClientAlgorithm):
         optimizer.add_param_group({"params": list(model.masks.parameters()), "weight_decay": 0.0})
         if config.keep_optimizer_state:
             job.resume(optimizer, OPTIMIZER)
-        loss = fit_masked(model, job.data, config.local_epochs, optimizer, config.fedpub_l1, config.fedpub_loc_l2)
+        loss = fit_masked(
+            model, job.data, config.local_epochs, optimizer, config.option("fedpub-l1"), config.option("fedpub-loc-l2")
+        )
         job.keep_optimizer(optimizer, OPTIMIZER)
         job.state[MASKS] = private_record(model.masks.state_dict())
         return loss
@@ -64,11 +67,16 @@ class FedPubClient(ClientAlgorithm):
         self, model: MaskedClassifier, job: LocalJob, server_round: int
     ) -> dict[str, ArrayRecord]:
         config = job.config
-        proxy = _proxy(config.fedpub_proxy_nodes, int(job.data.num_features), config.seed, config.fedpub_proxy_graphs)
+        proxy = _proxy(
+            config.option("fedpub-proxy-nodes"),
+            int(job.data.num_features),
+            config.seed,
+            config.option("fedpub-proxy-graphs"),
+        )
         embedding = functional_embedding(model, proxy)
         return {
             p.ARRAYS: weights_record(model.base.state_dict()),
-            p.FEDPUB_UPLOAD: ArrayRecord({p.FUNCTIONAL_EMBEDDING: embedding.cpu()}),
+            wire.FEDPUB_UPLOAD: ArrayRecord({wire.FUNCTIONAL_EMBEDDING: embedding.cpu()}),
         }
 
 

@@ -38,7 +38,7 @@ graph with :math:`p_{\mathrm{in}}` = ``edge_prob`` = 0.1 and no edges between th
 parts; 5 x 100 nodes by default, mean degree about 10) with standard normal
 features. Client :math:`i`'s functional embedding is its encoder's output averaged
 over the proxy nodes, :math:`\mathbf{e}_i = \frac{1}{n} \sum_v h_i(G_{\mathrm{proxy}})_v`.
-The server's use of it is in :mod:`stamen.server.fedpub`.
+The server's use of it is in :mod:`stamen.algorithms.fedpub.server`.
 
 **Training.** The authors' client keeps one Adam over weights and masks for the whole
 run (its state is saved between rounds); so does Stamen's under

@@ -3,7 +3,7 @@ r"""FED-PUB server: personalised aggregates weighted by the similarity of the cl
 Baek, Jeong, Jin, Yoon and Hwang, *Personalized Subgraph Federated Learning*, ICML 2023.
 Each client uploads with its weights its model's functional embedding
 :math:`\mathbf{e}_j` (its mean output on the seeded random proxy graph,
-:mod:`stamen.models.masked`). The server compares the clients' functions by cosine similarity
+:mod:`stamen.algorithms.fedpub.masked`). The server compares the clients' functions by cosine similarity
 and sends client :math:`i` its own softmax-weighted average,
 
 .. math::
@@ -25,10 +25,10 @@ import numpy as np
 from flwr.app import RecordDict
 from flwr.serverapp.strategy import Strategy
 
-from stamen.contract import protocol as p
+from stamen.algorithms.fedpub import messages as wire
 from stamen.contract.run_config import RunConfig
-from stamen.server.fedavg import strategy_options
 from stamen.server.personalised import PersonalisedAverage
+from stamen.server.strategy_options import strategy_options
 
 
 def similarity_weights(embeddings: np.ndarray, tau: float) -> np.ndarray:
@@ -46,17 +46,17 @@ class FedPub(PersonalisedAverage):
 
     Args:
         tau: the softmax's scale on the cosine similarities.
-        **fedavg: Flower FedAvg's arguments.
+        **strategy: Flower FedAvg's arguments.
     """
 
-    def __init__(self, tau: float, **fedavg) -> None:
-        super().__init__(**fedavg)
+    def __init__(self, tau: float, **strategy) -> None:
+        super().__init__(**strategy)
         self.tau = tau
 
     def mixing(self, contents: list[RecordDict]) -> np.ndarray:
-        embeddings = np.stack([c[p.FEDPUB_UPLOAD][p.FUNCTIONAL_EMBEDDING].numpy().reshape(-1) for c in contents])
+        embeddings = np.stack([c[wire.FEDPUB_UPLOAD][wire.FUNCTIONAL_EMBEDDING].numpy().reshape(-1) for c in contents])
         return similarity_weights(embeddings, self.tau)
 
 
 def make_strategy(config: RunConfig) -> Strategy:
-    return FedPub(tau=config.fedpub_tau, **strategy_options(config))
+    return FedPub(tau=config.option("fedpub-tau"), **strategy_options(config))

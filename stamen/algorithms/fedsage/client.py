@@ -1,7 +1,7 @@
 """FedSage's client parts: ``fedsage-local`` (:data:`PART`) and ``fedsage+`` (:data:`PLUS_PART`).
 
-Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math: :mod:`stamen.models.fedsage`; the
-server parts: :mod:`stamen.server.fedsage`).
+Zhang, Yang, Li, Sun and Yiu, NeurIPS 2021 (the math: :mod:`stamen.algorithms.fedsage.model`; the
+server parts: :mod:`stamen.algorithms.fedsage.server`).
 
 **fedsage-local** (:class:`FedSageClient`): mend the subgraph with generated
 neighbours, then FedAvg a classifier on it. The first time a client trains it hides
@@ -22,16 +22,16 @@ client answers in :meth:`FedSagePlusClient.query`:
   does), run step 1's forward and backward pass of the local loss, keep the gradients
   in the state and reply the step's request: fGen's input :math:`\\mathbf{h}_v` and
   slots :math:`k_v` of the nodes with a local target, fGen's weights and their Gram
-  matrices (:func:`stamen.models.fedsage_cross.request_gram`);
+  matrices (:func:`stamen.algorithms.fedsage.cross.request_gram`);
 - ``cross``: for every other client's request, the parts of the gradient of
   :math:`\\mathcal{L}^{i,j}_f` on this client's own features (never the features;
-  :func:`stamen.models.fedsage_cross.cross_parts`);
+  :func:`stamen.algorithms.fedsage.cross.cross_parts`);
 - ``step``: complete the parts the server summed into the gradient
-  (:func:`stamen.models.fedsage_cross.complete_gradients`), add :math:`\\alpha` times it to the
+  (:func:`stamen.algorithms.fedsage.cross.complete_gradients`), add :math:`\\alpha` times it to the
   kept local ones, take one Adam step (moments kept in the state between messages),
   then reply the next step's request, or, after the last step, keep the generator
   where ``fedsage-local``'s classifier reads it. Under ``fedsage-schedule='paper'``
-  (steps interleaved with the classifier's first rounds, :mod:`stamen.server.fedsage`) every
+  (steps interleaved with the classifier's first rounds, :mod:`stamen.algorithms.fedsage.server`) every
   step keeps it there, so each round's classifier mends with the latest generator.
 
 Step :math:`t` draws its dropout and noise from ``epoch_seed(seed, t - 1)``, as epoch
@@ -52,14 +52,10 @@ import warnings
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
-from stamen.client.algorithms import ClientAlgorithm
-from stamen.client.device import seed_device
-from stamen.client.job import LocalJob, private_record, private_tensors
-from stamen.client.weights import load_weights, record_tensors, weights_record
-from stamen.contract import protocol as p
-from stamen.contract.algorithms import FedSageSchedule
-from stamen.contract.arrays import array_values
-from stamen.models.fedsage import (
+from stamen.algorithms.fedsage import FedSageSchedule
+from stamen.algorithms.fedsage import messages as wire
+from stamen.algorithms.fedsage.cross import GRAM, GRAM_BIAS, complete_gradients, cross_parts, request_gram
+from stamen.algorithms.fedsage.model import (
     Impaired,
     MendedClassifier,
     NeighGen,
@@ -68,7 +64,12 @@ from stamen.models.fedsage import (
     new_optimizer,
     train_neighgen,
 )
-from stamen.models.fedsage_cross import GRAM, GRAM_BIAS, complete_gradients, cross_parts, request_gram
+from stamen.client.algorithms import ClientAlgorithm, local_step
+from stamen.client.device import seed_device
+from stamen.client.job import LocalJob, private_record, private_tensors
+from stamen.client.weights import load_weights, record_tensors, weights_record
+from stamen.contract import protocol as p
+from stamen.contract.arrays import array_values
 from stamen.models.object_cache import kept
 from stamen.models.training import adam_state_record, fit
 
@@ -77,7 +78,9 @@ GENERATOR = "fedsage-generator"  # state: the client's trained NeighGen
 
 def new_generator(job: LocalJob) -> NeighGen:
     config = job.config
-    return NeighGen(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred).to(job.device)
+    return NeighGen(job.data.num_features, config.option("fedsage-gen-hidden"), config.option("fedsage-max-pred")).to(
+        job.device
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -92,7 +95,7 @@ def layers_only(job: LocalJob) -> NeighGen:
     read its layers, or call them with weights of one's own (:func:`torch.func.functional_call`, which
     lends them the weights for the call); never train it."""
     config = job.config
-    return _layers(job.data.num_features, config.fedsage_gen_hidden, config.fedsage_max_pred)
+    return _layers(job.data.num_features, config.option("fedsage-gen-hidden"), config.option("fedsage-max-pred"))
 
 
 def unset_generator(job: LocalJob) -> NeighGen:
@@ -110,7 +113,7 @@ def impaired_subgraph(job: LocalJob) -> Impaired:
     """The client's impaired subgraph (the same hidden nodes every time: seeded by client)."""
     config = job.config
     return Impaired(
-        job.data.x, job.data.edge_index, config.fedsage_hidden_portion, config.fedsage_max_pred,
+        job.data.x, job.data.edge_index, config.option("fedsage-hidden-portion"), config.option("fedsage-max-pred"),
         torch.Generator().manual_seed(generator_seed(job)),
     )  # fmt: skip
 
@@ -130,7 +133,7 @@ def stored_generator(job: LocalJob) -> tuple[NeighGen, str]:
     A client's state record of its generator is replaced, never written to, when the
     generator changes, so the module loaded from it is kept while the record lives
     (:mod:`stamen.models.object_cache`), and a number given at loading keys its weights (and so
-    the mended graph, :func:`stamen.models.fedsage.mended_once`): a classifier round no longer
+    the mended graph, :func:`stamen.algorithms.fedsage.model.mended_once`): a classifier round no longer
     parses the generator's 1.5 M weights (Cora) per client, and no step hashes them.
     """
 
@@ -148,7 +151,7 @@ def trained_generator(job: LocalJob) -> NeighGen:
     if GENERATOR in job.state:
         return stored_generator(job)[0]
     generator = initial_generator(job)
-    epochs, lr = job.config.fedsage_gen_epochs, job.config.fedsage_gen_lr
+    epochs, lr = job.config.option("fedsage-gen-epochs"), job.config.option("fedsage-gen-lr")
     train_neighgen(
         generator, job.data.x, job.data.edge_index, impaired_subgraph(job), epochs, lr, seed=generator_seed(job)
     )
@@ -168,6 +171,7 @@ class FedSageClient(ClientAlgorithm):
         if len(content[p.ARRAYS]) > 0:
             load_weights(model.classifier, content[p.ARRAYS])
 
+    @local_step  # FedAvg's, on the mended graph: the in-process engine may train it together
     def train(self, model: MendedClassifier, job: LocalJob, round_config: ConfigRecord) -> float:  # type: ignore[override]
         optimizer = job.optimizer(model.classifier)
         loss = fit(model, job.data, job.config.local_epochs, optimizer)
@@ -213,10 +217,12 @@ def _request(job: LocalJob, generator: NeighGen, step: int) -> tuple[dict[str, A
     job.state[WEIGHTS] = private_record(generator.state_dict())
     slots = impaired.valid.sum(dim=1)
     used = slots > 0
-    request = {p.FEDSAGE_INPUT: head_input[used], p.FEDSAGE_SLOTS: slots[used]}
-    request.update({f"{p.FEDSAGE_HEAD}{name}": w.detach() for name, w in generator.feature_head.state_dict().items()})
+    request = {wire.FEDSAGE_INPUT: head_input[used], wire.FEDSAGE_SLOTS: slots[used]}
+    request.update(
+        {f"{wire.FEDSAGE_HEAD}{name}": w.detach() for name, w in generator.feature_head.state_dict().items()}
+    )
     request.update(request_gram(generator.feature_head, generator.max_pred))
-    return {p.FEDSAGE_REQUEST: weights_record(request)}, {p.FEDSAGE_LOSS_D: loss_d, p.FEDSAGE_LOSS_F: loss_f}
+    return {wire.FEDSAGE_REQUEST: weights_record(request)}, {wire.FEDSAGE_LOSS_D: loss_d, wire.FEDSAGE_LOSS_F: loss_f}
 
 
 def _forget_training(job: LocalJob) -> None:
@@ -234,7 +240,7 @@ def start(job: LocalJob) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
 def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
     """The parts of the gradient of every other client's cross term on this client's features (never the features)."""
     requests: dict[int, dict[str, Array]] = {}
-    for key, array in content[p.FEDSAGE_REQUESTS].items():
+    for key, array in content[wire.FEDSAGE_REQUESTS].items():
         partition, name = key.split("/", 1)
         requests.setdefault(int(partition), {})[name] = array
     layers = layers_only(job).feature_head  # each request brings its weights
@@ -243,46 +249,46 @@ def cross(job: LocalJob, content: RecordDict, step: int) -> tuple[dict[str, Arra
     for partition in sorted(requests):
         request = requests[partition]
         head = {
-            name[len(p.FEDSAGE_HEAD) :]: _read_only(a, job)
+            name[len(wire.FEDSAGE_HEAD) :]: _read_only(a, job)
             for name, a in request.items()
-            if name.startswith(p.FEDSAGE_HEAD)
+            if name.startswith(wire.FEDSAGE_HEAD)
         }
         seed_device(generator_seed(job) * 31 + 7_919 * step + partition, job.device)  # fGen's dropout at this client
         loss, grads = cross_parts(
             layers,
             head,
-            _tensor(request[p.FEDSAGE_INPUT], job),
-            _tensor(request[p.FEDSAGE_SLOTS], job),
+            _tensor(request[wire.FEDSAGE_INPUT], job),
+            _tensor(request[wire.FEDSAGE_SLOTS], job),
             job.data.x,
             {key: _tensor(request[key], job) for key in (GRAM, GRAM_BIAS)},
         )
         total += loss
         gradients.update({f"{partition}/{name}": grad for name, grad in grads.items()})
-    return {p.FEDSAGE_GRADIENTS: weights_record(gradients)}, {p.FEDSAGE_CROSS_LOSS: total}
+    return {wire.FEDSAGE_GRADIENTS: weights_record(gradients)}, {wire.FEDSAGE_CROSS_LOSS: total}
 
 
 def step(job: LocalJob, content: RecordDict, index: int, last: bool) -> tuple[dict[str, ArrayRecord], dict[str, float]]:
     """Step ``index``'s Adam step on the local plus alpha times the forwarded gradients; the next request."""
     if WEIGHTS not in job.state or PENDING not in job.state:
         raise RuntimeError(
-            f"{p.FEDSAGE_STEP_QUERY} before {p.FEDSAGE_START_QUERY}: this client has no generator in training"
+            f"{wire.FEDSAGE_STEP_QUERY} before {wire.FEDSAGE_START_QUERY}: this client has no generator in training"
         )
     generator = unset_generator(job)
     generator.load_state_dict(private_tensors(job.state[WEIGHTS]))
-    optimizer = new_optimizer(generator, job.config.fedsage_gen_lr)
+    optimizer = new_optimizer(generator, job.config.option("fedsage-gen-lr"))
     job.resume(optimizer, MOMENTS)
     local = private_tensors(job.state[PENDING])
-    forwarded = record_tensors(content[p.FEDSAGE_GRADIENTS]) if p.FEDSAGE_GRADIENTS in content else {}
+    forwarded = record_tensors(content[wire.FEDSAGE_GRADIENTS]) if wire.FEDSAGE_GRADIENTS in content else {}
     if forwarded:  # the parts summed over the other clients, completed with this generator's fGen
         forwarded = complete_gradients(generator.feature_head, {k: v.to(job.device) for k, v in forwarded.items()})
-    alpha = job.config.fedsage_cross_weight
+    alpha = job.config.option("fedsage-cross-weight")
     for name, param in generator.named_parameters():
         grad = local[name].to(job.device)
         if name.startswith(HEAD_PREFIX) and name[len(HEAD_PREFIX) :] in forwarded:
             grad = grad + alpha * forwarded[name[len(HEAD_PREFIX) :]].to(job.device)
         param.grad = grad
     optimizer.step()
-    if last or job.config.fedsage_schedule == FedSageSchedule.PAPER:  # paper: the next round mends with it
+    if last or job.config.option("fedsage-schedule") == FedSageSchedule.PAPER:  # paper: the next round mends with it
         job.state[GENERATOR] = private_record(generator.state_dict())
     if last:
         _forget_training(job)
@@ -297,13 +303,13 @@ class FedSagePlusClient(FedSageClient):
     def query(self, job: LocalJob, message: Message) -> Message | None:
         config: ConfigRecord = message.content[p.CONFIG]
         kind = config.get(p.QUERY)
-        index = int(config.get(p.FEDSAGE_STEP, 0))
-        if kind == p.FEDSAGE_START_QUERY:
+        index = int(config.get(wire.FEDSAGE_STEP, 0))
+        if kind == wire.FEDSAGE_START_QUERY:
             records, metrics = start(job)
-        elif kind == p.FEDSAGE_CROSS_QUERY:
+        elif kind == wire.FEDSAGE_CROSS_QUERY:
             records, metrics = cross(job, message.content, index)
-        elif kind == p.FEDSAGE_STEP_QUERY:
-            records, metrics = step(job, message.content, index, bool(config.get(p.FEDSAGE_LAST, False)))
+        elif kind == wire.FEDSAGE_STEP_QUERY:
+            records, metrics = step(job, message.content, index, bool(config.get(wire.FEDSAGE_LAST, False)))
         else:
             return None
         content = RecordDict({**records, p.METRICS: MetricRecord({p.PARTITION_ID: job.partition_id, **metrics})})

@@ -1,6 +1,6 @@
 r"""FedSage+'s cross-client term :math:`\mathcal{L}^{i,j}_f` and its fGen gradient, in parts.
 
-Client :math:`j` answers client :math:`i`'s request (:mod:`stamen.models.fedsage`, "FedSage+'s
+Client :math:`j` answers client :math:`i`'s request (:mod:`stamen.algorithms.fedsage.model`, "FedSage+'s
 cross-client feature matching") with the gradient of
 
 .. math::

@@ -1,8 +1,8 @@
 r"""FedSage's server parts: ``fedsage-local`` (:func:`make_strategy`) and ``fedsage+`` (:func:`make_plus_strategy`).
 
 Zhang, Yang, Li, Sun and Yiu, *Subgraph Federated Learning with Missing Neighbor
-Generation*, NeurIPS 2021 (the math: :mod:`stamen.models.fedsage`; the client parts:
-:mod:`stamen.client.fedsage`).
+Generation*, NeurIPS 2021 (the math: :mod:`stamen.algorithms.fedsage.model`; the client parts:
+:mod:`stamen.algorithms.fedsage.client`).
 
 **fedsage-local**: the server is FedAvg,
 :math:`\boldsymbol{\theta} = \sum_i \frac{n_i}{n} \boldsymbol{\theta}_i` over the
@@ -14,7 +14,7 @@ classifiers. The strategy drives ``fedsage-gen-rounds`` (:math:`T`) federated ge
 steps over every connected client, with query messages (the ``FEDSAGE_*`` names of
 :mod:`stamen.contract.protocol`) through the run's grid, so the phase runs on every transport
 without a hook in the round loop. When, is ``fedsage-schedule``
-(:class:`~stamen.contract.algorithms.FedSageSchedule`):
+(:class:`~stamen.algorithms.fedsage.FedSageSchedule`):
 
 - ``paper`` (the default): step :math:`t` just before the classifier's round :math:`t`,
   for :math:`t \le T` (default 10 of the run's 100 rounds), each client's classifier
@@ -33,7 +33,7 @@ A step's messages:
    :math:`(\{\mathbf{h}_v, k_v\}_{v \in A_i}, \boldsymbol{\theta}^f_i)`;
 2. for :math:`t = 1..T`: ``cross`` to every client :math:`j` with the other clients'
    requests; :math:`j` replies the parts of :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i}
-   \mathcal{L}^{i,j}_f` for each :math:`i \neq j` (:mod:`stamen.models.fedsage_cross`); then ``step`` to
+   \mathcal{L}^{i,j}_f` for each :math:`i \neq j` (:mod:`stamen.algorithms.fedsage.cross`); then ``step`` to
    every client :math:`i` with the parts summed over :math:`j \neq i` (in partition order; the
    sparse rows named in ``FEDSAGE_CONCATENATED`` concatenated), which :math:`i` completes to
    :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}`; :math:`i` takes its Adam step and
@@ -61,19 +61,20 @@ from flwr.common import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from stamen.algorithms.fedsage import FedSageSchedule
+from stamen.algorithms.fedsage import messages as wire
 from stamen.contract import protocol as p
-from stamen.contract.algorithms import FedSageSchedule
 from stamen.contract.arrays import array_values, numpy_array
 from stamen.contract.run_config import RunConfig
 from stamen.server.averaging import WeightedAverage
-from stamen.server.fedavg import strategy_options
 from stamen.server.loop import ReportsHealth, RunHealth, exchange
+from stamen.server.strategy_options import strategy_options
 
 WAIT_SECONDS = 1.0  # between looks for connected nodes
 
 
 def _query(node: int, kind: str, step: int, records: dict[str, ArrayRecord], last: bool = False) -> Message:
-    config = ConfigRecord({p.QUERY: kind, p.FEDSAGE_STEP: step, p.FEDSAGE_LAST: last})
+    config = ConfigRecord({p.QUERY: kind, wire.FEDSAGE_STEP: step, wire.FEDSAGE_LAST: last})
     return Message(content=RecordDict({p.CONFIG: config, **records}), dst_node_id=node, message_type=MessageType.QUERY)
 
 
@@ -123,18 +124,20 @@ class GeneratorPhase:
         while len(nodes := sorted(self.grid.get_node_ids())) < self.min_clients:
             log(INFO, "stamen: fedsage+ waits for clients: %d connected, %d needed", len(nodes), self.min_clients)
             time.sleep(WAIT_SECONDS)
-        self.replies = self._exchange([_query(node, p.FEDSAGE_START_QUERY, 1, {}) for node in nodes], "start")
+        self.replies = self._exchange([_query(node, wire.FEDSAGE_START_QUERY, 1, {}) for node in nodes], "start")
         self.steps_taken = 0
 
     def step(self, step: int) -> None:
         """Generator step ``step`` (1..rounds) over the clients that replied the step before."""
         replies = self.replies
         nodes_of = {_partition(reply): reply.metadata.src_node_id for reply in replies}
-        requests = {_partition(reply): reply.content[p.FEDSAGE_REQUEST] for reply in replies}
+        requests = {_partition(reply): reply.content[wire.FEDSAGE_REQUEST] for reply in replies}
         summed = self._cross(nodes_of, requests, step) if self.cross_weight > 0 and len(requests) > 1 else {}
         last = step == self.rounds
         messages = [
-            _query(node, p.FEDSAGE_STEP_QUERY, step, {p.FEDSAGE_GRADIENTS: summed[i]} if i in summed else {}, last)
+            _query(
+                node, wire.FEDSAGE_STEP_QUERY, step, {wire.FEDSAGE_GRADIENTS: summed[i]} if i in summed else {}, last
+            )
             for i, node in sorted(nodes_of.items())
         ]
         stepped = self._exchange(messages, f"step {step}/{self.rounds}")
@@ -144,7 +147,7 @@ class GeneratorPhase:
                 INFO,
                 "stamen: fedsage+ generator step %d/%d: clients %d, local loss d %.4f f %.4f%s",
                 step, self.rounds, len(replies),
-                _mean(replies, p.FEDSAGE_LOSS_D), _mean(replies, p.FEDSAGE_LOSS_F), cross,
+                _mean(replies, wire.FEDSAGE_LOSS_D), _mean(replies, wire.FEDSAGE_LOSS_F), cross,
             )  # fmt: skip
         self.replies = stepped
         self.steps_taken = step
@@ -154,16 +157,16 @@ class GeneratorPhase:
         messages = []
         for j, node in sorted(nodes_of.items()):
             others = {f"{i}/{k}": a for i, record in sorted(requests.items()) if i != j for k, a in record.items()}
-            messages.append(_query(node, p.FEDSAGE_CROSS_QUERY, step, {p.FEDSAGE_REQUESTS: ArrayRecord(others)}))
+            messages.append(_query(node, wire.FEDSAGE_CROSS_QUERY, step, {wire.FEDSAGE_REQUESTS: ArrayRecord(others)}))
         replies = sorted(self._exchange(messages, f"cross {step}/{self.rounds}"), key=_partition)
-        self.cross_loss = _mean(replies, p.FEDSAGE_CROSS_LOSS)
+        self.cross_loss = _mean(replies, wire.FEDSAGE_CROSS_LOSS)
         sums: dict[int, dict[str, np.ndarray]] = {}
         rows: dict[int, dict[str, list[np.ndarray]]] = {}
         for reply in replies:  # partition order: the sums come out the same every time
-            for key, array in reply.content[p.FEDSAGE_GRADIENTS].items():
+            for key, array in reply.content[wire.FEDSAGE_GRADIENTS].items():
                 i, name = key.split("/", 1)
                 values = array_values(array, writable=False)
-                if name in p.FEDSAGE_CONCATENATED:
+                if name in wire.FEDSAGE_CONCATENATED:
                     rows.setdefault(int(i), {}).setdefault(name, []).append(values)
                     continue
                 total = sums.setdefault(int(i), {})
@@ -180,8 +183,8 @@ class FedSagePlus(WeightedAverage, ReportsHealth):
     """Flower's FedAvg whose ``configure_train`` first takes the generator steps the schedule puts
     there (their client failures count in the run's health, as a round's do)."""
 
-    def __init__(self, phase: PhaseSettings, **fedavg) -> None:
-        super().__init__(**fedavg)
+    def __init__(self, phase: PhaseSettings, **strategy) -> None:
+        super().__init__(**strategy)
         self.phase = phase
         self.generator: GeneratorPhase | None = None  # the phase, once started
         self.step_rounds: list[int] = []  # the classifier round before which each step was taken (in order)
@@ -211,9 +214,9 @@ def make_strategy(config: RunConfig) -> Strategy:
 def make_plus_strategy(config: RunConfig) -> Strategy:
     """fedsage+: the generator phase, then FedAvg of the classifiers."""
     phase = PhaseSettings(
-        config.fedsage_gen_rounds,
-        config.fedsage_cross_weight,
-        FedSageSchedule(config.fedsage_schedule),
+        config.option("fedsage-gen-rounds"),
+        config.option("fedsage-cross-weight"),
+        FedSageSchedule(config.option("fedsage-schedule")),
         config.round_timeout,
         config.min_clients,
     )

@@ -1,12 +1,13 @@
 r"""FedStar client: the structure encoder is shared and averaged, the feature branch and head stay local.
 
 Tan, Liu, Long, Jiang and Zhang, *Federated Learning on Non-IID Graphs via Structural Knowledge
-Sharing*, AAAI 2023 (the model: :mod:`stamen.models.fedstar`; the embeddings: :mod:`stamen.graphs.structural_encoding`).
+Sharing*, AAAI 2023 (the model: :mod:`stamen.algorithms.fedstar.model`; the embeddings:
+:mod:`stamen.graphs.structural_encoding`).
 The client's graphs get their nodes' structural embeddings (``fedstar-rw-length`` random-walk
 landing probabilities, ``fedstar-degree-length`` one-hot degree columns) once per process,
 appended to the node features (:meth:`FedStarClient.data_view`), so training and every
 evaluation read them. Each round the client receives the averaged structure encoder
-(:mod:`stamen.server.fedavg`, weighted by training graphs; round 1 sends nothing and every client
+(:mod:`stamen.server.strategy_options`, weighted by training graphs; round 1 sends nothing and every client
 starts from the run's seeded model), puts its own feature branch and head on it (kept in its
 state from its last round), trains the whole model for ``local-epochs`` passes of the task's
 local step (:func:`stamen.models.graph_training.fit_graphs`), keeps the local part and replies with the
@@ -26,12 +27,12 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 from torch_geometric.data import Batch, Data
 
-from stamen.client.fedavg import FedAvgClient
+from stamen.algorithms.fedstar.model import FedStarClassifier, split_state
 from stamen.client.job import LocalJob, private_record, private_tensors
+from stamen.client.local_step import FedAvgClient
 from stamen.client.weights import record_tensors, weights_record
 from stamen.contract import protocol as p
 from stamen.graphs.structural_encoding import structural_encoding
-from stamen.models.fedstar import FedStarClassifier, split_state
 from stamen.models.state import copy_state
 
 LOCAL_STATE = "fedstar-local"  # state: the client's feature branch and head
@@ -43,11 +44,13 @@ class FedStarClient(FedAvgClient):
 
     def data_view(self, job: LocalJob) -> LocalJob:
         c = job.config
-        return dataclasses.replace(job, data=with_structure(job.data, c.fedstar_rw_length, c.fedstar_degree_length))
+        return dataclasses.replace(
+            job, data=with_structure(job.data, c.option("fedstar-rw-length"), c.option("fedstar-degree-length"))
+        )
 
     def new_model(self, job: LocalJob) -> FedStarClassifier:  # type: ignore[override]
         c = job.config
-        structure = c.fedstar_rw_length + c.fedstar_degree_length
+        structure = c.option("fedstar-rw-length") + c.option("fedstar-degree-length")
         model, initial = _initial_model(
             c.model, int(job.data.num_features) - structure, structure, int(job.data.num_classes), c.hidden,
             c.num_layers, c.dropout, c.seed, job.device,

@@ -1,6 +1,6 @@
 r"""GCFL's split of a cluster of clients in two: a minimum cut of their similarity graph, and DTW.
 
-Both are GCFL's math (:mod:`stamen.server.gcfl`), on arrays only (numpy, no Flower, no torch).
+Both are GCFL's math (:mod:`stamen.algorithms.gcfl.server`), on arrays only (numpy, no Flower, no torch).
 
 **Minimum cut** (:func:`min_cut`): the clients of a cluster are the nodes of a complete graph
 whose edge :math:`(i, j)` weighs :math:`S_{ij} \ge 0`, their similarity; the split is the

@@ -11,13 +11,14 @@ the clients' joint objective while some client is still far from its own,
 .. math:: \Big\lVert \frac{1}{|C|} \sum_{i \in C} \Delta_i \Big\rVert < \varepsilon_1, \qquad
    \max_{i \in C} \lVert \Delta_i \rVert > \varepsilon_2, \qquad |C| > 2, \qquad t > t_0,
 
-into the two sides of the minimum cut of its clients' similarity graph (:func:`stamen.server.cluster_split.min_cut`):
+into the two sides of the minimum cut of its clients' similarity graph
+(:func:`stamen.algorithms.gcfl.cluster_split.min_cut`):
 
 - GCFL (``gcfl-sequence-length=0``): :math:`S_{ij} = \cos(\Delta_i, \Delta_j) + 1`;
 - GCFL+ (``gcfl-sequence-length=L > 0``): each client's sequence of update norms
   :math:`\lVert \Delta_i \rVert` over the rounds; a split also needs every client's sequence to
   have :math:`L` entries, compares the last :math:`L` of them by DTW distance :math:`D`
-  (:func:`stamen.server.cluster_split.dtw_distance`), :math:`S = \max D - D`, and starts every sequence anew.
+  (:func:`stamen.algorithms.gcfl.cluster_split.dtw_distance`), :math:`S = \max D - D`, and starts every sequence anew.
 
 Then each cluster's model is the average of its clients' weights, weighted by their training
 graphs (with every client of a cluster sent the same model, the authors' "model plus the weighted
@@ -59,16 +60,16 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from stamen.algorithms.gcfl.cluster_split import cosine_similarities, dtw_matrix, min_cut
 from stamen.contract import protocol as p
 from stamen.contract.arrays import array_values
 from stamen.contract.figures import CLUSTER_SPLITS, CLUSTERS
 from stamen.contract.run_config import RunConfig
 from stamen.server.averaging import average_records
-from stamen.server.cluster_split import cosine_similarities, dtw_matrix, min_cut
-from stamen.server.fedavg import strategy_options
 from stamen.server.per_node import PerNodeContent
 from stamen.server.personalised import weighted_average
 from stamen.server.rows import RowFigures
+from stamen.server.strategy_options import strategy_options
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +140,11 @@ class GCFL(PerNodeContent, RowFigures):
         eps2: its largest client update norm must be above it.
         warmup_rounds: no split in rounds ``<= warmup_rounds``.
         sequence_length: 0 plain GCFL; ``L > 0`` GCFL+ over the last ``L`` update norms.
-        **fedavg: Flower FedAvg's arguments.
+        **strategy: Flower FedAvg's arguments.
     """
 
-    def __init__(self, eps1: float, eps2: float, warmup_rounds: int, sequence_length: int, **fedavg) -> None:
-        super().__init__(**fedavg)
+    def __init__(self, eps1: float, eps2: float, warmup_rounds: int, sequence_length: int, **strategy) -> None:
+        super().__init__(**strategy)
         self.eps1, self.eps2 = eps1, eps2
         self.warmup_rounds, self.sequence_length = warmup_rounds, sequence_length
         self.clusters: list[tuple[int, ...]] = []  # partition ids, each cluster sorted; empty before round 1
@@ -297,9 +298,9 @@ def _delta(new, old) -> np.ndarray:
 
 def make_strategy(config: RunConfig) -> Strategy:
     return GCFL(
-        eps1=config.gcfl_eps1,
-        eps2=config.gcfl_eps2,
-        warmup_rounds=config.gcfl_warmup_rounds,
-        sequence_length=config.gcfl_sequence_length,
+        eps1=config.option("gcfl-eps1"),
+        eps2=config.option("gcfl-eps2"),
+        warmup_rounds=config.option("gcfl-warmup-rounds"),
+        sequence_length=config.option("gcfl-sequence-length"),
         **strategy_options(config),
     )

@@ -45,7 +45,7 @@ from flwr.serverapp.strategy import Bulyan, MultiKrum, Strategy
 from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec
 from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import require_replies
-from stamen.server.fedavg import strategy_options
+from stamen.server.strategy_options import strategy_options
 
 
 class ReplyCount:
@@ -108,7 +108,7 @@ class StamenBulyan(ReplyCount, Bulyan):
 
 
 def _options(config: RunConfig) -> dict:
-    return {"num_malicious_nodes": config.num_malicious_nodes, **strategy_options(config)}
+    return {"num_malicious_nodes": config.option("num-malicious-nodes"), **strategy_options(config)}
 
 
 def _with_spec(strategy: ReplyCount, config: RunConfig) -> Strategy:
@@ -123,7 +123,7 @@ def make_krum(config: RunConfig) -> Strategy:
 
 def make_multikrum(config: RunConfig) -> Strategy:
     """Multi-Krum (``multikrum``) selecting ``num-nodes-to-select`` replies (0: all but ``f``)."""
-    select = config.num_nodes_to_select
+    select = config.option("num-nodes-to-select")
     strategy = StamenMultiKrum(select_all_but_f=select == 0, num_nodes_to_select=max(select, 1), **_options(config))
     return _with_spec(strategy, config)
 

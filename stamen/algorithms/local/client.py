@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from flwr.app import ConfigRecord
 
-from stamen.client.fedavg import FedAvgClient
 from stamen.client.job import LocalJob, private_record, private_tensors
+from stamen.client.local_step import FedAvgClient
 from stamen.models import NodeClassifier
 
 STATE_KEY = "local-model"

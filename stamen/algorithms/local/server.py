@@ -9,8 +9,8 @@ from __future__ import annotations
 from flwr.serverapp.strategy import Strategy
 
 from stamen.contract.run_config import RunConfig
-from stamen.server import fedavg
+from stamen.server.strategy_options import weighted_average
 
 
 def make_strategy(config: RunConfig) -> Strategy:
-    return fedavg.make_strategy(config)  # used for client sampling only
+    return weighted_average(config)  # used for client sampling only

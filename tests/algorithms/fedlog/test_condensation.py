@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from stamen.server.condensation import class_weights, condense, per_class_average
+from stamen.algorithms.fedlog.condensation import class_weights, condense, per_class_average
 
 
 def test_class_weights_are_class_shares_with_a_uniform_fallback():

@@ -5,6 +5,7 @@ import pytest
 import torch
 from flwr.app import ArrayRecord, Message
 
+from stamen.algorithms.fedlog import messages as wire
 from stamen.client.job import client_data, private_tensors
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
@@ -74,8 +75,8 @@ def test_no_real_node_feature_or_label_is_uploaded(recorded):
     uploads = [reply for reply in grid.replies if len(reply.content[p.ARRAYS]) > 0]
     assert uploads
     for reply in uploads:
-        assert set(reply.content.array_records) <= {p.ARRAYS, p.FEDLOG_UPLOAD, p.FEDLOG_GENERATOR}
-        assert set(reply.content[p.FEDLOG_UPLOAD]) == {p.SYNTHETIC_HEAD, p.CLASS_PROPORTIONS}
+        assert set(reply.content.array_records) <= {p.ARRAYS, wire.FEDLOG_UPLOAD, wire.FEDLOG_GENERATOR}
+        assert set(reply.content[wire.FEDLOG_UPLOAD]) == {wire.SYNTHETIC_HEAD, wire.CLASS_PROPORTIONS}
         assert not any(key.startswith("synthetic") for key in reply.content[p.ARRAYS])
         for name, array in _arrays(reply).items():
             if array.ndim >= 1 and array.shape[-1] == features.shape[1]:
@@ -84,19 +85,19 @@ def test_no_real_node_feature_or_label_is_uploaded(recorded):
                 assert distances.min() > 1e-6, f"{name} holds a real node's features"
             for y in labels:
                 assert array.shape != y.shape or not np.array_equal(array, y), f"{name} holds real labels"
-    first_round = [r for r in uploads if p.FEDLOG_GENERATOR in r.content]
+    first_round = [r for r in uploads if wire.FEDLOG_GENERATOR in r.content]
     assert len(first_round) == 3, "every client uploads its generator once"
 
 
 def test_the_server_sends_condensed_nodes_and_per_class_generators(recorded):
     config, grid, rows = recorded
-    later = [m for m in grid.sent if p.FEDLOG_GLOBAL in m.content]
+    later = [m for m in grid.sent if wire.FEDLOG_GLOBAL in m.content]
     assert later, "no global synthetic data was sent after the first round"
-    synthetic = later[0].content[p.FEDLOG_GLOBAL]
+    synthetic = later[0].content[wire.FEDLOG_GLOBAL]
     num_classes = config.csbm_classes
-    assert synthetic[p.GLOBAL_FEATURES].numpy().shape == (num_classes * 4, 16)
-    assert synthetic[p.GLOBAL_LABELS].numpy().tolist() == np.repeat(np.arange(num_classes), 4).tolist()
-    generators = later[0].content[p.FEDLOG_GENERATORS]
+    assert synthetic[wire.GLOBAL_FEATURES].numpy().shape == (num_classes * 4, 16)
+    assert synthetic[wire.GLOBAL_LABELS].numpy().tolist() == np.repeat(np.arange(num_classes), 4).tolist()
+    generators = later[0].content[wire.FEDLOG_GENERATORS]
     assert {key.split(".", 1)[0] for key in generators} == {str(c) for c in range(num_classes)}
     assert {"missing_class_acc", "global_missing_class_acc", "unseen_node_acc", "new_client_acc"} <= set(rows[-1])
     for row in rows:
@@ -105,12 +106,12 @@ def test_the_server_sends_condensed_nodes_and_per_class_generators(recorded):
 
 def test_generators_travel_once_per_version_and_stay_in_the_client_state(recorded):
     _, grid, _ = recorded
-    carrying = [m for m in grid.sent if p.FEDLOG_GENERATORS in m.content]
+    carrying = [m for m in grid.sent if wire.FEDLOG_GENERATORS in m.content]
     assert sorted(m.metadata.dst_node_id for m in carrying) == sorted(grid.contexts), "each node once, in round 2"
-    later = [m for m in grid.sent if p.FEDLOG_GLOBAL in m.content and p.FEDLOG_GENERATORS not in m.content]
+    later = [m for m in grid.sent if wire.FEDLOG_GLOBAL in m.content and wire.FEDLOG_GENERATORS not in m.content]
     assert len(later) == 3 + 3, "round 3's training and the final evaluation carry the synthetic nodes only"
     for context in grid.contexts.values():
-        assert p.FEDLOG_GENERATORS in context.state
+        assert wire.FEDLOG_GENERATORS in context.state
 
 
 class LosesFirstGenerators(RecordingGrid):
@@ -118,7 +119,7 @@ class LosesFirstGenerators(RecordingGrid):
 
     def send_and_receive(self, messages, *, timeout=None):
         messages = list(messages)
-        lost = [m for m in messages if m.metadata.dst_node_id == 102 and p.FEDLOG_GENERATORS in m.content]
+        lost = [m for m in messages if m.metadata.dst_node_id == 102 and wire.FEDLOG_GENERATORS in m.content]
         self.failing = {102} if lost and not self.sent_to_lost else set()
         self.sent_to_lost = self.sent_to_lost or bool(lost)
         return super().send_and_receive(messages, timeout=timeout)
@@ -130,7 +131,7 @@ def test_a_node_that_missed_the_generators_gets_them_again():
     grid.sent_to_lost = False
     with task_identity():
         run_rounds(grid, server_algorithm("fedlog").make_strategy(config), 3, True, 2, 60.0, lambda row: None)
-    carrying = [m.metadata.dst_node_id for m in grid.sent if p.FEDLOG_GENERATORS in m.content]
+    carrying = [m.metadata.dst_node_id for m in grid.sent if wire.FEDLOG_GENERATORS in m.content]
     assert sorted(carrying) == [100, 101, 102, 102], "sent again to the node whose reply was lost"
 
 

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from stamen.models.fedlog import FedLoGNet, degree_gate, prototype_log_probs, scale_features, update_lambda
-from stamen.models.neighbour_generator import (
+from stamen.algorithms.fedlog.model import FedLoGNet, degree_gate, prototype_log_probs, scale_features, update_lambda
+from stamen.algorithms.fedlog.neighbour_generator import (
     NeighbourGenerator,
     mean_neighbour_features,
     train_generator,

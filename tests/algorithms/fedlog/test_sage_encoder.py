@@ -1,4 +1,5 @@
-"""SAGEEncoder is PyG's two-layer GraphSAGE: the same parameters, the same function (stamen/models/sage_encoder.py)."""
+"""SAGEEncoder is PyG's two-layer GraphSAGE: the same parameters, the same function
+(stamen/algorithms/fedlog/sage_encoder.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 from torch_geometric.nn.models import GraphSAGE
 
-from stamen.models.sage_encoder import SAGEEncoder
+from stamen.algorithms.fedlog.sage_encoder import SAGEEncoder
 from stamen.models.sparse_product import SparseMatrix
 
 

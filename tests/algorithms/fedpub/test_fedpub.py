@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from stamen.client.fedpub import OPTIMIZER
+from stamen.algorithms.fedpub.client import OPTIMIZER
+from stamen.algorithms.fedpub.masked import PROXY_EDGE_PROB, proxy_graph
 from stamen.client.job import private_tensors
 from stamen.contract.run_config import RunConfig
-from stamen.models.masked import PROXY_EDGE_PROB, proxy_graph
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
 from stamen.simulations.inprocess import InProcessGrid, task_identity
@@ -14,7 +14,7 @@ from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 def test_the_default_proxy_is_the_authors_five_disjoint_random_graphs_of_100_nodes():
     config = RunConfig()
-    nodes, graphs = config.fedpub_proxy_nodes, config.fedpub_proxy_graphs
+    nodes, graphs = config.option("fedpub-proxy-nodes"), config.option("fedpub-proxy-graphs")
     assert (nodes, graphs) == (100, 5)
     x, edges = proxy_graph(nodes, 16, seed=0, graphs=graphs)
     assert x.shape == (500, 16)
@@ -52,7 +52,7 @@ def _fit_masks(l1: float) -> torch.Tensor:
     """The first layer's mask after 5 epochs on data whose last feature is always 0 (no cross-entropy gradient)."""
     from torch_geometric.data import Data
 
-    from stamen.models.masked import MaskedClassifier, fit_masked
+    from stamen.algorithms.fedpub.masked import MaskedClassifier, fit_masked
     from stamen.models.node_classifier import build_model
     from stamen.models.training import adam
 
@@ -70,8 +70,8 @@ def _fit_masks(l1: float) -> torch.Tensor:
 
 def test_the_default_loss_is_the_authors_codes_where_the_l1_term_has_no_gradient():
     config = RunConfig()
-    assert config.fedpub_l1 == config.fedpub_loc_l2 == 0.0 and config.fedpub_prune == 1e-3
-    authors = _fit_masks(config.fedpub_l1)
+    assert config.option("fedpub-l1") == config.option("fedpub-loc-l2") == 0.0 and config.option("fedpub-prune") == 1e-3
+    authors = _fit_masks(config.option("fedpub-l1"))
     paper = _fit_masks(1e-3)
     # the mask column of the always-zero feature: cross-entropy never moves it; the paper's L1 term does
     assert torch.all(authors[:, -1] == 1.0)

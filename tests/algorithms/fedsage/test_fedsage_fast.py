@@ -1,4 +1,4 @@
-"""FedSage+'s cross-client term in parts (stamen.models.fedsage_cross) is the direct implementation up to float
+"""FedSage+'s cross-client term in parts (stamen.algorithms.fedsage.cross) is the direct implementation up to float
 rounding: the same matches, loss and fGen gradients.
 
 The direct implementations are kept here as oracles: generating every slot's row and ``torch.cdist`` to
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from stamen.contract import protocol as p
-from stamen.models.fedsage import NeighGen, matching_loss
-from stamen.models.fedsage_cross import (
+from stamen.algorithms.fedsage import messages as wire
+from stamen.algorithms.fedsage.cross import (
     PARTS,
     ROW_VALUES,
     ROWS,
@@ -21,6 +20,7 @@ from stamen.models.fedsage_cross import (
     nearest_generated,
     request_gram,
 )
+from stamen.algorithms.fedsage.model import NeighGen, matching_loss
 
 FEATURES, MAX_PRED, HIDDEN = 120, 5, 16
 
@@ -125,7 +125,7 @@ def test_no_used_slot_or_no_rows_gives_zero_gradients():
 
 
 def test_the_servers_concatenated_parts_are_the_sparse_rows():
-    assert set(p.FEDSAGE_CONCATENATED) == {ROWS, ROW_VALUES}
+    assert set(wire.FEDSAGE_CONCATENATED) == {ROWS, ROW_VALUES}
 
 
 def _cdist_matching_loss(generated, targets, valid):

@@ -7,9 +7,9 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, Message, RecordDict
 
-from stamen.client.fedsage import GENERATOR
+from stamen.algorithms.fedsage import messages as wire
+from stamen.algorithms.fedsage.client import GENERATOR
 from stamen.client.job import client_data, private_tensors
-from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
@@ -99,9 +99,9 @@ def test_the_cross_term_changes_the_generators_and_without_it_fedsage_plus_is_lo
     assert plus_rows != local_rows
     # the phase went through the grid: a start, then STEPS cross and step hops to every client
     kinds = [message.content["config"].get("query") for message in plus_grid.sent if "config" in message.content]
-    kinds = [kind for kind in kinds if kind in p.FEDSAGE_QUERIES]
-    assert kinds.count(p.FEDSAGE_START_QUERY) == CLIENTS
-    assert kinds.count(p.FEDSAGE_CROSS_QUERY) == kinds.count(p.FEDSAGE_STEP_QUERY) == STEPS * CLIENTS
+    kinds = [kind for kind in kinds if kind in wire.FEDSAGE_QUERIES]
+    assert kinds.count(wire.FEDSAGE_START_QUERY) == CLIENTS
+    assert kinds.count(wire.FEDSAGE_CROSS_QUERY) == kinds.count(wire.FEDSAGE_STEP_QUERY) == STEPS * CLIENTS
 
 
 def _features(config: RunConfig) -> list[np.ndarray]:

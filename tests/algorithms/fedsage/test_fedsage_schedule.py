@@ -1,12 +1,13 @@
-"""fedsage-schedule: when fedsage+'s federated generator steps happen (stamen/server/fedsage.py), in process, csbm."""
+"""fedsage-schedule: when fedsage+'s federated generator steps happen (stamen/algorithms/fedsage/server.py), in
+process, csbm."""
 
 import pytest
 import torch
 from flwr.app import Message, MessageType
 
-from stamen.client.fedsage import GENERATOR
+from stamen.algorithms.fedsage import messages as wire
+from stamen.algorithms.fedsage.client import GENERATOR
 from stamen.client.job import private_tensors
-from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
@@ -48,8 +49,8 @@ def _timeline(grid: OrderGrid) -> list[str]:
             event = f"round {config.get('server-round')}"
             if not events or events[-1] != event:
                 events.append(event)
-        elif config.get("query") == p.FEDSAGE_STEP_QUERY:
-            event = f"step {int(config.get(p.FEDSAGE_STEP))}"
+        elif config.get("query") == wire.FEDSAGE_STEP_QUERY:
+            event = f"step {int(config.get(wire.FEDSAGE_STEP))}"
             if not events or events[-1] != event:
                 events.append(event)
     return events

@@ -1,8 +1,8 @@
 r"""FedSage and FedSage+'s math: NeighGen, the impaired subgraph, the cross-client loss, graph mending.
 
 Zhang, Yang, Li, Sun and Yiu, *Subgraph Federated Learning with Missing Neighbor
-Generation*, NeurIPS 2021. The client parts are :mod:`stamen.client.fedsage` (``fedsage-local``
-and ``fedsage+``), the server parts :mod:`stamen.server.fedsage`.
+Generation*, NeurIPS 2021. The client parts are :mod:`stamen.algorithms.fedsage.client` (``fedsage-local``
+and ``fedsage+``), the server parts :mod:`stamen.algorithms.fedsage.server`.
 
 **NeighGen on the impaired subgraph.** A client cannot see the edges that leave its
 subgraph, so it learns to generate them: it hides a share :math:`h` of its own nodes
@@ -68,11 +68,11 @@ where :math:`\mathbf{h}_v = \mathbf{z}_v + \boldsymbol{\epsilon}_v` is fGen's in
 :math:`V_j` as target. :math:`\alpha` is
 ``fedsage-cross-weight``; :math:`\alpha = 0` is exactly local NeighGen. As in the paper's
 protocol, client :math:`j` differentiates with respect to fGen's weights
-:math:`\boldsymbol{\theta}^f_i` only (:mod:`stamen.models.fedsage_cross`): the encoder learns from
+:math:`\boldsymbol{\theta}^f_i` only (:mod:`stamen.algorithms.fedsage.cross`): the encoder learns from
 the local terms, and :math:`\mathbf{h}_v` is a constant of the step.
 
-Messages of one step (two hops through the server; :mod:`stamen.client.fedsage`,
-:mod:`stamen.server.fedsage`, the ``FEDSAGE_*`` names of :mod:`stamen.contract.protocol`):
+Messages of one step (two hops through the server; :mod:`stamen.algorithms.fedsage.client`,
+:mod:`stamen.algorithms.fedsage.server`, the ``FEDSAGE_*`` names of :mod:`stamen.contract.protocol`):
 
 1. :math:`i \to` server: :math:`\{\mathbf{h}_v, k_v\}_{v \in A_i}`,
    :math:`\boldsymbol{\theta}^f_i` and, from them, :math:`\mathbf{W}_p^\top\mathbf{W}_p` per slot
@@ -80,10 +80,10 @@ Messages of one step (two hops through the server; :mod:`stamen.client.fedsage`,
 2. server :math:`\to j`: every other client's request;
 3. :math:`j \to` server: the parts of :math:`\mathbf{g}_{i,j} = \nabla_{\boldsymbol{\theta}^f_i}
    \mathcal{L}^{i,j}_f` for each :math:`i \neq j`, computed on :math:`j`'s own features
-   (:func:`stamen.models.fedsage_cross.cross_parts`);
+   (:func:`stamen.algorithms.fedsage.cross.cross_parts`);
 4. server :math:`\to i`: the parts summed over :math:`j \neq i` (in partition order); :math:`i`
    completes them to :math:`\mathbf{G}_i = \sum_{j \neq i} \mathbf{g}_{i,j}`
-   (:func:`stamen.models.fedsage_cross.complete_gradients`) and takes one Adam step on
+   (:func:`stamen.algorithms.fedsage.cross.complete_gradients`) and takes one Adam step on
    :math:`\nabla(\lambda_d \mathcal{L}_d + \lambda_f \mathcal{L}_f) + \alpha \mathbf{G}_i`.
 
 Client :math:`j`'s features leave it only inside the parts of :math:`\mathbf{g}_{i,j}` that
@@ -124,6 +124,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import degree, subgraph
 
+from stamen.models.derived_graph import OnDerivedGraph
 from stamen.models.object_cache import kept_all
 from stamen.models.stacked_rows import StackedRows
 from stamen.models.training import adam
@@ -357,7 +358,7 @@ def mended_once(generator: NeighGen, digest: str, x: Tensor, edge_index: Tensor)
     return slot["graph"]
 
 
-class MendedClassifier(nn.Module):
+class MendedClassifier(OnDerivedGraph):
     """``classifier`` applied to the graph mended by a frozen ``generator``; logits of the original nodes.
 
     ``state_dict`` holds both parts (``classifier.*``, ``generator.*``); a client shares
@@ -380,6 +381,10 @@ class MendedClassifier(nn.Module):
     def mended(self, x: Tensor, edge_index: Tensor) -> tuple[StackedRows, Tensor]:
         """The graph mended by the generator, built once per graph and generator (see :func:`mended_once`)."""
         return mended_once(self.generator, self.generator_digest, x, edge_index)
+
+    def derived(self, x: Tensor, edge_index: Tensor) -> tuple[StackedRows, Tensor]:
+        """The graph the classifier computes on: the mended one (:meth:`mended`)."""
+        return self.mended(x, edge_index)
 
     @property
     def head(self) -> nn.Module:

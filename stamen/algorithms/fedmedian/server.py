@@ -30,7 +30,7 @@ from __future__ import annotations
 from flwr.serverapp.strategy import FedMedian, FedTrimmedAvg, Strategy
 
 from stamen.contract.run_config import RunConfig
-from stamen.server.fedavg import strategy_options
+from stamen.server.strategy_options import strategy_options
 
 
 def make_median(config: RunConfig) -> Strategy:
@@ -40,4 +40,4 @@ def make_median(config: RunConfig) -> Strategy:
 
 def make_trimmed_mean(config: RunConfig) -> Strategy:
     """Flower's FedTrimmedAvg with ``trimmed-beta`` (``fedtrimmedavg``)."""
-    return FedTrimmedAvg(beta=config.trimmed_beta, **strategy_options(config))
+    return FedTrimmedAvg(beta=config.option("trimmed-beta"), **strategy_options(config))
