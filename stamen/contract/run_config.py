@@ -2,16 +2,18 @@
 
 Flower hands both apps the run config as a flat ``{key: value}`` mapping (the
 ``[tool.flwr.app.config]`` table of ``pyproject.toml`` with the user's overrides).
-Every key is declared below, once, in its feature's section, with its type (the
+Every key every run reads is declared below, once, in its feature's section, with its type (the
 annotation), default, constraint (range, choices from a registry, or shape) and one
-line of help (:mod:`stamen.contract.keys`). :meth:`RunConfig.from_flower` is THE validation
+line of help (:mod:`stamen.contract.keys`); an algorithm's own keys are declared the same way in its
+spec (:attr:`stamen.contract.algorithms.AlgorithmSpec.keys`, in ``stamen/algorithms/<name>/``) and read
+with :meth:`RunConfig.option`. :meth:`RunConfig.from_flower` is THE validation
 of a run config: unknown keys (with a suggestion), types, each key's constraint and the
 rules between keys (:mod:`stamen.contract.rules`), each failure one line. ``stamen run``'s
 preflight, the ServerApp of a plain ``flwr run``, the ClientApp and the benches all
 call it, so a mistake fails before any training. It gives a frozen object whose
-attribute names are the keys with ``-`` turned into ``_``. The defaults equal those in
-``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the reference's key
-table are printed from this declaration.
+attribute names are the core keys with ``-`` turned into ``_``. The defaults, the algorithms' too, equal those
+in ``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the reference's key
+table are printed from these declarations.
 """
 
 from __future__ import annotations

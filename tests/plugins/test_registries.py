@@ -130,3 +130,16 @@ def test_a_plugin_key_is_a_dimension_of_a_tuning_space(example):
     assert dimension.key == "fednag-momentum"
     with pytest.raises(ValueError, match="fednag-momentum must lie in"):
         parse_dimension("fednag-momentum=float:0.1..1.5")
+
+
+def test_the_staged_flower_table_gains_a_plugins_keys_once(example, tmp_path):
+    """Flower drops an override its table lacks: staging adds a plug-in's keys; Stamen's algorithms' keys are in
+    the table already (tests/contract/test_run_config.py) and are not added twice."""
+    import tomllib
+
+    from stamen.simulations.flower import stage_app
+
+    text = (stage_app(tmp_path) / "pyproject.toml").read_text()
+    table = tomllib.loads(text)["tool"]["flwr"]["app"]["config"]  # a key written twice would not parse
+    assert table["fednag-lr"] == 1.0 and table["fednag-momentum"] == ALGORITHMS["fednag"].keys[0].default
+    assert table["fedlog-lr"] == 0.001 and text.count("\nfedlog-lr = ") == 1
