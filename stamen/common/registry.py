@@ -41,12 +41,15 @@ class Registry(Mapping[str, S], Generic[S]):
         group: the entry-point group its plug-ins are found in (``stamen.algorithms``).
         register: the kind's registration function, called for each spec an entry point gives
             (it checks the spec and calls :meth:`add`).
+        built_in_points: Stamen's own entries of the kind come from its entry points (the algorithms'): an
+            installation whose package metadata holds none of them says so in one line on stderr.
     """
 
-    def __init__(self, kind: str, group: str, register: Callable[..., Any]) -> None:
+    def __init__(self, kind: str, group: str, register: Callable[..., Any], *, built_in_points: bool = False) -> None:
         self.kind = kind
         self.group = group
         self._register = register
+        self._built_in_points = built_in_points
         self._entries: dict[str, S] = {}
         self._origins: dict[str, str] = {}
         self._loaded = False
@@ -80,6 +83,11 @@ class Registry(Mapping[str, S], Generic[S]):
             except Exception as error:  # a broken plug-in is left out, named; every other plug-in and Stamen work on
                 message = str(error).splitlines()[0] if str(error) else type(error).__name__
                 sys.stderr.write(f"stamen: {self.kind} plug-in {where} is left out: {message}\n")
+        if self._built_in_points and BUILT_IN not in self._origins.values():
+            sys.stderr.write(
+                f"stamen: no {self.kind} of Stamen's own is among the installed entry points of group {self.group!r}; "
+                "install Stamen again (in a checkout: pip install -e .)\n"
+            )
 
     def __getitem__(self, name: str) -> S:
         self._load()

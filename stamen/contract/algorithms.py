@@ -147,7 +147,9 @@ def _check_keys(name: str, keys: tuple[Key, ...]) -> None:
         seen.add(key.name)
 
 
-ALGORITHMS: Registry[AlgorithmSpec] = Registry("algorithm", "stamen.algorithms", register_algorithm)
+ALGORITHMS: Registry[AlgorithmSpec] = Registry(
+    "algorithm", "stamen.algorithms", register_algorithm, built_in_points=True
+)
 
 
 def algorithm_spec(name: str) -> AlgorithmSpec:

@@ -143,3 +143,13 @@ def test_the_staged_flower_table_gains_a_plugins_keys_once(example, tmp_path):
     table = tomllib.loads(text)["tool"]["flwr"]["app"]["config"]  # a key written twice would not parse
     assert table["fednag-lr"] == 1.0 and table["fednag-momentum"] == ALGORITHMS["fednag"].keys[0].default
     assert table["fedlog-lr"] == 0.001 and text.count("\nfedlog-lr = ") == 1
+
+
+def test_an_installation_without_stamens_own_entry_points_says_so(capsys):
+    """Stamen's algorithms come from its package's entry points: metadata without them (a stale install) is named."""
+    from stamen.common.registry import Registry
+
+    empty = Registry("algorithm", "stamen.no-such-group", lambda spec, origin: None, built_in_points=True)
+    assert list(empty) == []
+    assert "no algorithm of Stamen's own is among the installed entry points" in capsys.readouterr().err
+    assert len(ALGORITHMS) >= 23 and capsys.readouterr().err == ""  # the real one holds them
