@@ -9,12 +9,14 @@ floor may not import either side, so a spec names them by dotted module path; bo
 sides load them with :mod:`importlib` only when a run asks for the algorithm.
 
 What the run config, its validation, ``stamen config``, ``--help`` choices and the
-docs know about an algorithm comes from its spec here, never from a second list:
+docs know about an algorithm comes from its spec (``stamen/algorithms/<name>/__init__.py`` for Stamen's own),
+never from a second list:
 
 - ``aggregates``: the server keeps a global model (clients evaluate the model they
   receive; the run reports it). ``False``: every client keeps its own model.
 - ``privacy``: the ``privacy`` modes the algorithm admits (``none`` always).
-- ``options``: the run-config keys only this algorithm reads.
+- ``options``: the run-config keys this algorithm reads besides the core ones: another algorithm's that it shares
+  (fedyogi reads the ``fedopt-*`` keys fedadam declares); its own ``keys`` join them when it is registered.
 - ``resumable``: ``resume-from`` can continue its run exactly (the server's state
   between rounds is the checkpoint: the weights and the client sampler).
 - ``averages``: the server's aggregate is the clients' weights averaged by training
