@@ -73,7 +73,7 @@ class Registry(Mapping[str, S], Generic[S]):
             return
         self._loaded = True  # first: a plug-in that reads the registry while it loads sees the built-ins
         points = sorted(entry_points(group=self.group), key=lambda point: _package(point) != BUILT_IN)
-        for point in points:  # Stamen's own first, in the order its pyproject.toml lists them; then the plug-ins'
+        for point in points:  # Stamen's own first, in the order of its installed metadata (by name); then the rest
             package = _package(point)
             where = f"entry point {point.name} ({package or 'unknown package'})"
             try:
