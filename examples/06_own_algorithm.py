@@ -14,7 +14,7 @@ from flwr.app import ArrayRecord
 import stamen
 from stamen.contract.keys import ge, within
 from stamen.server.averaging import WeightedAverage
-from stamen.server.fedavg import strategy_options
+from stamen.server.strategy_options import strategy_options
 
 
 class NesterovAverage(WeightedAverage):
@@ -45,7 +45,7 @@ ALGORITHM = stamen.AlgorithmSpec(
     "fednag",
     "FedAvg with server-side Nesterov momentum",
     server=f"{__name__}:make_strategy",
-    client="stamen.client.fedavg",  # the clients take FedAvg's local step
+    client="stamen.client.local_step",  # the clients take FedAvg's local step
     any_task=True,
     keys=(
         stamen.option("fednag-momentum", 0.5, "server momentum beta", bound=within(0, 1, "[)")),

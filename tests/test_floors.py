@@ -3,6 +3,14 @@
 Every module of Stamen's packages is parsed (nothing is imported) and each of its
 imports of another Stamen package is checked against the floors, including imports
 inside functions.
+
+The FL algorithms (``stamen/algorithms/<name>/``, the design's wings) are a room of their own
+above ``client`` and ``server``: a folder's server part and client part import those rooms,
+which never import an algorithm (they load its parts by the dotted paths of its spec). Within
+a folder the two parts stay apart as ``client`` and ``server`` do: the server part and the folder's
+modules it imports never import ``stamen.client``, the client part and the folder's modules it
+imports never ``stamen.server``; and the folder's ``__init__`` (its spec, read by the contract's
+registry in every process) imports only the contract and ``common``, no torch and no Flower.
 """
 
 import ast
@@ -21,9 +29,12 @@ FLOORS = {
     "contract": 3,
     "client": 4,
     "server": 4,
-    "simulations": 5,
-    FACE: 6,
+    "algorithms": 5,
+    "simulations": 6,
+    FACE: 7,
 }
+SPEC_MAY_READ = ("stamen.contract", "stamen.common")  # an algorithm's __init__: its spec
+SPEC_MAY_NOT = ("torch", "torch_geometric", "opacus", "flwr", "numpy")
 # The contract reads floor 0 (common) and, of floors 1 and 2, names and plain specs only, never code: the
 # datasets and partitioners, the federation's spec (a frozen value), the models and NTK architectures, and
 # certify's models, modes, search methods, solvers and NTK variants (for the options of stamen certify,
@@ -105,7 +116,7 @@ def test_the_check_finds_sideways_and_upward_imports(tmp_path):
     assert _violations("graphs", root) == [
         "stamen/graphs/bad.py:2 imports stamen.server.loop (floor 4 from floor 1)",
         "stamen/graphs/bad.py:3 imports stamen.models (floor 1 from floor 1)",
-        "stamen/graphs/bad.py:4 imports stamen.runs (floor 6 from floor 1)",
+        "stamen/graphs/bad.py:4 imports stamen.runs (floor 7 from floor 1)",
     ]
     assert _violations("contract", root) == [
         "stamen/contract/bad.py:1 imports stamen.graphs.splits (the contract reads only: stamen.certify.names, "
@@ -113,6 +124,103 @@ def test_the_check_finds_sideways_and_upward_imports(tmp_path):
         "stamen/contract/bad.py:2 imports torch (the contract holds no torch)",
     ]
     assert _violations(FACE, root) == []  # the face may import every room; ``models`` is not Stamen's
+
+
+def _folder_violations(folder: Path, root: Path = ROOT) -> list[str]:
+    """An algorithm folder's parts kept apart (see the module docstring)."""
+    package = f"stamen.algorithms.{folder.name}"
+    modules = {path.stem: _imports(path) + _own_modules(path, package) for path in sorted(folder.glob("*.py"))}
+
+    def reached(start: str) -> list[str]:
+        """``start`` and the folder's modules it imports, transitively."""
+        seen, todo = [], [start]
+        while todo:
+            module = todo.pop()
+            if module in seen or module not in modules:
+                continue
+            seen.append(module)
+            todo += [
+                name.removeprefix(package + ".").split(".")[0]
+                for _, name in modules[module]
+                if name.startswith(package + ".")
+            ]
+        return sorted(seen)
+
+    problems = []
+    for line, name in modules.get("__init__", []):
+        if name.split(".")[0] in SPEC_MAY_NOT or (_room(name) is not None and not name.startswith(SPEC_MAY_READ)):
+            problems.append(
+                f"{folder.relative_to(root.parent)}/__init__.py:{line} imports {name} (a spec reads only "
+                f"{', '.join(SPEC_MAY_READ)})"
+            )
+    clients = [
+        "client",
+        *(m for m, found in modules.items() if m != "server" and any(n.startswith("stamen.client.") for _, n in found)),
+    ]
+    for side, starts, other in (("server", ["server"], "stamen.client"), ("client", clients, "stamen.server")):
+        for module in sorted({m for start in starts for m in reached(start)}):
+            for line, name in modules[module]:
+                if name == other or name.startswith(other + "."):
+                    problems.append(
+                        f"{folder.relative_to(root.parent)}/{module}.py:{line} imports {name} (the "
+                        f"{side} part of {folder.name})"
+                    )
+    return problems
+
+
+def _own_modules(path: Path, package: str) -> list[tuple[int, str]]:
+    """``from stamen.algorithms.NAME import math`` in a module of that folder: the module it names."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        (node.lineno, f"{package}.{alias.name}")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == package
+        for alias in node.names
+    ]
+
+
+def _algorithm_folders(root: Path = ROOT) -> list[Path]:
+    return sorted(path.parent for path in (root / "algorithms").glob("*/__init__.py"))
+
+
+@pytest.mark.parametrize("folder", _algorithm_folders(), ids=lambda folder: folder.name)
+def test_an_algorithms_server_and_client_parts_stay_apart(folder):
+    assert _folder_violations(folder) == []
+
+
+def test_the_check_finds_a_part_reaching_the_other_side(tmp_path):
+    folder = tmp_path / "stamen" / "algorithms" / "mine"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(
+        "import torch\nfrom stamen.contract.algorithms import AlgorithmSpec\nfrom stamen.models import names\n"
+    )
+    (folder / "server.py").write_text(
+        "from stamen.server.averaging import WeightedAverage\nfrom stamen.algorithms.mine import math\n"
+    )
+    (folder / "math.py").write_text("def f():\n    from stamen.client.job import LocalJob\n")
+    (folder / "client.py").write_text(
+        "from stamen.client.job import LocalJob\nfrom stamen.algorithms.mine.math import f\n"
+    )
+    (folder / "variant.py").write_text("from stamen.client.weights import weights_record\nimport stamen.server.rows\n")
+    assert _folder_violations(folder, tmp_path / "stamen") == [
+        "stamen/algorithms/mine/__init__.py:1 imports torch (a spec reads only stamen.contract, stamen.common)",
+        "stamen/algorithms/mine/__init__.py:3 imports stamen.models.names (a spec reads only stamen.contract, "
+        "stamen.common)",
+        "stamen/algorithms/mine/math.py:2 imports stamen.client.job (the server part of mine)",
+        "stamen/algorithms/mine/variant.py:2 imports stamen.server.rows (the client part of mine)",
+    ]
+    (folder / "server.py").write_text("from stamen.algorithms import mine\n")  # the spec alone: no client import
+    assert len(_folder_violations(folder, tmp_path / "stamen")) == 3
+
+
+def test_client_and_server_never_import_an_algorithm(tmp_path):
+    """The rooms below load an algorithm's parts by the dotted paths of its spec, never by an import."""
+    root = tmp_path / "stamen"
+    (root / "server").mkdir(parents=True)
+    (root / "server" / "bad.py").write_text("from stamen.algorithms.fedavg import server\n")
+    assert _violations("server", root) == [
+        "stamen/server/bad.py:1 imports stamen.algorithms.fedavg (floor 5 from floor 4)"
+    ]
 
 
 def test_no_generic_top_level_package_is_left():

@@ -28,6 +28,8 @@ model) is the spec's ``aggregates``.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
@@ -36,6 +38,21 @@ from stamen.client.job import LocalJob
 from stamen.client.weights import load_weights, weights_record
 from stamen.contract import protocol as p
 from stamen.contract.algorithms import AlgorithmSpec, algorithm_spec
+
+Train = TypeVar("Train", bound=Callable[..., Any])
+
+
+def local_step(train: Train) -> Train:
+    """Mark a :meth:`ClientAlgorithm.train` as FedAvg's local step on the graph its model computes on (Adam over
+    ``local-epochs`` full-batch steps from the received weights, a proximal term of ``proximal_mu`` included):
+    the in-process engine may then train a round's clients together (:mod:`stamen.client.together`)."""
+    train.local_step = True  # type: ignore[attr-defined]
+    return train
+
+
+def takes_local_step(part: ClientAlgorithm) -> bool:
+    """Whether ``part``'s ``train`` is one :func:`local_step` marked (inherited or its own)."""
+    return getattr(type(part).train, "local_step", False) is True
 
 
 class ClientAlgorithm:

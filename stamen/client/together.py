@@ -11,9 +11,9 @@ bit, and the models they receive, and those they train when the run asks for the
 figures, are evaluated in one pass too (:func:`stamen.models.together.evaluate_together`).
 
 A message trains together when its client runs FedAvg's own local training (an algorithm
-whose ``train`` is :meth:`stamen.client.fedavg.FedAvgClient.train`, FedProx's proximal term
-included; no forged reply) or FedSage's, which is FedAvg's on the graph its frozen generator
-mended (:meth:`stamen.client.fedsage.FedSageClient.train`), without
+whose ``train`` is marked :func:`stamen.client.algorithms.local_step`: FedAvg's
+:meth:`stamen.client.local_step.FedAvgClient.train`, FedProx's proximal term included, no forged
+reply; or FedSage's, which is FedAvg's on the graph its frozen generator mended), without
 DP-SGD, an unlearning step other than local training (retraining and fine-tuning train
 together), secure aggregation or client-side clipping (the ClientApp's
 mods would act on it), on a CPU and with a model :func:`stamen.models.together.trains_together`
@@ -29,10 +29,8 @@ from collections.abc import Callable, Sequence
 import torch
 from flwr.app import Context, Message, MessageType
 
-from stamen.client.algorithms import ClientAlgorithm
+from stamen.client.algorithms import ClientAlgorithm, takes_local_step
 from stamen.client.clipping import clips_on_client
-from stamen.client.fedavg import FedAvgClient
-from stamen.client.fedsage import FedSageClient
 from stamen.client.handlers import (
     TrainingRound,
     begin_training,
@@ -43,6 +41,7 @@ from stamen.client.handlers import (
     training_seed,
 )
 from stamen.client.job import OPTIMIZER_STATE
+from stamen.client.local_step import FedAvgClient
 from stamen.client.secagg import aggregates_securely
 from stamen.contract import protocol as p
 from stamen.models.together import (
@@ -173,16 +172,13 @@ def _block(works: Sequence[TrainingRound]) -> ClientBlock:
     return ClientBlock([work.job.data for work in works], [computed_graph(work.model, work.job.data) for work in works])
 
 
-_TOGETHER_TRAINING = (FedAvgClient.train, FedSageClient.train)  # FedAvg's steps, on the data or on the mended graph
-
-
 def _trains_together(work: TrainingRound) -> bool:
     if work.unlearning:
         from stamen.client.unlearning import trains_locally  # unlearning modules load only when asked
 
         if not trains_locally(work.round_config):  # LAF, head repair or gradient ascent
             return False
-    return type(work.algorithm).train in _TOGETHER_TRAINING and trains_together(work.model, work.job.device)
+    return takes_local_step(work.algorithm) and trains_together(work.model, work.job.device)
 
 
 def _proximal_mu(work: TrainingRound) -> float:

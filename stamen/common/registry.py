@@ -1,7 +1,8 @@
 """One registry per kind of plug-in (algorithms, models), filled the same way for Stamen's own and a user's.
 
 A :class:`Registry` maps names to specs. Stamen's built-ins are registered through it as a
-researcher's are; a researcher's come from two places:
+researcher's are: its algorithms through the entry points of Stamen's own distribution (their
+origin reads :data:`BUILT_IN`); a researcher's come from two places:
 
 - Python, in the process that runs (``stamen.register_algorithm(spec)``): enough for the
   in-process engine, which runs every client in that process;
@@ -21,14 +22,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 from stamen.common.suggest import did_you_mean
 
 S = TypeVar("S")
 
-BUILT_IN = "stamen"  # the origin of Stamen's own entries
+BUILT_IN = "stamen"  # the origin of Stamen's own entries: the entry points of the distribution named so
 PYTHON = "python"  # the origin of an entry registered from Python in this process only
 
 
@@ -40,12 +41,15 @@ class Registry(Mapping[str, S], Generic[S]):
         group: the entry-point group its plug-ins are found in (``stamen.algorithms``).
         register: the kind's registration function, called for each spec an entry point gives
             (it checks the spec and calls :meth:`add`).
+        built_in_points: Stamen's own entries of the kind come from its entry points (the algorithms'): an
+            installation whose package metadata holds none of them says so in one line on stderr.
     """
 
-    def __init__(self, kind: str, group: str, register: Callable[..., Any]) -> None:
+    def __init__(self, kind: str, group: str, register: Callable[..., Any], *, built_in_points: bool = False) -> None:
         self.kind = kind
         self.group = group
         self._register = register
+        self._built_in_points = built_in_points
         self._entries: dict[str, S] = {}
         self._origins: dict[str, str] = {}
         self._loaded = False
@@ -68,15 +72,22 @@ class Registry(Mapping[str, S], Generic[S]):
         if self._loaded:
             return
         self._loaded = True  # first: a plug-in that reads the registry while it loads sees the built-ins
-        for point in entry_points(group=self.group):
-            where = f"entry point {point.name} ({point.dist.name if point.dist else 'unknown package'})"
+        points = sorted(entry_points(group=self.group), key=lambda point: _package(point) != BUILT_IN)
+        for point in points:  # Stamen's own first, in the order of its installed metadata (by name); then the rest
+            package = _package(point)
+            where = f"entry point {point.name} ({package or 'unknown package'})"
             try:
                 loaded = point.load()
                 for spec in loaded if isinstance(loaded, (list, tuple)) else (loaded,):
-                    self._register(spec, origin=where)
+                    self._register(spec, origin=BUILT_IN if package == BUILT_IN else where)
             except Exception as error:  # a broken plug-in is left out, named; every other plug-in and Stamen work on
                 message = str(error).splitlines()[0] if str(error) else type(error).__name__
                 sys.stderr.write(f"stamen: {self.kind} plug-in {where} is left out: {message}\n")
+        if self._built_in_points and BUILT_IN not in self._origins.values():
+            sys.stderr.write(
+                f"stamen: no {self.kind} of Stamen's own is among the installed entry points of group {self.group!r}; "
+                "install Stamen again (in a checkout: pip install -e .)\n"
+            )
 
     def __getitem__(self, name: str) -> S:
         self._load()
@@ -101,6 +112,11 @@ class Registry(Mapping[str, S], Generic[S]):
                 f"unknown {key} {name!r}; {key} must be one of: {', '.join(self)}{did_you_mean(name, self)}"
             )
         return self[name]
+
+
+def _package(point: EntryPoint) -> str:
+    """The name of the distribution an entry point comes from (empty: unknown)."""
+    return point.dist.name if point.dist is not None else ""
 
 
 class Helps(Mapping[str, str]):

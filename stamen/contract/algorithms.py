@@ -9,12 +9,14 @@ floor may not import either side, so a spec names them by dotted module path; bo
 sides load them with :mod:`importlib` only when a run asks for the algorithm.
 
 What the run config, its validation, ``stamen config``, ``--help`` choices and the
-docs know about an algorithm comes from its spec here, never from a second list:
+docs know about an algorithm comes from its spec (``stamen/algorithms/<name>/__init__.py`` for Stamen's own),
+never from a second list:
 
 - ``aggregates``: the server keeps a global model (clients evaluate the model they
   receive; the run reports it). ``False``: every client keeps its own model.
 - ``privacy``: the ``privacy`` modes the algorithm admits (``none`` always).
-- ``options``: the run-config keys only this algorithm reads.
+- ``options``: the run-config keys this algorithm reads besides the core ones: another algorithm's that it shares
+  (fedyogi reads the ``fedopt-*`` keys fedadam declares); its own ``keys`` join them when it is registered.
 - ``resumable``: ``resume-from`` can continue its run exactly (the server's state
   between rounds is the checkpoint: the weights and the client sampler).
 - ``averages``: the server's aggregate is the clients' weights averaged by training
@@ -41,34 +43,30 @@ docs know about an algorithm comes from its spec here, never from a second list:
   they take part in validation, ``stamen config``, sweeps, tune and every engine as the built-in keys do, and
   :meth:`stamen.contract.run_config.RunConfig.option` reads them.
 
-Every algorithm enters :data:`ALGORITHMS` through :func:`register_algorithm`: Stamen's own below, a
-researcher's from Python or from a package's ``stamen.algorithms`` entry points (:mod:`stamen.common.registry`).
-Adding an algorithm: its server module, its client module (or an existing one) and its spec.
+- ``section``: the section of ``stamen config`` its keys are listed in (default: one named after the algorithm,
+  after every built-in section); algorithms that share keys share a section, declared by the first of them.
+- ``check``: a rule between run-config keys that only this algorithm has (fedsage+'s schedule against the
+  rounds), called after the keys' own checks with the run config; ValueError in one line.
+
+Every algorithm enters :data:`ALGORITHMS` through :func:`register_algorithm`, Stamen's own as a researcher's:
+from a package's ``stamen.algorithms`` entry points (Stamen's in its ``pyproject.toml``, one line per algorithm,
+each naming the ``SPEC`` in its folder ``stamen/algorithms/<name>/``) or from Python (:mod:`stamen.common.registry`).
+Adding an algorithm: its folder (spec, server part, client part, math) and its entry-point line.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from stamen.common.registry import BUILT_IN, PYTHON, Registry
-from stamen.contract.keys import Key
+from stamen.common.registry import PYTHON, Registry
+from stamen.contract.keys import Key, Section
 
-
-class FedSageSchedule(StrEnum):
-    """When fedsage+'s federated generator steps happen (``fedsage-schedule``; :mod:`stamen.server.fedsage`)."""
-
-    PAPER = "paper"  # step t just before classifier round t, for t <= fedsage-gen-rounds (the reference's)
-    PRETRAIN = "pretrain"  # all steps before the classifier's first round (Stamen's earlier schedule)
-
-
-FEDSAGE_SCHEDULES = {
-    FedSageSchedule.PAPER.value: "generator step t before classifier round t, for the first fedsage-gen-rounds "
-    "rounds (as the reference code)",
-    FedSageSchedule.PRETRAIN.value: "every generator step before the classifier's first round",
-}
+if TYPE_CHECKING:
+    from stamen.contract.run_config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -92,6 +90,8 @@ class AlgorithmSpec:
     equals: str = ""
     equals_when: tuple[tuple[str, bool | int | float | str, str], ...] = ()
     keys: tuple[Key, ...] = ()
+    section: Section | None = None
+    check: Callable[[RunConfig], None] | None = None
 
     def least_replies(self, malicious: int) -> int:
         """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
@@ -102,259 +102,7 @@ class AlgorithmSpec:
         return privacy in self.privacy
 
 
-_FEDLOG_OPTIONS = tuple(
-    f"fedlog-{name}"
-    for name in (
-        "lr", "hidden", "embedding", "batch-size", "num-proto", "gamma", "beta-metric", "beta-norm", "beta-cd",
-        "lambda-step", "lambda-threshold", "warmup-epochs", "warmup-patience", "generator-epochs", "generator-hidden",
-    )
-)  # fmt: skip
-
-_FEDSAGE_OPTIONS = tuple(f"fedsage-{n}" for n in ("hidden-portion", "max-pred", "gen-epochs", "gen-hidden", "gen-lr"))
-_FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "proxy-graphs", "l1", "prune", "loc-l2"))
-_FEDGTA_OPTIONS = tuple(f"fedgta-{n}" for n in ("prop-steps", "lp-alpha", "temperature", "moments", "accept"))
-_FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
-_GCFL_OPTIONS = tuple(f"gcfl-{n}" for n in ("eps1", "eps2", "warmup-rounds", "sequence-length"))
-_FEDSTAR_OPTIONS = ("fedstar-rw-length", "fedstar-degree-length")
 GRAPH_FL_TASK = "graph-classification"  # the task of the graph-FL methods (stamen.contract.tasks names it too)
-
-_BUILT_INS = (
-    AlgorithmSpec(
-        "fedavg",
-        "FedAvg, the clients' weights averaged by training nodes",
-        "stamen.server.fedavg",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd", "client-dp"),
-        averages=True,
-        unlearnable=True,
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "fedprox",
-        "FedProx, FedAvg with a proximal term around the global model",
-        "stamen.server.fedprox",
-        "stamen.client.fedprox",
-        privacy=("none", "client-dp"),
-        options=("proximal-mu",),
-        averages=True,
-        unlearnable=True,
-        any_task=True,
-        equals="fedavg",
-        equals_when=(
-            ("proximal-mu", 0.0, "its proximal term is zero"),
-            (
-                "local-epochs",
-                1,
-                "the proximal term's gradient is zero at the received weights, where the only local step is taken",
-            ),
-        ),
-    ),
-    AlgorithmSpec(
-        "local",
-        "no aggregation, each client trains alone",
-        "stamen.server.local",
-        "stamen.client.local",
-        aggregates=False,
-        privacy=("none", "dp-sgd"),
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "fedlog",
-        "FedLoG, prototype branches and global synthetic nodes (docs/algorithms.md)",
-        "stamen.server.fedlog",
-        "stamen.client.fedlog",
-        options=_FEDLOG_OPTIONS,
-    ),
-    AlgorithmSpec(
-        "fedavgm",
-        "FedAvgM, FedAvg with server momentum (Flower's FedAvgM)",
-        "stamen.server.fedavgm",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=("server-momentum", "server-learning-rate"),
-        resumable=False,
-        averages=True,
-        unlearnable=True,
-        any_task=True,
-    ),
-    # graph FL: FedSage (local NeighGen), FED-PUB, FedGTA
-    AlgorithmSpec(
-        "fedsage-local",
-        "FedSage with local NeighGen: classifier FedAvg on subgraphs mended with generated neighbours "
-        "(Zhang et al. 2021; use model='sage')",
-        "stamen.server.fedsage",
-        "stamen.client.fedsage",
-        options=_FEDSAGE_OPTIONS,
-        resumable=False,
-    ),
-    AlgorithmSpec(
-        "fedsage+",
-        "FedSage+: fedsage-local whose generators also learn from the other clients' subgraphs "
-        "(cross-client feature matching; Zhang et al. 2021; use model='sage')",
-        "stamen.server.fedsage:make_plus_strategy",
-        "stamen.client.fedsage:PLUS_PART",
-        options=(*_FEDSAGE_OPTIONS, "fedsage-gen-rounds", "fedsage-cross-weight", "fedsage-schedule"),
-        resumable=False,
-    ),
-    AlgorithmSpec(
-        "fedpub",
-        "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)",
-        "stamen.server.fedpub",
-        "stamen.client.fedpub",
-        options=_FEDPUB_OPTIONS,
-        resumable=False,
-    ),
-    AlgorithmSpec(
-        "fedgta",
-        "FedGTA, personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)",
-        "stamen.server.fedgta",
-        "stamen.client.fedgta",
-        options=_FEDGTA_OPTIONS,
-        resumable=False,
-    ),
-    # personalised FL: the personal parts live in the clients' state, outside the checkpoint: not resumable
-    AlgorithmSpec(
-        "fedper",
-        "FedPer, the encoder averaged, each client's head kept local",
-        "stamen.server.shared_encoder",
-        "stamen.client.fedper",
-        resumable=False,
-        shares_encoder=True,
-    ),
-    AlgorithmSpec(
-        "fedrep",
-        "FedRep, local head trained first, then the shared encoder (averaged)",
-        "stamen.server.shared_encoder",
-        "stamen.client.fedrep",
-        options=("rep-head-epochs",),
-        resumable=False,
-        shares_encoder=True,
-    ),
-    AlgorithmSpec(
-        "ditto",
-        "Ditto, FedAvg plus a personal model held near the global one",
-        "stamen.server.fedavg",
-        "stamen.client.ditto",
-        options=("ditto-lambda", "ditto-personal-epochs"),
-        resumable=False,
-    ),
-    AlgorithmSpec(
-        "fedproto",
-        "FedProto, class prototypes shared instead of weights",
-        "stamen.server.fedproto",
-        "stamen.client.fedproto",
-        options=("fedproto-lambda",),
-        resumable=False,
-    ),
-    # graph-FL over clients holding graph sets: the cluster assignment and the personal parts are server
-    # and client state outside the checkpoint: not resumable
-    AlgorithmSpec(
-        "gcfl",
-        "GCFL, clusters of clients split by their updates' similarity, one model per cluster (Xie et al. 2021; "
-        "gcfl-sequence-length > 0: GCFL+, by DTW over update-norm sequences)",
-        "stamen.server.gcfl",
-        "stamen.client.fedavg",
-        options=_GCFL_OPTIONS,
-        resumable=False,
-        task=GRAPH_FL_TASK,
-    ),
-    AlgorithmSpec(
-        "fedstar",
-        "FedStar, a structure encoder over random-walk and degree embeddings shared, the feature encoder "
-        "and head local (Tan et al. 2023)",
-        "stamen.server.fedavg",
-        "stamen.client.fedstar",
-        options=_FEDSTAR_OPTIONS,
-        resumable=False,
-        task=GRAPH_FL_TASK,
-    ),
-    # Flower's strategies as algorithms (stamen/server/fedopt.py, stamen/server/median.py, stamen/server/krum.py)
-    AlgorithmSpec(
-        "fedadam",
-        "FedAdam, Adam steps on the server over the averaged update (Flower's FedAdam)",
-        "stamen.server.fedopt:make_fedadam",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=_FEDOPT_OPTIONS,
-        resumable=False,
-        unlearnable=True,
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "fedyogi",
-        "FedYogi, Yogi steps on the server over the averaged update (Flower's FedYogi)",
-        "stamen.server.fedopt:make_fedyogi",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=_FEDOPT_OPTIONS,
-        resumable=False,
-        unlearnable=True,
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "fedadagrad",
-        "FedAdagrad, Adagrad steps on the server over the averaged update (Flower's FedAdagrad)",
-        "stamen.server.fedopt:make_fedadagrad",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=("fedopt-eta", "fedopt-tau"),
-        resumable=False,
-        unlearnable=True,
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "fedmedian",
-        "coordinate-wise median of the clients' weights (Flower's FedMedian)",
-        "stamen.server.median:make_median",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        unlearnable=True,
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "fedtrimmedavg",
-        "coordinate-wise trimmed mean of the clients' weights (Flower's FedTrimmedAvg)",
-        "stamen.server.median:make_trimmed_mean",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=("trimmed-beta",),
-        unlearnable=True,
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "krum",
-        "Krum, the one reply closest to its neighbours (Flower's Krum)",
-        "stamen.server.krum:make_krum",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=("num-malicious-nodes",),
-        unlearnable=True,
-        least_clients=(2, 3),
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "multikrum",
-        "Multi-Krum, the average of the replies Krum scores best (Flower's MultiKrum)",
-        "stamen.server.krum:make_multikrum",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=("num-malicious-nodes", "num-nodes-to-select"),
-        unlearnable=True,
-        least_clients=(2, 3),
-        any_task=True,
-    ),
-    AlgorithmSpec(
-        "bulyan",
-        "Bulyan, Krum selection then a trimmed mean around the median (Flower's Bulyan)",
-        "stamen.server.krum:make_bulyan",
-        "stamen.client.fedavg",
-        privacy=("none", "dp-sgd"),
-        options=("num-malicious-nodes",),
-        unlearnable=True,
-        least_clients=(4, 3),
-        any_task=True,
-    ),
-)
 
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9+._-]*")
@@ -375,7 +123,8 @@ def register_algorithm(spec: AlgorithmSpec, *, origin: str = PYTHON) -> Algorith
     for part, path in (("server", spec.server), ("client", spec.client)):
         if not _PART.fullmatch(path):
             raise ValueError(f"algorithm {spec.name!r}: {part} must name a module or module:attribute, got {path!r}")
-    keys = tuple(dataclasses.replace(key, section=spec.name) for key in spec.keys)
+    section = spec.section.name if spec.section is not None else spec.name
+    keys = tuple(dataclasses.replace(key, section=section) for key in spec.keys)
     if keys:
         _check_keys(spec.name, keys)
     options = (*spec.options, *(key.name for key in keys if key.name not in spec.options))
@@ -400,9 +149,9 @@ def _check_keys(name: str, keys: tuple[Key, ...]) -> None:
         seen.add(key.name)
 
 
-ALGORITHMS: Registry[AlgorithmSpec] = Registry("algorithm", "stamen.algorithms", register_algorithm)
-for _spec in _BUILT_INS:
-    register_algorithm(_spec, origin=BUILT_IN)
+ALGORITHMS: Registry[AlgorithmSpec] = Registry(
+    "algorithm", "stamen.algorithms", register_algorithm, built_in_points=True
+)
 
 
 def algorithm_spec(name: str) -> AlgorithmSpec:
@@ -423,3 +172,14 @@ def averaging() -> tuple[str, ...]:
 def plugin_keys() -> dict[str, Key]:
     """The run-config keys the registered algorithms declare themselves (:attr:`AlgorithmSpec.keys`), by name."""
     return {key.name: key for spec in ALGORITHMS.values() for key in spec.keys}
+
+
+def algorithm_sections() -> list[tuple[Section, str]]:
+    """The sections of the algorithms' keys, each once in registry order (its first declaring algorithm's),
+    with that algorithm's name: a spec's ``section``, or for a spec without one a section named after it."""
+    sections: dict[str, tuple[Section, str]] = {}
+    for name, spec in ALGORITHMS.items():
+        if spec.keys:
+            section = spec.section if spec.section is not None else Section(name, "")
+            sections.setdefault(section.name, (section, name))
+    return list(sections.values())

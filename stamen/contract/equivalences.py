@@ -4,7 +4,7 @@ A comparison of FedProx and FedAvg at ``local-epochs=1`` shows two equal columns
 term :math:`\\frac{\\mu}{2}\\lVert w - w_t\\rVert^2` has the gradient :math:`\\mu (w - w_t)`, which is zero
 at the received weights :math:`w = w_t`, where a client's only local step is taken; with
 ``proximal-mu=0`` it is zero everywhere. GCFL that never splits keeps one cluster, whose aggregate is
-FedAvg's to the bit (:mod:`stamen.server.gcfl`). Nothing says so in the numbers themselves, so
+FedAvg's to the bit (:mod:`stamen.algorithms.gcfl.server`). Nothing says so in the numbers themselves, so
 :func:`config_notes` (from the run config, before the run) and :func:`run_notes` (from its rows, after)
 give the line that does; a run's ``summary.json`` keeps them under ``notes``, and ``stamen run``,
 ``stamen sweep`` and ``stamen compare`` print each once.
@@ -24,7 +24,7 @@ def config_notes(config: RunConfig) -> list[str]:
     """What ``config``'s algorithm equals under its settings, from its spec's ``equals_when`` (empty: nothing)."""
     spec = ALGORITHMS[config.algorithm]
     for key, value, why in spec.equals_when:
-        if getattr(config, key.replace("-", "_")) == value:
+        if config.option(key) == value:
             shown = f"{value:g}" if isinstance(value, float) else value
             return [f"{spec.name} with {key}={shown} is {spec.equals}: {why}"]
     return []

@@ -156,10 +156,15 @@ class Key:
 
 @dataclass(frozen=True)
 class Section:
-    """A feature's group of keys; :meth:`key` declares one of its dataclass fields."""
+    """A feature's group of keys; :meth:`key` declares one of its dataclass fields.
+
+    ``after``: an algorithm's section (:attr:`stamen.contract.algorithms.AlgorithmSpec.section`) is listed after the
+    core section of this name in ``stamen config`` (empty: after every core section).
+    """
 
     name: str
     help: str
+    after: str = ""
 
     def key(
         self,

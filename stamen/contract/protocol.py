@@ -113,58 +113,6 @@ UNLEARN_TRAIN_KEYS = (UNLEARN_RETRAIN, UNLEARN_LAF, UNLEARN_REPAIR, UNLEARN_ASCE
 # Rounds of these keys have no training loss: the clients report TRAIN_LOSS as NaN (not a divergence).
 UNLEARN_NO_LOSS = (UNLEARN_REPAIR, UNLEARN_ASCENT)
 
-# FedLoG (stamen/client/fedlog.py, stamen/server/fedlog.py). Client -> server, every round:
-FEDLOG_UPLOAD = "fedlog-upload"  # ArrayRecord: the head-branch synthetic features and class proportions
-SYNTHETIC_HEAD = "synthetic-head"  # (classes * num-proto, features), class-major
-CLASS_PROPORTIONS = "class-proportions"  # (classes,): the client's share of training nodes per class
-# Client -> server, first round only: the pretrained neighbour generator.
-FEDLOG_GENERATOR = "fedlog-generator"  # ArrayRecord: the generator's state dict
-# Server -> client, from the second round on:
-FEDLOG_GLOBAL = "fedlog-global"  # ArrayRecord: the condensed global synthetic nodes
-GLOBAL_FEATURES = "features"  # (classes * num-proto, features), class-major
-GLOBAL_LABELS = "labels"  # (classes * num-proto,)
-FEDLOG_GENERATORS = "fedlog-generators"  # ArrayRecord: f"{class}.{name}": the per-class generators' weights
-
-# Graph FL algorithms with personalised aggregates (stamen/server/personalised.py). Client -> server, every round:
-FEDPUB_UPLOAD = "fedpub-upload"  # ArrayRecord (stamen/client/fedpub.py -> stamen/server/fedpub.py)
-FUNCTIONAL_EMBEDDING = "functional-embedding"  # (hidden,): the model's mean output on the seeded proxy graph
-FEDGTA_UPLOAD = "fedgta-upload"  # ArrayRecord (stamen/client/fedgta.py -> stamen/server/fedgta.py)
-LABEL_MOMENTS = "label-moments"  # (2 * moments * classes,): mixed moments of the propagated labels
-SMOOTHING_CONFIDENCE = "smoothing-confidence"  # (1,): the local smoothing confidence
-# FedSage+ (stamen/client/fedsage.py <-> stamen/server/fedsage.py): the generator phase before the classifier's rounds,
-# ``fedsage-gen-rounds`` federated generator steps as query messages (QUERY in CONFIG names the kind; the
-# math and the four hops of a step: stamen/models/fedsage.py). Every reply also carries METRICS with the client's
-# PARTITION_ID, which names it in the records the server forwards.
-FEDSAGE_START_QUERY = "fedsage-gen-start"  # build the generator, reply the first step's request
-FEDSAGE_CROSS_QUERY = "fedsage-gen-cross"  # request: FEDSAGE_REQUESTS; reply: FEDSAGE_GRADIENTS for every other client
-FEDSAGE_STEP_QUERY = "fedsage-gen-step"  # request: FEDSAGE_GRADIENTS summed; reply: the next step's FEDSAGE_REQUEST
-FEDSAGE_QUERIES = (FEDSAGE_START_QUERY, FEDSAGE_CROSS_QUERY, FEDSAGE_STEP_QUERY)
-FEDSAGE_STEP = "fedsage-gen-step-index"  # CONFIG: the step (1..rounds) a message belongs to
-FEDSAGE_LAST = "fedsage-gen-last"  # CONFIG (STEP_QUERY): true on the last step: keep the generator, request nothing
-# ArrayRecord (client -> server): FEDSAGE_INPUT, FEDSAGE_SLOTS, f"{FEDSAGE_HEAD}{name}" fGen weights and the
-# last layer's Gram matrices (stamen.models.fedsage_cross.request_gram)
-FEDSAGE_REQUEST = "fedsage-gen-request"
-FEDSAGE_INPUT = "input"  # (m, hidden): fGen's input h_v = z_v + eps_v of the nodes with a local target
-FEDSAGE_SLOTS = "slots"  # (m,): k_v, slots per node that the cross term matches
-FEDSAGE_HEAD = "head."  # prefix of fGen's weights
-# ArrayRecord (server -> client j): f"{partition}/{key}" of each FEDSAGE_REQUEST but j's
-FEDSAGE_REQUESTS = "fedsage-gen-requests"
-# ArrayRecord: j's reply f"{partition}/{name}", the parts of the gradient (stamen.models.fedsage_cross.cross_parts);
-# to client i: f"{name}" summed over j, but the parts named in FEDSAGE_CONCATENATED, concatenated (a sparse
-# matrix's rows and their values: their sum is the sum of the rows)
-FEDSAGE_GRADIENTS = "fedsage-gen-gradients"
-FEDSAGE_CONCATENATED = ("rows", "row-values")  # stamen.models.fedsage_cross.ROWS, ROW_VALUES
-FEDSAGE_LOSS_D = "gen-loss-d"  # METRICS: the local degree loss of the step's forward pass
-FEDSAGE_LOSS_F = "gen-loss-f"  # METRICS: the local feature-matching loss
-FEDSAGE_CROSS_LOSS = "gen-cross-loss"  # METRICS (CROSS_QUERY reply): sum over the other clients of L_f^{i,j}
-
-# FedProto (stamen/client/fedproto.py, stamen/server/fedproto.py): prototypes instead of weights.
-# Client -> server, every round:
-FEDPROTO_UPLOAD = "fedproto-upload"  # ArrayRecord: the client's class prototypes and class counts
-# Server -> client, from the second round on (and with the final evaluation):
-FEDPROTO_GLOBAL = "fedproto-global"  # ArrayRecord: the global prototypes and their class counts
-PROTOTYPES = "prototypes"  # (classes, embedding): mean embedding per class; zero rows where the count is 0
-PROTOTYPE_COUNTS = "class-counts"  # (classes,): training nodes behind each prototype
 
 # Secure aggregation (stamen/client/secagg.py -> stamen/server/secagg.py), in a training reply besides Flower's
 # SecAgg+ records: the names and dtypes of the masked weights, in the order they were masked.

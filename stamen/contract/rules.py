@@ -13,8 +13,8 @@
   that aggregates (:mod:`stamen.client.attacks`).
 - ``local-eval=false``: only on an algorithm that aggregates (its figures are then the global
   model's; a personalised algorithm's figures are its clients' models).
-- ``fedsage-schedule='paper'`` (fedsage+): ``fedsage-gen-rounds <= num-server-rounds`` (one
-  generator step per round).
+- an algorithm's own rule, its spec's ``check`` (fedsage+: ``fedsage-schedule='paper'`` needs
+  ``fedsage-gen-rounds <= num-server-rounds``, one generator step per round).
 - ``secure-aggregation``: only with an algorithm whose spec ``averages`` (the server
   gets a weighted sum, nothing else), not with ``client-dp`` (its server-side clipping
   and noise need each update in the clear; DP-SGD on top is distributed DP), not with
@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stamen.common.suggest import one_of
-from stamen.contract.algorithms import ALGORITHMS, FedSageSchedule, admitting, averaging
+from stamen.contract.algorithms import ALGORITHMS, admitting, averaging
 from stamen.contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, check_task
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from stamen.models.names import check_decoupled, encoder_has_weights
@@ -80,16 +80,8 @@ def check_rules(config: RunConfig) -> None:
         )
     if config.secure_aggregation:
         _check_secure_aggregation(config)
-    if (
-        "fedsage-schedule" in spec.options  # the algorithm reads the schedule (fedsage+)
-        and config.fedsage_schedule == FedSageSchedule.PAPER
-        and config.fedsage_gen_rounds > config.num_server_rounds
-    ):
-        raise ValueError(
-            f"fedsage-schedule='paper' takes one generator step in each of the first fedsage-gen-rounds rounds, "
-            f"and fedsage-gen-rounds={config.fedsage_gen_rounds} > num-server-rounds={config.num_server_rounds}; "
-            "lower fedsage-gen-rounds, or use fedsage-schedule='pretrain'"
-        )
+    if spec.check is not None:  # the algorithm's own rule (fedsage+'s schedule against the rounds)
+        spec.check(config)
     if not config.resume_from:
         return
     if config.privacy != "none":

@@ -2,16 +2,18 @@
 
 Flower hands both apps the run config as a flat ``{key: value}`` mapping (the
 ``[tool.flwr.app.config]`` table of ``pyproject.toml`` with the user's overrides).
-Every key is declared below, once, in its feature's section, with its type (the
+Every key every run reads is declared below, once, in its feature's section, with its type (the
 annotation), default, constraint (range, choices from a registry, or shape) and one
-line of help (:mod:`stamen.contract.keys`). :meth:`RunConfig.from_flower` is THE validation
+line of help (:mod:`stamen.contract.keys`); an algorithm's own keys are declared the same way in its
+spec (:attr:`stamen.contract.algorithms.AlgorithmSpec.keys`, in ``stamen/algorithms/<name>/``) and read
+with :meth:`RunConfig.option`. :meth:`RunConfig.from_flower` is THE validation
 of a run config: unknown keys (with a suggestion), types, each key's constraint and the
 rules between keys (:mod:`stamen.contract.rules`), each failure one line. ``stamen run``'s
 preflight, the ServerApp of a plain ``flwr run``, the ClientApp and the benches all
 call it, so a mistake fails before any training. It gives a frozen object whose
-attribute names are the keys with ``-`` turned into ``_``. The defaults equal those in
-``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the reference's key
-table are printed from this declaration.
+attribute names are the core keys with ``-`` turned into ``_``. The defaults, the algorithms' too, equal those
+in ``pyproject.toml`` (a test keeps them equal); ``stamen config`` and the reference's key
+table are printed from these declarations.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from stamen.common.registry import Helps
 from stamen.common.suggest import did_you_mean
-from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES, plugin_keys
+from stamen.contract.algorithms import ALGORITHMS, plugin_keys
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
 from stamen.contract.run_mapping import kebab_values
@@ -52,33 +54,12 @@ ATTACKS = {
     "gaussian": "send global + N(0, attack-std^2) per weight, whatever was learnt",
 }
 
-# The server step eta and adaptivity tau of each FedOpt algorithm where fedopt-eta / fedopt-tau are 0 (their
-# defaults). Flower's (eta 0.1 FedAdam and FedAdagrad, 0.01 FedYogi; tau 1e-3; beta_1 0.9) made FedAdam diverge on
-# Cora and csbm and FedYogi on Cora. The cause was the first moment: a pseudo-gradient is the step to where the
-# clients' training went, and beta_1 = 0.9 averages ten of them, so the model overshoots and rings (FedAdagrad, whose
-# beta_1 is 0, never did). With beta_1 = 0 (fedopt-beta-1's default) and eta = tau = 0.1 FedAdam and FedYogi held on
-# Cora and csbm over three seeds (benchmarks/tuning.md); FedAdagrad keeps Flower's, its best in the studies.
-FEDOPT_DEFAULTS: dict[str, tuple[float, float]] = {
-    "fedadam": (0.1, 0.1),
-    "fedyogi": (0.1, 0.1),
-    "fedadagrad": (0.1, 1e-3),
-}
 
 TRAINING = Section("training", "what to train, for how long")
 DATA = Section("data", "the graph, its partition into clients, the splits")
 SETTINGS = Section("settings", "evaluation settings of local generalization (stamen/graphs/settings.py)")
 MODEL = Section("model", "the GNN every client trains")
 LOCAL = Section("local", "local training on each client")
-FEDPROX = Section("fedprox", "FedProx's options (algorithm='fedprox')")
-FEDAVGM = Section("fedavgm", "FedAvgM's options (algorithm='fedavgm', Flower's FedAvgM)")
-FEDLOG = Section("fedlog", "FedLoG's options (algorithm='fedlog'); local-epochs and weight-decay are shared")
-FEDSAGE = Section(
-    "fedsage", "FedSage's options (algorithm='fedsage-local', 'fedsage+'): its missing-neighbour generator"
-)
-FEDPUB = Section("fedpub", "FED-PUB's options (algorithm='fedpub')")
-FEDGTA = Section("fedgta", "FedGTA's options (algorithm='fedgta')")
-FEDOPT = Section("fedopt", "server-side adaptive optimisers (algorithm='fedadam', 'fedyogi', 'fedadagrad')")
-ROBUST = Section("robust", "robust aggregation (algorithm='fedtrimmedavg', 'krum', 'multikrum', 'bulyan')")
 ATTACK = Section("attack", "malicious clients, to test robust aggregation (stamen/client/attacks.py; empty: none)")
 CERTIFY = Section("certify", "federated label-flip certificates after training (empty budgets: off)")
 UNLEARN = Section("unlearn", "federated unlearning after training (empty request: off)")
@@ -86,10 +67,8 @@ FEDERATION = Section("federation", "client sampling and time-outs")
 OUTPUTS = Section("outputs", "where the run's results go")
 PRIVACY_SECTION = Section("privacy", "differential privacy (docs/privacy.md)")
 RESUME = Section("resume", "deployment: continue a run from its checkpoint")
-PERSONAL = Section("personal", "personalised FL's options (algorithm='fedrep', 'ditto', 'fedproto')")
 LINK = Section("link", "link prediction's options (task='link-prediction', stamen/contract/tasks.py)")
 GRAPHS = Section("graphs", "graph classification's options (task='graph-classification', stamen/contract/tasks.py)")
-GRAPH_FL = Section("graphfl", "graph-FL methods' options (algorithm='gcfl', 'fedstar'; task='graph-classification')")
 
 
 @dataclass(frozen=True)
@@ -149,7 +128,6 @@ class RunConfig:
     local_epochs: int = LOCAL.key(1, "full-batch local steps per round", bound=ge(1))
     lr: float = LOCAL.key(0.01, "Adam's learning rate", bound=gt(0))
     weight_decay: float = LOCAL.key(5e-4, "Adam's weight decay", bound=ge(0))
-    proximal_mu: float = FEDPROX.key(0.01, "FedProx's proximal strength", bound=ge(0))
     keep_optimizer_state: bool = LOCAL.key(True, "each client keeps its Adam moments across rounds")
     local_eval: bool = LOCAL.key(
         True,
@@ -157,84 +135,7 @@ class RunConfig:
         "global model only, on an algorithm that aggregates",
     )
     device: str = LOCAL.key("auto", "auto: a visible GPU, else the CPU", form=DEVICE)
-    # FedAvgM's defaults as tuned by `stamen tune` on Cora and csbm (benchmarks/tuning.md): Hsu et al.'s 0.9 with a
-    # server learning rate of 1 (an effective step of 10 averaged updates) diverged on both
-    server_momentum: float = FEDAVGM.key(
-        0.5, "server momentum beta (0.0, Flower's default, is plain FedAvg)", bound=within(0, 1, "[)")
-    )
-    server_learning_rate: float = FEDAVGM.key(0.3, "server learning rate on the averaged update", bound=gt(0))
-    fedlog_lr: float = FEDLOG.key(0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0))
-    fedlog_hidden: int = FEDLOG.key(128, "GraphSAGE hidden width", bound=ge(1))
-    fedlog_embedding: int = FEDLOG.key(64, "embedding width", bound=ge(1))
-    fedlog_batch_size: int = FEDLOG.key(64, "mini-batch of training nodes", bound=ge(1))
-    fedlog_num_proto: int = FEDLOG.key(20, "synthetic nodes per class and branch", bound=ge(1))
-    fedlog_gamma: float = FEDLOG.key(3.0, "degree gate sigmoid(degree - (gamma + 1))")
-    fedlog_beta_metric: float = FEDLOG.key(1.0, "loss weight of the prototype loss", bound=ge(0))
-    fedlog_beta_norm: float = FEDLOG.key(1.0, "loss weight of the synthetic-feature norm", bound=ge(0))
-    fedlog_beta_cd: float = FEDLOG.key(1.0, "loss weight on the global synthetic data (0: the ablation)", bound=ge(0))
-    fedlog_lambda_step: float = FEDLOG.key(0.001, "adaptive feature scaling: lambda's step", bound=ge(0))
-    fedlog_lambda_threshold: float = FEDLOG.key(
-        0.8, "lambda moves up where accuracy on a class's synthetic nodes exceeds this", bound=within(0, 1)
-    )
-    fedlog_warmup_epochs: int = FEDLOG.key(100, "first participation: cross-entropy warm-up epochs", bound=ge(0))
-    fedlog_warmup_patience: int = FEDLOG.key(10, "warm-up early stopping on validation: patience", bound=ge(0))
-    fedlog_generator_epochs: int = FEDLOG.key(100, "neighbour generator's pretraining epochs", bound=ge(0))
-    fedlog_generator_hidden: int = FEDLOG.key(256, "neighbour generator's hidden width", bound=ge(1))
-    fedsage_hidden_portion: float = FEDSAGE.key(
-        0.5, "share of a client's nodes hidden to train its generator", bound=within(0, 1, "()")
-    )
-    fedsage_max_pred: int = FEDSAGE.key(5, "most neighbours generated per node", bound=ge(1))
-    fedsage_gen_epochs: int = FEDSAGE.key(100, "generator's training epochs (first participation)", bound=ge(0))
-    fedsage_gen_hidden: int = FEDSAGE.key(64, "generator's hidden width", bound=ge(1))
-    fedsage_gen_lr: float = FEDSAGE.key(0.01, "generator's Adam step", bound=gt(0))
-    fedsage_gen_rounds: int = FEDSAGE.key(
-        10, "fedsage+: federated generator steps (0: local NeighGen); when: fedsage-schedule", bound=ge(0)
-    )
-    fedsage_schedule: str = FEDSAGE.key("paper", "fedsage+: when the generator steps happen", choices=FEDSAGE_SCHEDULES)
-    fedsage_cross_weight: float = FEDSAGE.key(
-        1.0, "fedsage+: weight alpha of the cross-client feature-matching loss (0: local NeighGen)", bound=ge(0)
-    )
-    fedpub_tau: float = FEDPUB.key(10.0, "scale of the similarities in the aggregation softmax", bound=ge(0))
-    fedpub_proxy_nodes: int = FEDPUB.key(100, "nodes of each random graph of the seeded proxy", bound=ge(1))
-    fedpub_proxy_graphs: int = FEDPUB.key(5, "disjoint random graphs (p=0.1) making the proxy", bound=ge(1))
-    fedpub_l1: float = FEDPUB.key(
-        0.0, "weight of the masks' L1 norm in the loss (0: the authors' code, where it has no gradient)", bound=ge(0)
-    )
-    fedpub_prune: float = FEDPUB.key(0.001, "mask entries below it count as zero in evaluation", bound=ge(0))
-    fedpub_loc_l2: float = FEDPUB.key(
-        0.0, "weight of the distance to the received aggregate (0: the authors' code, as fedpub-l1)", bound=ge(0)
-    )
-    fedgta_prop_steps: int = FEDGTA.key(5, "label propagation steps", bound=ge(1))
-    fedgta_lp_alpha: float = FEDGTA.key(0.5, "label propagation's alpha", bound=within(0, 1))
-    fedgta_temperature: float = FEDGTA.key(20.0, "softmax temperature of the confidence", bound=gt(0))
-    fedgta_moments: int = FEDGTA.key(10, "moment orders (raw and central each)", bound=ge(1))
-    fedgta_accept: float = FEDGTA.key(
-        0.5, "moment cosine similarity above which a client joins another's average", bound=within(-1, 1)
-    )
-    # Flower's strategies as algorithms, and attacks on them
-    # (stamen/server/fedopt.py, median.py, krum.py; stamen/client/attacks.py)
-    fedopt_eta: float = FEDOPT.key(
-        0.0, "server step eta; 0: the algorithm's default (0.1 FedAdam, FedYogi, FedAdagrad)", bound=ge(0)
-    )
-    fedopt_beta_1: float = FEDOPT.key(
-        0.0, "first-moment decay (FedAdam, FedYogi; Flower's 0.9 made both diverge on Cora)", bound=within(0, 1, "[)")
-    )
-    fedopt_beta_2: float = FEDOPT.key(0.99, "second-moment decay (FedAdam, FedYogi)", bound=within(0, 1, "[)"))
-    fedopt_tau: float = FEDOPT.key(
-        0.0,
-        "adaptivity tau added to the root of the second moment; 0: the algorithm's default (0.1 FedAdam, FedYogi; "
-        "0.001 FedAdagrad)",
-        bound=ge(0),
-    )
-    trimmed_beta: float = ROBUST.key(
-        0.2, "fedtrimmedavg: share of clients dropped at each end, per coordinate", bound=within(0, 0.5, "[)")
-    )
-    num_malicious_nodes: int = ROBUST.key(
-        1, "krum, multikrum, bulyan: f, the malicious clients to tolerate (Flower's default 0)", bound=ge(0)
-    )
-    num_nodes_to_select: int = ROBUST.key(
-        0, "multikrum: replies averaged (0: all but num-malicious-nodes; Flower's default 1)", bound=ge(0)
-    )
+    # attacks on robust aggregation (stamen/client/attacks.py)
     malicious_clients: str = ATTACK.key(
         "", "malicious clients: a count N (chosen by the seed) or partition ids '0,3' (one id: '3,')", form=MALICIOUS
     )
@@ -311,12 +212,6 @@ class RunConfig:
     resume_from: str = RESUME.key(
         "", "a run directory (or a file in it) whose checkpoint the run continues (docs/runs.md)"
     )
-    rep_head_epochs: int = PERSONAL.key(10, "fedrep: steps on the local head (encoder frozen) per round", bound=ge(0))
-    ditto_lambda: float = PERSONAL.key(1.0, "ditto: pull of the personal model to the global one", bound=ge(0))
-    ditto_personal_epochs: int = PERSONAL.key(1, "ditto: full-batch steps on the personal model per round", bound=ge(1))
-    fedproto_lambda: float = PERSONAL.key(
-        1.0, "fedproto: weight of the mean squared distance to the global prototypes", bound=ge(0)
-    )
     link_decoder: str = LINK.key("dot", "how two node embeddings give an edge's score", choices=LINK_DECODERS)
     link_val_frac: float = LINK.key(
         0.05, "share of each client's edges held out for validation", bound=within(0, 1, "()")
@@ -329,28 +224,11 @@ class RunConfig:
         bound=ge(1),
     )
     graph_batch_size: int = GRAPHS.key(32, "graphs per mini-batch of a client's local step", bound=ge(1))
-    gcfl_eps1: float = GRAPH_FL.key(
-        0.05, "gcfl: a cluster splits only when the norm of its clients' mean update is below it", bound=ge(0)
-    )
-    gcfl_eps2: float = GRAPH_FL.key(
-        0.1, "gcfl: ... and the largest norm of a client's update in it is above it", bound=ge(0)
-    )
-    gcfl_warmup_rounds: int = GRAPH_FL.key(20, "gcfl: no cluster splits in the first rounds", bound=ge(0))
-    gcfl_sequence_length: int = GRAPH_FL.key(
-        0,
-        "gcfl: 0 plain GCFL (cosine of the updates); L > 0 GCFL+ (DTW over the last L update norms; authors: 5)",
-        bound=ge(0),
-    )
-    fedstar_rw_length: int = GRAPH_FL.key(
-        16, "fedstar: random-walk steps of the structural embedding (landing probabilities)", bound=ge(1)
-    )
-    fedstar_degree_length: int = GRAPH_FL.key(
-        16, "fedstar: columns of the one-hot degree embedding (degrees above it share the last)", bound=ge(1)
-    )
 
     plugin_options: tuple[tuple[str, Any], ...] = ()
-    """The values given for the keys that plug-in algorithms declare (:attr:`AlgorithmSpec.keys`), by name;
-    :meth:`option` reads them, a key not given reads its default."""
+    """The values other than their defaults given for the keys that the algorithms declare (their specs'
+    :attr:`~stamen.contract.algorithms.AlgorithmSpec.keys`, Stamen's and plug-ins' alike), by name; :meth:`option`
+    reads them, a key not given reads its default."""
 
     @classmethod
     def from_flower(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -371,7 +249,9 @@ class RunConfig:
         typed: dict[str, Any] = {
             KEYS[key].attribute: KEYS[key].typed(value) for key, value in values.items() if key in KEYS
         }
-        options = tuple(sorted((key, extra[key].typed(value)) for key, value in values.items() if key in extra))
+        typed_options = {key: extra[key].typed(value) for key, value in values.items() if key in extra}
+        # only the values other than the defaults: a config is the same whether a default was given or not
+        options = tuple(sorted((key, value) for key, value in typed_options.items() if value != extra[key].default))
         config = cls(**with_task_defaults(typed), plugin_options=options)
         config.validate()
         return config
@@ -459,12 +339,6 @@ class RunConfig:
         """``tracking`` as the trackers' names (empty: none)."""
         return trackers(self.tracking)
 
-    def fedopt_step(self) -> tuple[float, float]:
-        """``(eta, tau)`` of a FedOpt algorithm: ``fedopt-eta`` and ``fedopt-tau`` where given (> 0), else the
-        algorithm's :data:`FEDOPT_DEFAULTS`."""
-        eta, tau = FEDOPT_DEFAULTS.get(self.algorithm, FEDOPT_DEFAULTS["fedadagrad"])
-        return (self.fedopt_eta or eta, self.fedopt_tau or tau)
-
     def budgets(self) -> list[int]:
         """``certify-budgets`` as a sorted list of label-flip budgets (empty: no certificates)."""
         return sorted({int(part) for part in self.certify_budgets.split(",") if part.strip()})
@@ -473,9 +347,8 @@ class RunConfig:
 KEYS: dict[str, Key] = declared_keys(RunConfig)
 SECTIONS: dict[str, Section] = {
     section.name: section
-    for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, FEDPROX, FEDAVGM, FEDLOG, FEDSAGE, FEDPUB, FEDGTA,
-                    PERSONAL, FEDOPT, ROBUST, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS, PRIVACY_SECTION, RESUME,
-                    LINK, GRAPHS, GRAPH_FL)
+    for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS,
+                    PRIVACY_SECTION, RESUME, LINK, GRAPHS)
 }  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 r"""A node-feature matrix given as two row blocks: a graph's own nodes, then nodes added to it.
 
-FedSage's mended graph (:mod:`stamen.models.fedsage`) is a client's subgraph with generated
+FedSage's mended graph (:mod:`stamen.algorithms.fedsage.model`) is a client's subgraph with generated
 neighbours joined to it: its feature matrix stacks the nodes' own features
 :math:`\mathbf{X}` (on Cora, bag-of-words: 1.3% non-zero) on the generated ones
 :math:`\hat{\mathbf{X}}` (fGen's outputs: every entry non-zero),

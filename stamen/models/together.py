@@ -32,7 +32,7 @@ Models: the node classifiers whose layers are :class:`~stamen.models.sparse_laye
 :class:`~stamen.models.sparse_layers.SAGELayer` or :class:`~stamen.models.sparse_layers.LinearLayer`
 (GCN, GraphSAGE, MLP, SGC), without hooks, on a CPU (a GPU's dropout draws differently).
 :func:`trains_together` says whether a model is one. Such a classifier on a graph mended by
-a frozen generator (FedSage's :class:`~stamen.models.fedsage.MendedClassifier`) trains together
+a frozen generator (FedSage's, an :class:`~stamen.models.derived_graph.OnDerivedGraph`) trains together
 too: a client's block is then its mended graph (:func:`computed_graph`: its own rows, then
 the generated ones), and its loss and figures read the logits of its own rows, as
 the mended classifier's forward pass returns them.
@@ -47,8 +47,8 @@ from torch import Tensor
 from torch.nn import functional as F
 from torch_geometric.data import Data
 
+from stamen.models.derived_graph import OnDerivedGraph
 from stamen.models.feature_dropout import dropout_mask_
-from stamen.models.fedsage import MendedClassifier
 from stamen.models.node_classifier import Encoder, GCNPropagation, NodeClassifier, SAGEReadout
 from stamen.models.object_cache import kept_all
 from stamen.models.sparse_layers import GCNLayer, LinearLayer, SAGELayer
@@ -66,7 +66,7 @@ _FINALS = (GCNPropagation, SAGEReadout)
 def trains_together(model: torch.nn.Module, device: torch.device) -> bool:
     """Whether :func:`fit_together` trains ``model`` (or the classifier of a mended one) on ``device`` (see the
     module docstring)."""
-    if type(model) is MendedClassifier:
+    if isinstance(model, OnDerivedGraph):
         if model._forward_hooks or model._forward_pre_hooks or model._backward_hooks:
             return False
         model = model.classifier
@@ -85,14 +85,14 @@ Graph = tuple[Tensor | StackedRows, Tensor]
 
 
 def trained_module(model: torch.nn.Module) -> torch.nn.Module:
-    """The module whose weights a client trains and sends: a mended classifier's classifier, else ``model``."""
-    return model.classifier if type(model) is MendedClassifier else model
+    """The module whose weights a client trains and sends: a derived-graph model's classifier, else ``model``."""
+    return model.classifier if isinstance(model, OnDerivedGraph) else model
 
 
 def computed_graph(model: torch.nn.Module, data: Data) -> Graph:
-    """The graph ``model`` computes on for ``data``: its mended graph for a mended classifier, else ``data``'s own."""
-    if type(model) is MendedClassifier:
-        return model.mended(data.x, data.edge_index)
+    """The graph ``model`` computes on for ``data``: its derived graph (FedSage's mended one), else ``data``'s own."""
+    if isinstance(model, OnDerivedGraph):
+        return model.derived(data.x, data.edge_index)
     return data.x, data.edge_index
 
 

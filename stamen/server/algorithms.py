@@ -43,9 +43,12 @@ class ServerAlgorithm:
         from stamen.server.privacy import sampled_clients
 
         sampled = sampled_clients(config, num_clients)
-        require_replies(self.spec, config.num_malicious_nodes, sampled, "sampled")
-        select = config.num_nodes_to_select
-        if "num-nodes-to-select" in self.spec.options and select > sampled:
+        if self.spec.least_clients is not None:  # a Byzantine-robust rule: it reads num-malicious-nodes
+            require_replies(self.spec, config.option("num-malicious-nodes"), sampled, "sampled")
+        if "num-nodes-to-select" not in self.spec.options:
+            return
+        select = config.option("num-nodes-to-select")
+        if select > sampled:
             raise ValueError(
                 f"{self.spec.name} selects num-nodes-to-select={select} of {sampled} sampled clients; "
                 "lower num-nodes-to-select (0: all but num-malicious-nodes)"

@@ -43,8 +43,8 @@ def weighted_average(records: list[ArrayRecord], weights: np.ndarray) -> ArrayRe
 class PersonalisedAverage(PerNodeContent):
     """FedAvg that sends each client the aggregate of its row of :meth:`mixing` (see the module docstring)."""
 
-    def __init__(self, **fedavg) -> None:
-        super().__init__(**fedavg)
+    def __init__(self, **strategy) -> None:
+        super().__init__(**strategy)
         self.personal: dict[int, ArrayRecord] = {}  # node id -> its aggregate
         self.last_mixing: np.ndarray | None = None  # the latest round's W, rows and columns in reply order
 

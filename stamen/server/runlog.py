@@ -3,7 +3,7 @@
 The ServerApp logs through Flower's ``flwr`` logger (Stamen's ``stamen: ...`` lines beside
 Flower's own of the same process). While a run trains, :func:`run_log` adds a handler that
 appends each record to ``<run-dir>/run.log``, and hands the records of Stamen's own loggers (the
-``stamen`` tree: ``stamen.server.gcfl``'s splits, ``stamen.client``'s device fallback; ``INFO`` and
+``stamen`` tree: ``stamen.algorithms.gcfl.server``'s splits, ``stamen.client``'s device fallback; ``INFO`` and
 above unless the ``stamen`` logger was given a level) to Flower's logger, so that they go where
 Flower's lines go, run.log included, each once: ``stamen run`` on either engine, a plain
 ``flwr run``, ``stamen deploy local`` and a deployment all leave the same file, whoever

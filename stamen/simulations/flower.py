@@ -149,15 +149,19 @@ def stage_app(home: Path) -> Path:
 
 
 def _add_plugin_keys(pyproject: Path) -> None:
-    """The plug-in algorithms' keys (:func:`stamen.contract.algorithms.plugin_keys`) with their defaults, added to
-    the staged app's ``[tool.flwr.app.config]``: Flower keeps of a run's overrides only the keys that table holds."""
-    keys = plugin_keys()
-    if not keys:
-        return
+    """The algorithms' keys (:func:`stamen.contract.algorithms.plugin_keys`) that the staged app's
+    ``[tool.flwr.app.config]`` lacks (a plug-in's; Stamen's own are in the table, a test keeps them there), added
+    with their defaults: Flower keeps of a run's overrides only the keys that table holds."""
+    import tomllib
+
     header = "[tool.flwr.app.config]\n"
     text = pyproject.read_text()
     if header not in text:
         raise ValueError(f"{pyproject} holds no {header.strip()} table")
+    table = tomllib.loads(text)["tool"]["flwr"]["app"]["config"]
+    keys = {name: key for name, key in plugin_keys().items() if name not in table}
+    if not keys:
+        return
     lines = "".join(f"{name} = {toml_value(key.default)}\n" for name, key in keys.items())
     pyproject.write_text(text.replace(header, header + lines, 1))
 

@@ -146,3 +146,19 @@ def _without_times(value):
     if isinstance(value, dict):
         return {k: _without_times(v) for k, v in value.items() if "seconds" not in k and "time" not in k}
     return value
+
+
+def test_the_parts_marked_as_fedavgs_local_step_are_those_whose_train_is_fedavgs_or_fedsages():
+    """The in-process engine batches a client whose ``train`` is FedAvg's own (FedProx's term included) or FedSage's
+    (FedAvg's on the mended graph): the mark finds exactly those, inherited or not, and no override of them."""
+    from stamen.algorithms.fedsage.client import FedSageClient
+    from stamen.client.algorithms import client_algorithm, takes_local_step
+    from stamen.client.local_step import FedAvgClient
+    from stamen.contract.algorithms import ALGORITHMS
+
+    parts = {name: client_algorithm(name)[1] for name in ALGORITHMS}
+    marked = {name for name, part in parts.items() if takes_local_step(part)}
+    fedavgs = {name for name, part in parts.items() if type(part).train in (FedAvgClient.train, FedSageClient.train)}
+    assert marked == fedavgs
+    assert {"fedavg", "fedprox", "fedsage-local", "fedsage+", "fedadam"} <= marked
+    assert not marked & {"local", "ditto", "fedlog", "fedpub", "fedproto", "fedrep"}

@@ -1,6 +1,6 @@
 """Facts about a plug-in live on its registry entry: no code decides by comparing a plug-in's
 name or module path with a literal (``config.algorithm == "krum"``, ``spec.server ==
-"stamen.server.shared_encoder"``, ``method in ("wash", ...)``); it reads the spec instead."""
+"stamen.algorithms.fedper.server"``, ``method in ("wash", ...)``); it reads the spec instead."""
 
 import ast
 from pathlib import Path

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from stamen.contract.algorithms import ALGORITHMS, admitting
+from stamen.common.registry import BUILT_IN
+from stamen.contract.algorithms import ALGORITHMS, admitting, plugin_keys
 from stamen.contract.run_config import KEYS, SECTIONS, RunConfig
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
 
@@ -13,10 +14,14 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def test_defaults_are_the_pyproject_run_config():
+    """Flower's table holds every key a run may be given, the algorithms' too (Flower drops an override the table
+    lacks): it equals the core keys and the registered algorithms' keys (their specs'), with their defaults."""
     table = tomllib.loads(PYPROJECT.read_text())["tool"]["flwr"]["app"]["config"]
     assert RunConfig.from_flower(table) == RunConfig()
     assert RunConfig().to_flower() == table
-    assert {name: type(value) for name, value in table.items()} == {name: type(k.default) for name, k in KEYS.items()}
+    every = {**KEYS, **plugin_keys()}
+    assert {name: type(value) for name, value in table.items()} == {name: type(k.default) for name, k in every.items()}
+    assert all(ALGORITHMS.origin(name) == BUILT_IN for name, spec in ALGORITHMS.items() if spec.keys)
 
 
 def test_every_key_is_declared_once_with_type_section_and_help():
@@ -138,7 +143,7 @@ def test_algorithm_specs_name_declared_keys_and_loadable_parts():
 
     assert tuple(KEYS["algorithm"].choices) == tuple(ALGORITHMS)
     for name, spec in ALGORITHMS.items():
-        assert set(spec.options) <= set(KEYS), name
+        assert set(spec.options) <= set(KEYS) | set(plugin_keys()), name
         assert set(spec.privacy) <= set(KEYS["privacy"].choices) and "none" in spec.privacy, name
         assert server_algorithm(name).AGGREGATES == spec.aggregates
         assert isinstance(client_algorithm(name)[1], ClientAlgorithm)

@@ -1,15 +1,21 @@
-"""Personalised FL's local steps (stamen/models/personal_training.py, stamen/models/prototypes.py), without Flower."""
+"""Personalised FL's local steps (stamen/models/personal_training.py, stamen/algorithms/fedproto/prototypes.py),
+without Flower."""
 
 import copy
 
 import pytest
 import torch
 
+from stamen.algorithms.fedproto.prototypes import (
+    PrototypeClassifier,
+    class_prototypes,
+    fit_prototypes,
+    prototype_distance,
+)
 from stamen.contract.run_config import RunConfig
 from stamen.graphs import build_federation
 from stamen.models import build_model
 from stamen.models.personal_training import ENCODER, HEAD, fit_part, fit_personal, load_part, part_state
-from stamen.models.prototypes import PrototypeClassifier, class_prototypes, fit_prototypes, prototype_distance
 from stamen.models.training import fit
 
 

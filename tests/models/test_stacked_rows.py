@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from stamen.models.fedsage import MendedClassifier, NeighGen, mended_once, weights_digest
+from stamen.algorithms.fedsage.model import MendedClassifier, NeighGen, mended_once, weights_digest
 from stamen.models.node_classifier import build_model
 from stamen.models.stacked_rows import StackedRows
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
+from stamen.algorithms.fedsage.model import MendedClassifier, NeighGen
 from stamen.models import build_model
-from stamen.models.fedsage import MendedClassifier, NeighGen
 from stamen.models.together import (
     ClientBlock,
     computed_graph,

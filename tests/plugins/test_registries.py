@@ -40,7 +40,7 @@ def example(registries):
 def test_a_registered_algorithm_is_a_choice_with_its_own_keys(example):
     assert "fednag" in ALGORITHMS and ALGORITHMS.origin("fednag") == PYTHON
     assert ALGORITHMS["fednag"].options == ("fednag-momentum", "fednag-lr")
-    assert set(plugin_keys()) == {"fednag-momentum", "fednag-lr"}
+    assert {name for name, key in plugin_keys().items() if key.section == "fednag"} == {"fednag-momentum", "fednag-lr"}
     config = RunConfig.from_flower({"algorithm": "fednag", "fednag-momentum": 0.25, "model": "resgcn"})
     assert config.option("fednag-momentum") == 0.25 and config.option("fednag-lr") == 1.0
     assert config.to_flower()["fednag-lr"] == 1.0
@@ -66,9 +66,9 @@ def test_a_plugin_is_refused_in_one_line_where_its_spec_does_not_admit(example, 
 
 
 def test_specs_that_cannot_be_plugins_are_refused(registries):
-    spec = stamen.AlgorithmSpec("mine", "mine", "my.server", "stamen.client.fedavg")
+    spec = stamen.AlgorithmSpec("mine", "mine", "my.server", "stamen.client.local_step")
     with pytest.raises(ValueError, match="already registered"):
-        stamen.register_algorithm(stamen.AlgorithmSpec("fedavg", "mine", "my.server", "stamen.client.fedavg"))
+        stamen.register_algorithm(stamen.AlgorithmSpec("fedavg", "mine", "my.server", "stamen.client.local_step"))
     with pytest.raises(ValueError, match="is already a run-config key"):
         stamen.register_algorithm(
             stamen.AlgorithmSpec("mine", "m", "my.s", "my.c", keys=(stamen.option("lr", 1.0, "x"),))
@@ -130,3 +130,26 @@ def test_a_plugin_key_is_a_dimension_of_a_tuning_space(example):
     assert dimension.key == "fednag-momentum"
     with pytest.raises(ValueError, match="fednag-momentum must lie in"):
         parse_dimension("fednag-momentum=float:0.1..1.5")
+
+
+def test_the_staged_flower_table_gains_a_plugins_keys_once(example, tmp_path):
+    """Flower drops an override its table lacks: staging adds a plug-in's keys; Stamen's algorithms' keys are in
+    the table already (tests/contract/test_run_config.py) and are not added twice."""
+    import tomllib
+
+    from stamen.simulations.flower import stage_app
+
+    text = (stage_app(tmp_path) / "pyproject.toml").read_text()
+    table = tomllib.loads(text)["tool"]["flwr"]["app"]["config"]  # a key written twice would not parse
+    assert table["fednag-lr"] == 1.0 and table["fednag-momentum"] == ALGORITHMS["fednag"].keys[0].default
+    assert table["fedlog-lr"] == 0.001 and text.count("\nfedlog-lr = ") == 1
+
+
+def test_an_installation_without_stamens_own_entry_points_says_so(capsys):
+    """Stamen's algorithms come from its package's entry points: metadata without them (a stale install) is named."""
+    from stamen.common.registry import Registry
+
+    empty = Registry("algorithm", "stamen.no-such-group", lambda spec, origin: None, built_in_points=True)
+    assert list(empty) == []
+    assert "no algorithm of Stamen's own is among the installed entry points" in capsys.readouterr().err
+    assert len(ALGORITHMS) >= 23 and capsys.readouterr().err == ""  # the real one holds them

@@ -17,16 +17,16 @@ import torch
 from flwr.app import ArrayRecord, Message
 
 import stamen.graphs.graph_federation as graph_federation
-from stamen.client import fedstar
+from stamen.algorithms.fedstar import client as fedstar
+from stamen.algorithms.fedstar.model import STRUCTURE
+from stamen.algorithms.gcfl.cluster_split import dtw_distance, min_cut
+from stamen.algorithms.gcfl.server import GCFL
 from stamen.client.job import client_data, private_tensors
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.graphs import build_federation
 from stamen.graphs.structural_encoding import structural_encoding
-from stamen.models.fedstar import STRUCTURE
 from stamen.server.algorithms import server_algorithm
-from stamen.server.cluster_split import dtw_distance, min_cut
-from stamen.server.gcfl import GCFL
 from stamen.server.loop import run_rounds
 from stamen.simulations.inprocess import InProcessGrid, task_identity
 

@@ -7,11 +7,12 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
 
+from stamen.algorithms.fedgta.server import topology_weights
+from stamen.algorithms.fedpub import messages as wire
+from stamen.algorithms.fedpub.server import FedPub
+from stamen.algorithms.fedsage.model import Impaired, NeighGen, generated_neighbours, mend, train_neighgen
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
-from stamen.models.fedsage import Impaired, NeighGen, generated_neighbours, mend, train_neighgen
-from stamen.server.fedgta import topology_weights
-from stamen.server.fedpub import FedPub
 from stamen.simulations.inprocess import run_in_process, task_identity
 
 RUN = {"num-server-rounds": 5, "csbm-nodes": 600, "local-epochs": 2, "min-clients": 2}
@@ -116,8 +117,10 @@ def test_fedpub_sends_each_client_its_softmax_similarity_average():
     strategy = FedPub(tau=tau, min_available_nodes=3, min_train_nodes=3, weighted_by_key=p.NUM_EXAMPLES)
     with task_identity():
         sent = list(strategy.configure_train(1, ArrayRecord(), ConfigRecord(), _Grid()))
-        uploads = [{p.FUNCTIONAL_EMBEDDING: embeddings[m.metadata.dst_node_id - 100]} for m in sent]
-        replies = [_reply(m, thetas[m.metadata.dst_node_id - 100], p.FEDPUB_UPLOAD, u) for m, u in zip(sent, uploads)]
+        uploads = [{wire.FUNCTIONAL_EMBEDDING: embeddings[m.metadata.dst_node_id - 100]} for m in sent]
+        replies = [
+            _reply(m, thetas[m.metadata.dst_node_id - 100], wire.FEDPUB_UPLOAD, u) for m, u in zip(sent, uploads)
+        ]
         strategy.aggregate_train(1, replies)
         personal = list(strategy.configure_train(2, ArrayRecord(), ConfigRecord(), _Grid()))
     assert sorted(m.metadata.dst_node_id for m in personal) == [100, 101, 102]

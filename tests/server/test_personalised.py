@@ -5,7 +5,12 @@ import pytest
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 
-from stamen.client import ditto, fedper, fedproto, local
+from stamen.algorithms.ditto import client as ditto
+from stamen.algorithms.fedper import client as fedper
+from stamen.algorithms.fedproto import client as fedproto
+from stamen.algorithms.fedproto import messages as wire
+from stamen.algorithms.fedproto.server import average_prototypes
+from stamen.algorithms.local import client as local
 from stamen.client.handlers import _job
 from stamen.client.job import private_tensors
 from stamen.contract import protocol as p
@@ -13,7 +18,6 @@ from stamen.contract.run_config import RunConfig
 from stamen.models.personal_training import ENCODER, HEAD, load_part
 from stamen.models.training import evaluate
 from stamen.server.algorithms import server_algorithm
-from stamen.server.fedproto import average_prototypes
 from stamen.server.loop import run_rounds
 from stamen.simulations.inprocess import InProcessGrid, task_identity
 
@@ -153,10 +157,10 @@ def test_ditto_without_lambda_is_local_training():
 
 def _upload(prototypes: np.ndarray, counts: list[int], node: int = 1) -> Message:
     record = ArrayRecord(
-        {p.PROTOTYPES: Array(prototypes.astype(np.float32)), p.PROTOTYPE_COUNTS: Array(np.array(counts))}
+        {wire.PROTOTYPES: Array(prototypes.astype(np.float32)), wire.PROTOTYPE_COUNTS: Array(np.array(counts))}
     )
     content = RecordDict(
-        {p.ARRAYS: ArrayRecord(), p.FEDPROTO_UPLOAD: record, p.METRICS: MetricRecord({p.NUM_EXAMPLES: sum(counts)})}
+        {p.ARRAYS: ArrayRecord(), wire.FEDPROTO_UPLOAD: record, p.METRICS: MetricRecord({p.NUM_EXAMPLES: sum(counts)})}
     )
     return Message(content=content, dst_node_id=node, message_type=MessageType.TRAIN)
 
@@ -168,15 +172,15 @@ def test_fedproto_server_averages_prototypes_weighted_by_class_counts():
     arrays, _ = strategy.aggregate_train(1, [_upload(a, [1, 5, 0]), _upload(b, [2, 0, 0])])
     assert len(arrays) == 0  # no weights are averaged
     record = strategy.global_prototypes
-    assert np.allclose(record[p.PROTOTYPES].numpy(), [[3.0, 2.0], [2.0, 2.0], [0.0, 0.0]])
-    assert record[p.PROTOTYPE_COUNTS].numpy().tolist() == [3, 5, 0]
+    assert np.allclose(record[wire.PROTOTYPES].numpy(), [[3.0, 2.0], [2.0, 2.0], [0.0, 0.0]])
+    assert record[wire.PROTOTYPE_COUNTS].numpy().tolist() == [3, 5, 0]
     # a malformed upload is left out, not averaged in
     odd = _upload(np.ones((4, 2)), [9, 9, 9, 9])
     strategy.aggregate_train(2, [_upload(a, [1, 5, 0]), _upload(b, [2, 0, 0]), odd])
-    assert np.allclose(strategy.global_prototypes[p.PROTOTYPES].numpy(), [[3.0, 2.0], [2.0, 2.0], [0.0, 0.0]])
+    assert np.allclose(strategy.global_prototypes[wire.PROTOTYPES].numpy(), [[3.0, 2.0], [2.0, 2.0], [0.0, 0.0]])
     # every later message carries them
     messages = list(strategy.configure_train(3, ArrayRecord(), ConfigRecord(), InProcessGrid({}, 2)))
-    assert all(m.content[p.FEDPROTO_GLOBAL] is strategy.global_prototypes for m in messages)
+    assert all(m.content[wire.FEDPROTO_GLOBAL] is strategy.global_prototypes for m in messages)
     with pytest.raises(ValueError, match="do not match"):
         average_prototypes(np.ones((2, 3, 4)), np.ones((2, 4)))
 
@@ -187,8 +191,8 @@ def test_fedproto_sends_prototypes_and_no_weights():
     for replies in run.replies.values():
         for reply in replies:
             assert len(reply.content[p.ARRAYS]) == 0
-            upload = reply.content[p.FEDPROTO_UPLOAD]
-            assert upload[p.PROTOTYPES].numpy().shape == (7, 64)  # csbm's classes x the GCN's hidden width
+            upload = reply.content[wire.FEDPROTO_UPLOAD]
+            assert upload[wire.PROTOTYPES].numpy().shape == (7, 64)  # csbm's classes x the GCN's hidden width
     # the clients hold their own models, which differ
     first, second = (private_tensors(run.state(i)[fedproto.PERSONAL]) for i in (0, 1))
     assert not torch.allclose(first["head.weight"], second["head.weight"])

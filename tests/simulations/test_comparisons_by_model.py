@@ -54,6 +54,6 @@ def test_fedprox_without_a_proximal_term_says_so(mu, note):
     from stamen.contract.equivalences import config_notes
     from stamen.contract.run_config import RunConfig
 
-    assert config_notes(RunConfig(algorithm="fedprox", proximal_mu=mu, local_epochs=3)) == [note]
-    assert config_notes(RunConfig(algorithm="fedprox", proximal_mu=0.01, local_epochs=3)) == []
+    assert config_notes(RunConfig.from_flower({"algorithm": "fedprox", "proximal-mu": mu, "local-epochs": 3})) == [note]
+    assert config_notes(RunConfig.from_flower({"algorithm": "fedprox", "proximal-mu": 0.01, "local-epochs": 3})) == []
     assert config_notes(RunConfig(algorithm="fedavg")) == []

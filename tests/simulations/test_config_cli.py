@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from stamen.contract.algorithms import ALGORITHMS, plugin_keys
 from stamen.contract.run_config import KEYS, SECTIONS
 from stamen.simulations.cli import main
 from stamen.simulations.commands.config import REFERENCE, TABLE_MARK, markdown_table, update_table
@@ -19,7 +20,7 @@ def test_lists_every_key_by_section_with_default_and_help(capsys):
     for section in SECTIONS.values():
         assert f"[{section.name}] {section.help}" in out
     assert "  lr = 0.01 " in out and "Adam's learning rate (a number > 0)" in out
-    assert "algorithm = 'fedavg'" in out and "one of: fedavg, fedprox, local, fedlog, fedavgm" in out
+    assert "algorithm = 'fedavg'" in out and f"one of: {', '.join(ALGORITHMS)})" in out
     assert all(f"  {name} = " in out for name in KEYS)
     # sections appear in order and each key under its own
     positions = [out.index(f"[{name}]") for name in SECTIONS]
@@ -51,7 +52,7 @@ def test_the_reference_table_is_the_generated_one(capsys):
     assert table == markdown_table()
     assert REFERENCE == PROJECT / "docs" / "reference.md"
     assert f"{TABLE_MARK}\n{table}\n" in REFERENCE.read_text()
-    assert all(f"| `{name}` |" in table for name in KEYS)
+    assert all(f"| `{name}` |" in table for name in [*KEYS, *plugin_keys()])  # the algorithms' keys too
 
 
 def test_the_generator_replaces_only_the_table_after_the_mark(tmp_path):

@@ -4,7 +4,8 @@
 reads it); ``--markdown`` prints the key table of ``docs/reference.md``, and
 ``python -m stamen.simulations.commands.config`` puts it there (or into the Markdown file given
 as its argument, between the same marker line). Everything comes from the
-declaration in :mod:`stamen.contract.run_config` and the registries; nothing here imports
+declaration in :mod:`stamen.contract.run_config` and the registries (an algorithm's keys from its spec,
+:attr:`stamen.contract.algorithms.AlgorithmSpec.keys`); nothing here imports
 PyTorch or Flower, so it answers at once.
 """
 
@@ -15,8 +16,9 @@ import os
 import sys
 from pathlib import Path
 
+from stamen.common.registry import BUILT_IN
 from stamen.common.suggest import did_you_mean
-from stamen.contract.algorithms import ALGORITHMS, plugin_keys
+from stamen.contract.algorithms import ALGORITHMS, algorithm_sections, plugin_keys
 from stamen.contract.keys import Key
 from stamen.contract.run_config import KEYS, SECTIONS
 
@@ -60,7 +62,7 @@ def listing() -> str:
     lines: list[str] = []
     every = {**KEYS, **plugin_keys()}
     width = max(len(name) + len(default_text(key)) for name, key in every.items()) + 3
-    for name, help in [(section.name, section.help) for section in SECTIONS.values()] + _plugin_sections():
+    for name, help in sections():
         lines.append(f"[{name}] {help}")
         for key in every.values():
             if key.section == name:
@@ -71,20 +73,28 @@ def listing() -> str:
     return "\n".join(lines)
 
 
-def _plugin_sections() -> list[tuple[str, str]]:
-    """A section for each plug-in algorithm that declares keys: its name, and its help with where it came from."""
-    return [
-        (name, f"{name}'s options, a plug-in ({ALGORITHMS.origin(name)})")
-        for name, spec in ALGORITHMS.items()
-        if spec.keys
-    ]
+def sections(built_in: bool = False) -> list[tuple[str, str]]:
+    """Every section with its help, in the order ``stamen config`` lists them: each core section followed by the
+    algorithms' sections listed after it (:attr:`stamen.contract.keys.Section.after`), then the rest (a plug-in's
+    own, its help saying where it came from). ``built_in``: only Stamen's own algorithms' sections."""
+    placed: dict[str, list[tuple[str, str]]] = {}
+    for section, name in algorithm_sections():
+        origin = ALGORITHMS.origin(name)
+        if built_in and origin != BUILT_IN:
+            continue
+        help = section.help or f"{name}'s options, a plug-in ({origin})"
+        placed.setdefault(section.after if section.after in SECTIONS else "", []).append((section.name, help))
+    listed: list[tuple[str, str]] = []
+    for section in SECTIONS.values():
+        listed += [(section.name, section.help), *placed.get(section.name, [])]
+    return listed + placed.get("", [])
 
 
 def describe(key: Key) -> str:
-    sections = {section.name: section.help for section in SECTIONS.values()} | dict(_plugin_sections())
+    helps = dict(sections())
     lines = [
         f"{key.name}: {key.help}",
-        f"  section  {key.section} ({sections[key.section]})",
+        f"  section  {key.section} ({helps[key.section]})",
         f"  type     {key.kind}",
         f"  default  {default_text(key)}",
         f"  accepts  {key.accepted()}",
@@ -100,10 +110,11 @@ def describe(key: Key) -> str:
 def markdown_table() -> str:
     """The run-config table of ``docs/reference.md``: one row per key, sections as bold rows."""
     rows = ["| key | default | meaning |", "|---|---|---|"]
-    for section in SECTIONS.values():
-        rows.append(f"| **{section.name}** | | {_cell(section.help)} |")
-        for key in KEYS.values():
-            if key.section == section.name:
+    every = {**KEYS, **plugin_keys()}
+    for name, help in sections(built_in=True):
+        rows.append(f"| **{name}** | | {_cell(help)} |")
+        for key in every.values():
+            if key.section == name:
                 rows.append(f"| `{key.name}` | `{default_text(key)}` | {_cell(_meaning(key))} |")
     return "\n".join(rows)
 
