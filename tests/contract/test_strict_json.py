@@ -57,13 +57,12 @@ NOT_OUTPUTS = {
     "stamen/simulations/journal.py": 3,
     "stamen/graphs/node_data.py": 1,  # a cache key of names and integers
     "stamen/server/runlock.py": 1,  # the lock holder's command, pid, time and token
-    "stamen/simulations/benches/deploy.py": 1,  # TOML quoting of -c values
     "stamen/simulations/benches/sim.py": 2,  # TOML quoting; the run config handed to a child process
     "stamen/simulations/commands/deploy.py": 1,  # a node's public key path and id
-    "stamen/simulations/commands/sweep.py": 2,  # TOML quoting of output-dir and run-name
     "stamen/simulations/deploy/clientapp_launcher.py": 1,  # the launcher's wire protocol
     "stamen/simulations/deploy/clientapp_shim.py": 1,
     "stamen/simulations/deploy/gate.py": 1,  # an HTTP refusal's body
+    "stamen/simulations/overrides.py": 1,  # TOML quoting of -c values
 }
 
 
