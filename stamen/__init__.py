@@ -27,6 +27,9 @@ _EXPORTS = {
     "Certificates": "stamen.certifying",
     "ModelSpec": "stamen.models.names",
     "option": "stamen.contract.keys",
+    "Pooling": "stamen.contract.tasks",
+    "TaskSpec": "stamen.contract.tasks",
+    "register_task": "stamen.contract.tasks",
     "register_algorithm": "stamen.contract.algorithms",
     "register_model": "stamen.models.names",
     "EnvironmentFailed": "stamen.simulations.errors",
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from stamen.certifying import Certificates
     from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
     from stamen.contract.keys import option
+    from stamen.contract.tasks import Pooling, TaskSpec, register_task
     from stamen.models.names import ModelSpec, register_model
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
@@ -102,10 +106,13 @@ __all__ = [
     "Unlearned",
     "certify",
     "ModelSpec",
+    "Pooling",
+    "TaskSpec",
     "load",
     "option",
     "register_algorithm",
     "register_model",
+    "register_task",
     "run",
     "sweep",
     "tune",

@@ -26,7 +26,7 @@ from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES, plugin_keys
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
-from stamen.contract.tasks import TASKS, with_task_defaults
+from stamen.contract.tasks import DEFAULT_TASK, TASKS, with_task_defaults
 from stamen.contract.tracking import trackers, translate_retired
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
 from stamen.graphs.names import RUN_PARTITIONERS
@@ -96,9 +96,9 @@ class RunConfig:
     """Every run-config key of the Stamen app (``stamen config`` lists them with their help)."""
 
     task: str = TRAINING.key(
-        "node-classification",
+        DEFAULT_TASK,
         "what the clients learn (stamen/contract/tasks.py)",
-        choices={n: s.help for n, s in TASKS.items()},
+        choices=Helps(TASKS),
     )
     algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices=Helps(ALGORITHMS))
     num_server_rounds: int = TRAINING.key(100, "federated rounds (at most 10,000,000)", bound=within(1, MAX_ROUNDS))

@@ -195,42 +195,8 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
 
 
 def check_task_data(config: RunConfig, federation: Federation) -> None:
-    """What the run's task needs of the clients' data, before anything is written (ValueError in one line):
-    two classes or more to classify; for graph classification, graphs to train on in every client; for link
-    prediction, edges to train on in every client."""
-    from stamen.contract.tasks import GRAPH_CLASSIFICATION, LINK_PREDICTION
+    """What the run's task needs of the clients' data, before anything is written (ValueError in one line): its
+    client part's check (:meth:`stamen.client.tasks.ClientTask.check_data`)."""
+    from stamen.client.tasks import client_task
 
-    if config.task != LINK_PREDICTION:
-        labels = federation.graph.y
-        classes = int(labels.unique().numel()) if labels is not None else 0
-        if classes < 2:
-            raise ValueError(
-                f"dataset {config.dataset!r} has {classes} class{'es' if classes != 1 else ''} of {config.task}; "
-                "classification needs at least two: give a dataset with two classes or more"
-            )
-        if config.task == GRAPH_CLASSIFICATION:
-            check_training_graphs(config, federation)
-        return
-    from stamen.client.link_prediction import link_split
-
-    for index, client in enumerate(federation.clients):
-        if link_split(client, config, index).train.size(1) == 0:
-            raise ValueError(
-                f"client {index} has no edges to train link prediction on ({int(client.edge_index.size(1)) // 2} "
-                f"edges, link-val-frac={config.link_val_frac:g}, link-test-frac={config.link_test_frac:g}); "
-                "use fewer clients, a graph with more edges or lower link-val-frac and link-test-frac"
-            )
-
-
-def check_training_graphs(config: RunConfig, federation: Federation) -> None:
-    """Every client of a graph set holds a graph to train on (its ``train_mask`` is over its graphs; the
-    split rounds down, so a client of one graph has none). ValueError in one line naming the client."""
-    for index, client in enumerate(federation.clients):
-        graphs = int(client.train_mask.numel())
-        if int(client.train_mask.sum()) == 0:
-            raise ValueError(
-                f"client {index} has no graphs to train graph classification on ({graphs} "
-                f"graph{'s' if graphs != 1 else ''}, train-frac={config.train_frac:g}, "
-                f"{len(federation.clients)} clients); use fewer clients, another partitioner or a dataset "
-                "with more graphs"
-            )
+    client_task(config.task).check_data(config, federation)

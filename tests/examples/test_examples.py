@@ -108,3 +108,18 @@ def test_e_own_plugins(name, run_name, setting, tmp_path, monkeypatch, registrie
     assert run.config[setting[0]] == setting[1] and run.status == stamen.RunStatus.FINISHED
     assert scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
     assert len(run.rows) == 4
+
+
+def test_e_own_task(tmp_path, monkeypatch, registries):
+    """The label-smoothing task trains node classification's model from the same seeded start (round 0's
+    figures, measured before any training, are node classification's), on its own loss after."""
+    scope = _run("08_own_task.py", tmp_path, monkeypatch)
+    run = stamen.load(tmp_path / "own" / "smooth")
+    assert run.config["task"] == "smooth-node-classification" and run.status == stamen.RunStatus.FINISHED
+    assert run.summary["task"] == "smooth-node-classification" and len(run.rows) == 4
+    assert scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
+    plain = stamen.run(
+        {"csbm-nodes": 300, "num-server-rounds": 3}, clients=3, out=tmp_path / "plain", run_name="p", overwrite=True
+    )
+    assert run.rows[0]["global_test_acc"] == plain.rows[0]["global_test_acc"]
+    assert [row["train_loss"] for row in run.rows[1:]] != [row["train_loss"] for row in plain.rows[1:]]

@@ -48,10 +48,11 @@ from typing import Any
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.figures import GLOBAL_TEST_ACC, GLOBAL_TEST_AUC, TEST_AUC
 from stamen.contract.run_config import RunConfig
-from stamen.contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, TASKS, available
+from stamen.contract.tasks import TASKS, available
 from stamen.graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS
 from stamen.simulations.benches import task_tables
 from stamen.simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
+from stamen.simulations.benches.task_tables import LINK_PREDICTION, NODE_CLASSIFICATION
 from stamen.simulations.long_job import LongJob
 from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.sweep import parse_seeds

@@ -141,13 +141,18 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _checked_config(texts: list[str]) -> RunConfig:
-    """The run config of ``--run-config`` over the project's defaults, checked once."""
+    """The run config of ``--run-config`` over the project's defaults, checked once (a plug-in registered from
+    Python only is refused: the deployment's processes cannot see it)."""
+    from stamen.common.registry import check_engine
+    from stamen.contract.plugins import plugin_choices
     from stamen.server.app import check_run_config
     from stamen.simulations.preflight import default_run_config
 
     values = default_run_config()
     values.update(parse_overrides(texts))
-    return check_run_config(values)
+    config = check_run_config(values)
+    check_engine(plugin_choices(config), "deployment")  # its SuperNodes load plug-ins from entry points alone
+    return config
 
 
 def _require(path: Path, what: str) -> Path:

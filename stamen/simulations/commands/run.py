@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stamen.common.registry import check_engine
-from stamen.contract.algorithms import ALGORITHMS
-from stamen.models.names import MODEL_SPECS
+from stamen.contract.plugins import plugin_choices
 from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory, RunStatus, run_token
 from stamen.server.runlock import FolderLock
@@ -315,7 +314,7 @@ def launch(
         raise ValueError("observing a run's rows needs the in-process engine (engine='inprocess')")
     address = ray_address_for(engine, ray_address)
     run = prepare(list(run_config), list(federation_config), ray_address=address)
-    check_engine({"algorithm": (ALGORITHMS, run.config.algorithm), "model": (MODEL_SPECS, run.config.model)}, engine)
+    check_engine(plugin_choices(run.config), engine)
     rounds = run.config.num_server_rounds
     if run.nothing_left:
         return Launched(run.run_dir.path, rounds, None)
