@@ -27,6 +27,8 @@ _EXPORTS = {
     "Certificates": "stamen.certifying",
     "ModelSpec": "stamen.models.names",
     "option": "stamen.contract.keys",
+    "PartitionerSpec": "stamen.graphs.names",
+    "register_partitioner": "stamen.graphs.names",
     "Pooling": "stamen.contract.tasks",
     "TaskSpec": "stamen.contract.tasks",
     "register_task": "stamen.contract.tasks",
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
     from stamen.contract.keys import option
     from stamen.contract.tasks import Pooling, TaskSpec, register_task
+    from stamen.graphs.names import PartitionerSpec, register_partitioner
     from stamen.models.names import ModelSpec, register_model
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
@@ -106,12 +109,14 @@ __all__ = [
     "Unlearned",
     "certify",
     "ModelSpec",
+    "PartitionerSpec",
     "Pooling",
     "TaskSpec",
     "load",
     "option",
     "register_algorithm",
     "register_model",
+    "register_partitioner",
     "register_task",
     "run",
     "sweep",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from stamen.common.registry import Registry
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.tasks import TASKS
+from stamen.graphs.names import PARTITIONER_SPECS
 from stamen.models.names import MODEL_SPECS
 
 if TYPE_CHECKING:
@@ -21,4 +22,5 @@ def plugin_choices(config: RunConfig) -> dict[str, tuple[Registry[Any], str]]:
         "task": (TASKS, config.task),
         "algorithm": (ALGORITHMS, config.algorithm),
         "model": (MODEL_SPECS, config.model),
+        "partitioner": (PARTITIONER_SPECS, config.partitioner),
     }

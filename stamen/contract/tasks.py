@@ -29,7 +29,7 @@ from stamen.common.registry import PYTHON, Registry
 from stamen.common.suggest import one_of
 from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec
 from stamen.contract.figures import ACCURACY_FIGURES, SUMMARY_FIGURES
-from stamen.graphs.names import CROSS_DATASET, GRAPH_SET_PARTITIONERS, cross_dataset_problem, is_graph_set
+from stamen.graphs.names import CROSS_DATASET, cross_dataset_problem, graph_set_partitioners, is_graph_set
 from stamen.models.names import models_for
 
 if TYPE_CHECKING:
@@ -237,10 +237,10 @@ def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:
     problem = cross_dataset_problem(config.dataset, config.partitioner)  # the clients' count: graphs.cross_dataset
     if problem:
         raise ValueError(problem)
-    if spec.graph_sets and config.partitioner not in (*GRAPH_SET_PARTITIONERS, CROSS_DATASET):
+    if spec.graph_sets and config.partitioner not in (*graph_set_partitioners(), CROSS_DATASET):
         raise ValueError(
             f"partitioner={config.partitioner!r} cuts one graph by its edges; task={spec.name!r} shares out whole "
-            f"graphs: use partitioner {one_of(GRAPH_SET_PARTITIONERS)}"
+            f"graphs: use partitioner {one_of(graph_set_partitioners())}"
         )
 
 

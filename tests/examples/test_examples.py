@@ -123,3 +123,22 @@ def test_e_own_task(tmp_path, monkeypatch, registries):
     )
     assert run.rows[0]["global_test_acc"] == plain.rows[0]["global_test_acc"]
     assert [row["train_loss"] for row in run.rows[1:]] != [row["train_loss"] for row in plain.rows[1:]]
+
+
+def test_e_own_partitioner(tmp_path, monkeypatch, registries):
+    """The contiguous-range partitioner's clients hold node ids 0-99, 100-199 and 200-299 of the 300-node graph."""
+    from stamen.contract.run_config import RunConfig
+    from stamen.graphs import build_federation
+
+    scope = _run("09_own_partitioner.py", tmp_path, monkeypatch)
+    run = stamen.load(tmp_path / "own" / "ranges")
+    assert run.config["partitioner"] == "ranges" and run.status == stamen.RunStatus.FINISHED and len(run.rows) == 4
+    assert scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
+    federation = build_federation(RunConfig.from_flower(run.config).federation(3))  # the run's clients
+    assert [(int(part.min()), int(part.max()), part.size) for part in federation.parts] == [
+        (0, 99, 100),
+        (100, 199, 100),
+        (200, 299, 100),
+    ]
+    train = sum(int(client.train_mask.sum()) for client in federation.clients)
+    assert sum(c["train_nodes"] for c in run.rows[-1]["per_client"].values()) == train
