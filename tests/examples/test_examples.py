@@ -142,3 +142,17 @@ def test_e_own_partitioner(tmp_path, monkeypatch, registries):
     ]
     train = sum(int(client.train_mask.sum()) for client in federation.clients)
     assert sum(c["train_nodes"] for c in run.rows[-1]["per_client"].values()) == train
+
+
+@pytest.mark.parametrize(
+    "section,example", [("Your own task", "08_own_task.py"), ("Your own partitioner", "09_own_partitioner.py")]
+)
+def test_the_guide_shows_the_code_the_examples_run(section, example):
+    """docs/extending.md's code of a plug-in kind is its example's, verbatim: the code the tests above run."""
+    guide = (EXAMPLES.parent / "docs" / "extending.md").read_text()
+    text = guide.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = text.split("```python\n")[1:]
+    assert blocks, f"no code in section {section!r}"
+    source = (EXAMPLES / example).read_text()
+    for block in blocks:
+        assert block.split("```", 1)[0] in source
