@@ -28,6 +28,11 @@ list splits one way. Each part is checked as its single form is; a part that is 
 Client ``i`` holds part ``i mod D`` (:func:`client_datasets`; the graphs: :mod:`stamen.graphs.cross_dataset`).
 
 :func:`dataset_problem` checks a name's shape (no files are touched), in one line.
+
+A partitioner is a plug-in: its spec (:class:`PartitionerSpec`) enters one registry,
+:data:`PARTITIONER_SPECS`, through :func:`register_partitioner` from Python or a package's ``stamen.partitioners``
+entry points (:mod:`stamen.common.registry`), as Stamen's own do (:mod:`stamen.graphs.partitioners`). The run
+config's ``partitioner`` choices are the registry's and ``cross-dataset`` (:data:`RUN_PARTITIONERS`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Adding a task, a dataset form or a partitioner touches its own folder or module and one entry-point line:
+"""Adding a task or a partitioner touches its own folder or module and one entry-point line:
 for each built-in, the places outside its own that name it (docs and tests aside) are listed here, and none
 other is allowed.
 
