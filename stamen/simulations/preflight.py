@@ -66,18 +66,25 @@ def default_run_config() -> dict[str, object]:
     return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
 
 
-def prepare(run_overrides: list[str], federation_overrides: list[str], ray_address: str = "") -> PreparedRun:
+def prepare(
+    run_overrides: list[str], federation_overrides: list[str], ray_address: str = "", engine: str = "inprocess"
+) -> PreparedRun:
     """Check everything that can be checked before Flower starts; fix the run directory.
 
     ``ray_address``: the Ray cluster the Flower simulation joins (:mod:`stamen.simulations.cluster`), checked here:
-    ``HOST:PORT`` where something listens, and no federation key that a cluster refuses.
+    ``HOST:PORT`` where something listens, and no federation key that a cluster refuses. ``engine``: the engine the
+    run goes to; a plug-in registered in this process only is refused for an engine of other processes, before the
+    data is read (:func:`stamen.common.registry.check_engine`).
     """
+    from stamen.common.registry import check_engine
+    from stamen.contract.plugins import plugin_choices
     from stamen.server.app import check_run_config, resume_target
     from stamen.simulations.cluster import check_cluster_federation, check_ray_address
 
     values = default_run_config()
     values.update(parse_overrides(run_overrides))
     config = check_run_config(values)
+    check_engine(plugin_choices(config), engine)
     federation = dict(FEDERATION_DEFAULTS)
     federation.update(parse_overrides(federation_overrides, "federation config", files=False))
     if ray_address:

@@ -99,3 +99,10 @@ def test_specs_that_cannot_be_tasks_are_refused(registries):
         stamen.register_task(stamen.TaskSpec("mine", "m", client="my.client", figures=("test_mse",)))
     with pytest.raises(ValueError, match="already registered"):
         stamen.register_task(stamen.TaskSpec("link-prediction", "mine", client="my.client"))
+
+
+def test_a_python_only_task_is_refused_on_flower_before_anything_is_written(smooth, tmp_path):
+    with pytest.raises(ValueError, match=f"task='{SMOOTH}' is registered in this process only") as error:
+        stamen.run({"task": SMOOTH, "csbm-nodes": 300}, clients=3, engine="flower", out=tmp_path / "runs", run_name="r")
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "runs").exists()

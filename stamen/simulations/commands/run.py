@@ -22,8 +22,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stamen.common.registry import check_engine
-from stamen.contract.plugins import plugin_choices
 from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory, RunStatus, run_token
 from stamen.server.runlock import FolderLock
@@ -313,8 +311,7 @@ def launch(
     if observe is not None and engine != "inprocess":
         raise ValueError("observing a run's rows needs the in-process engine (engine='inprocess')")
     address = ray_address_for(engine, ray_address)
-    run = prepare(list(run_config), list(federation_config), ray_address=address)
-    check_engine(plugin_choices(run.config), engine)
+    run = prepare(list(run_config), list(federation_config), ray_address=address, engine=engine)
     rounds = run.config.num_server_rounds
     if run.nothing_left:
         return Launched(run.run_dir.path, rounds, None)

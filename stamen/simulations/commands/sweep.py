@@ -179,7 +179,8 @@ def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool) -> S
         finished = (run_dir / "status.json").is_file() and RunDirectory(run_dir).status().get("status") == "finished"
         if finished:
             continue
-        prepare(_config_args(spec, run, folder), spec.federation_config, ray_address_for(spec.engine, spec.ray_address))
+        address = ray_address_for(spec.engine, spec.ray_address)
+        prepare(_config_args(spec, run, folder), spec.federation_config, address, engine=spec.engine)
         todo.append(run)
     if show:
         print(
