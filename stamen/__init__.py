@@ -35,6 +35,11 @@ _EXPORTS = {
     "Deployed": "stamen.simulations.commands.deploy",
     "ModelSpec": "stamen.models.names",
     "option": "stamen.contract.keys",
+    "PartitionerSpec": "stamen.graphs.names",
+    "register_partitioner": "stamen.graphs.names",
+    "Pooling": "stamen.contract.tasks",
+    "TaskSpec": "stamen.contract.tasks",
+    "register_task": "stamen.contract.tasks",
     "register_algorithm": "stamen.contract.algorithms",
     "register_model": "stamen.models.names",
     "EnvironmentFailed": "stamen.simulations.errors",
@@ -57,6 +62,8 @@ if TYPE_CHECKING:
     from stamen.certifying import Certificates
     from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
     from stamen.contract.keys import option
+    from stamen.contract.tasks import Pooling, TaskSpec, register_task
+    from stamen.graphs.names import PartitionerSpec, register_partitioner
     from stamen.models.names import ModelSpec, register_model
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
@@ -121,10 +128,15 @@ __all__ = [
     "certify",
     "deploy",
     "ModelSpec",
+    "PartitionerSpec",
+    "Pooling",
+    "TaskSpec",
     "load",
     "option",
     "register_algorithm",
     "register_model",
+    "register_partitioner",
+    "register_task",
     "run",
     "sweep",
     "tune",

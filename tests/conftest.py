@@ -246,11 +246,16 @@ def interrupt_long_job(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def registries():
-    """The algorithm and model registries as they were before the test: what the test registers leaves with it."""
+    """The plug-in registries as they were before the test: what the test registers leaves with it."""
     from stamen.contract.algorithms import ALGORITHMS
+    from stamen.contract.tasks import TASKS
+    from stamen.graphs.names import PARTITIONER_SPECS
     from stamen.models.names import MODEL_SPECS
 
-    saved = [(registry, dict(registry._entries), dict(registry._origins)) for registry in (ALGORITHMS, MODEL_SPECS)]
+    kinds = (ALGORITHMS, MODEL_SPECS, TASKS, PARTITIONER_SPECS)
+    for registry in kinds:
+        len(registry)  # its entry points loaded first: what is saved is what every later read sees
+    saved = [(registry, dict(registry._entries), dict(registry._origins)) for registry in kinds]
     yield
     for registry, entries, origins in saved:
         registry._entries, registry._origins = entries, origins

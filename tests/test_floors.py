@@ -29,6 +29,9 @@ FLOORS = {
     "contract": 3,
     "client": 4,
     "server": 4,
+    # the wings (a task's spec, client part and model): above the client/ and server/ glue whose protocols
+    # they implement; the glue reaches them through the registry alone (a module path in a spec), never an import
+    "tasks": 4.5,
     "algorithms": 5,
     "simulations": 6,
     FACE: 7,

@@ -39,7 +39,7 @@ from stamen.contract import protocol as p
 from stamen.contract.algorithms import AlgorithmSpec
 from stamen.contract.run_config import RunConfig
 from stamen.graphs import FederationSpec
-from stamen.models.training import Evaluation, evaluate
+from stamen.models.training import Evaluation
 
 
 def _job(context: Context, head: ConfigRecord | None = None) -> LocalJob:
@@ -85,41 +85,29 @@ GLOBAL_KEYS = (p.GLOBAL_VAL_CORRECT, p.GLOBAL_TEST_CORRECT)
 LOCAL_KEYS = (p.LOCAL_VAL_CORRECT, p.LOCAL_TEST_CORRECT)
 
 
-def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
-    model = keys[0].split("-", 1)[0]  # "global" or "local"
-    counts = {keys[0]: evaluation.val_correct, keys[1]: evaluation.test_correct}
-    counts.update({p.setting_key(model, name): correct for name, (correct, _) in evaluation.settings.items()})
+def evaluation_counts(evaluation: Evaluation, which: str) -> dict[str, int]:
+    """A node classifier's :class:`Evaluation` as METRICS counts of ``which`` model (``global`` or ``local``)."""
+    val, test = GLOBAL_KEYS if which == "global" else LOCAL_KEYS
+    counts = {val: evaluation.val_correct, test: evaluation.test_correct}
+    counts.update({p.setting_key(which, name): correct for name, (correct, _) in evaluation.settings.items()})
     return counts
 
 
-def _evaluate(model: torch.nn.Module, job: LocalJob) -> Evaluation:
-    return evaluate(model, job.data, job.new_client)
+def _counts(evaluation: Evaluation, keys: tuple[str, str]) -> dict[str, int]:
+    return evaluation_counts(evaluation, keys[0].split("-", 1)[0])
 
 
 def _figures(model: torch.nn.Module, job: LocalJob, keys: tuple[str, str]) -> dict:
     """``model``'s figures on the client's data as METRICS entries of the model ``keys`` name: the
-    run's task part's (stamen/client/tasks.py), else node classification's counts."""
-    task = client_task(job.config.task)
-    if task is not None:
-        return task.figures(model, job, keys[0].split("-", 1)[0])
-    return _counts(_evaluate(model, job), keys)
+    run's task's client part's (stamen/client/tasks.py)."""
+    return client_task(job.config.task).figures(model, job, keys[0].split("-", 1)[0])
 
 
 def _reply(message: Message, job: LocalJob, records: dict[str, ArrayRecord], metrics: dict) -> Message:
     if job.config.privacy == "client-dp":
         metrics[p.UNIT_WEIGHT] = 1
-    task = client_task(job.config.task)
     metrics[p.PARTITION_ID] = job.partition_id
-    if task is not None:
-        metrics.update(task.sizes(job))
-    else:
-        metrics.update(
-            {
-                p.NUM_EXAMPLES: int(job.data.train_mask.sum()),
-                p.NUM_VAL: int(job.data.val_mask.sum()),
-                p.NUM_TEST: int(job.data.test_mask.sum()),
-            }
-        )
+    metrics.update(client_task(job.config.task).sizes(job))
     if hasattr(job.data, "unseen_mask"):
         metrics[p.setting_key("num", "unseen-node")] = int(job.data.unseen_mask.sum())
         metrics[p.setting_key("num", "missing-class")] = int(job.data.missing_mask.sum())

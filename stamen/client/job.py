@@ -17,7 +17,7 @@ from stamen.client.tasks import client_task
 from stamen.contract.run_config import RunConfig
 from stamen.graphs import FederationSpec, build_federation
 from stamen.graphs.node_data import load_partition
-from stamen.models import NodeClassifier, build_model
+from stamen.models import NodeClassifier
 from stamen.models.state import copy_state
 from stamen.models.training import adam, adam_state_record, restore_adam_state
 
@@ -66,19 +66,7 @@ class LocalJob:
         return _reset(copy.deepcopy(model), initial)
 
     def _built(self) -> tuple[NodeClassifier, dict[str, torch.Tensor]]:
-        task = client_task(self.config.task)
-        if task is not None:  # the task's own model (stamen/client/tasks.py)
-            return task.initial_model(self)  # type: ignore[return-value]
-        return _initial_model(
-            self.config.model,
-            self.data.num_features,
-            int(self.data.num_classes),
-            self.config.hidden,
-            self.config.num_layers,
-            self.config.dropout,
-            self.config.seed,
-            self.device,
-        )
+        return client_task(self.config.task).initial_model(self)  # type: ignore[return-value]
 
     def optimizer(self, model: torch.nn.Module, key: str = OPTIMIZER_STATE) -> torch.optim.Adam:
         """Adam over ``model``, resuming this client's moment estimates kept under ``key`` in earlier rounds.
@@ -153,23 +141,6 @@ def client_data(spec: FederationSpec, partition_id: int, device: torch.device) -
     if exported is not None:
         return exported.to(device)
     return build_federation(spec).clients[partition_id].to(device)
-
-
-@functools.lru_cache(maxsize=8)
-def _initial_model(
-    name: str,
-    in_dim: int,
-    num_classes: int,
-    hidden: int,
-    num_layers: int,
-    dropout: float,
-    seed: int,
-    device: torch.device,
-) -> tuple[NodeClassifier, dict[str, torch.Tensor]]:
-    torch.manual_seed(seed)
-    model = build_model(name, in_dim, num_classes, hidden=hidden, num_layers=num_layers, dropout=dropout)
-    model = model.to(device)
-    return model, {key: value.detach().clone() for key, value in model.state_dict().items()}
 
 
 def _reset(model: NodeClassifier, initial: dict[str, torch.Tensor]) -> NodeClassifier:

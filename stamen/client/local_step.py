@@ -1,7 +1,6 @@
 """FedAvg client: start from the global model, train locally, send the weights back.
 
-The local step is the run's task's (:mod:`stamen.client.tasks`): node classification's
-:func:`stamen.models.training.fit`, or the task part's ``fit``.
+The local step is the run's task's (:mod:`stamen.client.tasks`): its client part's ``fit``.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from stamen.client.algorithms import ClientAlgorithm, local_step
 from stamen.client.job import LocalJob
 from stamen.client.tasks import client_task
 from stamen.models import NodeClassifier
-from stamen.models.training import fit
 
 
 class FedAvgClient(ClientAlgorithm):
@@ -21,11 +19,7 @@ class FedAvgClient(ClientAlgorithm):
     @local_step
     def train(self, model: NodeClassifier, job: LocalJob, round_config: ConfigRecord) -> float:
         optimizer = job.optimizer(model)
-        task = client_task(job.config.task)
-        if task is not None:
-            loss = task.fit(model, job, optimizer, self.proximal_mu(round_config))
-        else:
-            loss = fit(model, job.data, job.config.local_epochs, optimizer, self.proximal_mu(round_config))
+        loss = client_task(job.config.task).fit(model, job, optimizer, self.proximal_mu(round_config))
         job.keep_optimizer(optimizer)
         return loss
 

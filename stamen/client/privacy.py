@@ -305,11 +305,7 @@ def train_round(model: torch.nn.Module, job: LocalJob, server_round: int) -> tup
     accountant = load_accountant(job.state)
     optimizer = job.optimizer(model)
     generator = torch.Generator().manual_seed(job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id)
-    task = client_task(job.config.task)
-    if task is None:
-        result = train_private(model, job.data, job.config, optimizer, accountant, generator)  # type: ignore[arg-type]
-    else:
-        result = train_private_graphs(model, task.private_records(job), job.config, optimizer, accountant, generator)  # type: ignore[arg-type]
+    result = client_task(job.config.task).train_private(model, job, optimizer, accountant, generator)
     job.keep_optimizer(optimizer)
     save_accountant(job.state, accountant)
     return result.loss, {

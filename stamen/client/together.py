@@ -6,8 +6,9 @@ then gives each message the reply the ClientApp gives it alone, built by the sam
 (:func:`stamen.client.handlers.begin_training` and :func:`~stamen.client.handlers.end_training` per
 client), except that the clients' local training steps run together
 (:func:`stamen.models.together.fit_together`: one pass over their block-diagonal graph, each client
-with its own weights, Adam moments and dropout draws), which takes the same steps to the
-bit, and the models they receive, and those they train when the run asks for their
+with its own weights, Adam moments and dropout draws: node classification's local step, for a task
+whose client part says it is its own, :meth:`stamen.client.tasks.ClientTask.trains_together`), which takes
+the same steps to the bit, and the models they receive, and those they train when the run asks for their
 figures, are evaluated in one pass too (:func:`stamen.models.together.evaluate_together`).
 
 A message trains together when its client runs FedAvg's own local training (an algorithm
@@ -43,6 +44,7 @@ from stamen.client.handlers import (
 from stamen.client.job import OPTIMIZER_STATE
 from stamen.client.local_step import FedAvgClient
 from stamen.client.secagg import aggregates_securely
+from stamen.client.tasks import client_task
 from stamen.contract import protocol as p
 from stamen.models.together import (
     ClientBlock,
@@ -178,7 +180,11 @@ def _trains_together(work: TrainingRound) -> bool:
 
         if not trains_locally(work.round_config):  # LAF, head repair or gradient ascent
             return False
-    return takes_local_step(work.algorithm) and trains_together(work.model, work.job.device)
+    return (
+        takes_local_step(work.algorithm)
+        and client_task(work.job.config.task).trains_together()  # the task's local step is the batched one
+        and trains_together(work.model, work.job.device)
+    )
 
 
 def _proximal_mu(work: TrainingRound) -> float:

@@ -27,13 +27,13 @@ from typing import Any
 from stamen.certify.names import ENUMERATE_LIMIT, METHODS, MODELS, MODES, NORMALIZATIONS, SOLVERS, VARIANTS
 from stamen.common.suggest import did_you_mean, one_of
 from stamen.contract.keys import Form, Key, Section, declared_keys, ge, gt
-from stamen.graphs.names import PARTITIONERS, accepted_datasets, dataset_problem
+from stamen.graphs.names import accepted_datasets, dataset_problem, partitioners
 from stamen.models.names import NTK_ARCHITECTURES
 
 PAPER_CSBM = "csbm-paper"  # the paper's binary CSBM (stamen.graphs.csbm.make_paper_csbm), certify's own dataset
 PARTITIONS = {
     "random": "certify's seeded split of the labelled nodes",
-    **dict.fromkeys((name for name in PARTITIONERS if name != "random"), ""),
+    **dict.fromkeys((name for name in partitioners() if name != "random"), ""),
 }
 ATTACKERS = ("any",)
 

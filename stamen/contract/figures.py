@@ -239,6 +239,10 @@ def headline_key(part: dict[str, Any], kind: str = "test") -> str | None:
     return next((key for key in headline_keys(kind) if part.get(key) is not None), None)
 
 
-def headline_keys(kind: str = "test") -> tuple[str, ...]:
-    """The figures a headline ``kind`` figure is read from, in order (see :func:`headline`)."""
+def headline_keys(kind: str = "test", metric: str | None = None) -> tuple[str, ...]:
+    """The figures a headline ``kind`` figure is read from, in order (see :func:`headline`): of a task's headline
+    ``metric`` (its spec's ``headline``: ``acc``, ``auc``), or of every built-in headline where the task is not
+    known (a record read back)."""
+    if metric is not None:
+        return (f"global_{kind}_{metric}", f"{kind}_{metric}")
     return (f"global_{kind}_acc", f"{kind}_acc", link_figure(kind, "auc", True), link_figure(kind, "auc", False))

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 
 from stamen.common.suggest import one_of
 from stamen.contract.algorithms import ALGORITHMS, admitting, averaging
-from stamen.contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, check_task
+from stamen.contract.tasks import check_task
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
-from stamen.models.names import check_decoupled, encoder_has_weights
+from stamen.models.names import encoder_has_weights
 
 if TYPE_CHECKING:
     from stamen.contract.run_config import RunConfig
@@ -51,12 +51,7 @@ def check_rules(config: RunConfig) -> None:
             f"train-frac + val-frac must be < 1 (the test split gets the rest), "
             f"got {config.train_frac} + {config.val_frac}"
         )
-    check_task(config)
-    if config.task == LINK_PREDICTION and config.link_val_frac + config.link_test_frac >= 1:
-        raise ValueError(
-            f"link-val-frac + link-test-frac must be < 1 (the training edges get the rest), "
-            f"got {config.link_val_frac} + {config.link_test_frac}"
-        )
+    check_task(config)  # the task's own rules too (its spec's check)
     spec = ALGORITHMS[config.algorithm]
     if config.privacy != "none":
         _check_privacy(config)
@@ -103,8 +98,6 @@ def check_rules(config: RunConfig) -> None:
 
 
 def _check_privacy(config: RunConfig) -> None:
-    if config.privacy == "dp-sgd" and config.task == NODE_CLASSIFICATION:  # a graph is a record of its own
-        check_decoupled(config.model)
     if not ALGORITHMS[config.algorithm].admits(config.privacy):
         raise ValueError(
             f"privacy={config.privacy!r} {PRIVACY_NEEDS[config.privacy]}: use algorithm "

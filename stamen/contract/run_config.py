@@ -29,10 +29,10 @@ from stamen.contract.algorithms import ALGORITHMS, plugin_keys
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
 from stamen.contract.run_mapping import kebab_values
-from stamen.contract.tasks import TASKS, with_task_defaults
+from stamen.contract.tasks import DEFAULT_TASK, TASKS, with_task_defaults
 from stamen.contract.tracking import trackers, translate_retired
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
-from stamen.graphs.names import RUN_PARTITIONERS
+from stamen.graphs.names import DEFAULT_PARTITIONER, RUN_PARTITIONERS
 from stamen.graphs.spec import FederationSpec
 from stamen.models.names import LINK_DECODERS, MODEL_SPECS, NTK_ARCHITECTURES
 
@@ -76,9 +76,9 @@ class RunConfig:
     """Every run-config key of the Stamen app (``stamen config`` lists them with their help)."""
 
     task: str = TRAINING.key(
-        "node-classification",
+        DEFAULT_TASK,
         "what the clients learn (stamen/contract/tasks.py)",
-        choices={n: s.help for n, s in TASKS.items()},
+        choices=Helps(TASKS),
     )
     algorithm: str = TRAINING.key("fedavg", "the FL algorithm", choices=Helps(ALGORITHMS))
     num_server_rounds: int = TRAINING.key(100, "federated rounds (at most 10,000,000)", bound=within(1, MAX_ROUNDS))
@@ -87,7 +87,9 @@ class RunConfig:
     )
     data_root: str = DATA.key("", "folder holding the datasets' files (docs/datasets.md); empty: $STAMEN_DATA")
     partitioner: str = DATA.key(
-        "louvain", "how the graph is cut into clients (cross-dataset: a dataset list's)", choices=RUN_PARTITIONERS
+        DEFAULT_PARTITIONER,
+        "how the graph is cut into clients (cross-dataset: a dataset list's)",
+        choices=RUN_PARTITIONERS,
     )
     dirichlet_alpha: float = DATA.key(0.5, "label skew of label-dirichlet (smaller: more skewed)", bound=gt(0))
     train_frac: float = DATA.key(0.6, "per-client random split: training share", bound=within(0, 1, "()"))

@@ -1,88 +1,61 @@
-"""The learning tasks a run may have: one registry entry per task, by the run config's ``task``.
+"""The learning tasks a run may have: one registry of :class:`TaskSpec`, by the run config's ``task``.
 
-A task says what a client learns from its subgraph and how it is scored:
+A task says what a client learns from its data and how it is scored. Each is a plug-in: its spec
+(here, a frozen value: no torch), its client part (a module whose ``PART`` is a
+:class:`stamen.client.tasks.ClientTask`: the model, the local step, the figures, the sizes) and its
+model where it has one of its own, in one package. Stamen's own are ``stamen/tasks/<task>/``
+(node classification, link prediction, graph classification), registered through entry points of group
+``stamen.tasks`` exactly as a researcher's package registers its own; a task registered from Python
+(``stamen.register_task(spec)``) runs on the in-process engine (:func:`stamen.common.registry.check_engine`).
 
-- ``node-classification`` (the default): a class per node, scored by accuracy over the
-  clients' validation and test nodes (:mod:`stamen.models.training`).
-- ``link-prediction``: whether an edge joins two nodes. Each client splits its own edges
-  into training, validation and test edges with seeded non-edges beside them
-  (:mod:`stamen.graphs.link_splits`), trains an encoder with a dot-product (or MLP) decoder on
-  its training edges against sampled non-edges, and is scored by AUC, average precision
-  and Hits@K (:mod:`stamen.models.link_metrics`); the edges the partition cut, which no client
-  sees, are scored by the same model too (the ``cut`` figures).
-- ``graph-classification``: a class per small graph, for clients that each hold a set of
-  graphs (a *graph set*, :func:`stamen.graphs.names.is_graph_set`: ``graphs-synth`` or ``tu:NAME``),
-  shared out whole by ``label-dirichlet`` or ``random`` (:mod:`stamen.graphs.graph_federation`), or a list of
-  graph sets dealt one dataset per client by ``cross-dataset`` (:mod:`stamen.graphs.cross_dataset`). A GIN
-  or GCN with a readout per graph (:mod:`stamen.models.graph_classifier`) trains on mini-batches of
-  graphs and is scored by accuracy over the clients' validation and test graphs, under node
-  classification's figure names.
-
-What a task admits comes from its spec here, never from a second list: the algorithms
-(by name, from :mod:`stamen.contract.algorithms`; an algorithm made for one task, its spec's ``task``,
-is admitted by that task alone and refused by the others for that reason), the models (:mod:`stamen.models.names`), the
-datasets (:mod:`stamen.graphs.names`; ``None``: every one a run may read), the privacy modes,
-and the settings it cannot honour (a run-config key with the one value it must keep).
-A refusal names the reason (:func:`check_task`): one line, before any work. A task whose data the run
-config's defaults do not fit brings its own (``defaults``, :func:`with_task_defaults`): ``task='graph-classification'``
-alone reads ``graphs-synth`` dealt out by ``random``.
-
-Privacy and robustness act on weights and carry over to every task: client-level DP (the
-server clips and noises updates), secure aggregation (the server sums weights), the
-model-poisoning attacks and the robust aggregators. DP-SGD needs a record whose gradient is its
-own: a graph of graph classification is one (:mod:`stamen.models.graph_dp_sgd`); an edge of link
-prediction is not (``privacy_refused``). ``label-flip`` flips a training example's class: a
-node's, or a graph's; a link's label is an edge of the message graph (``attacks_refused``). The
-label-flip certificates (:mod:`certify`) certify a node classifier and stay with node
-classification (``fixed``).
-
-Adding a task: its spec below, its client part (``client``: a module whose ``PART`` is a
-:class:`stamen.client.tasks.ClientTask`; empty for node classification, the handlers' own path) and
-its figures in :mod:`stamen.contract.figures`.
+The server reads a task's figures, its headline metric and how client figures pool from the spec
+(:class:`Pooling`), never from the task's name. What a task admits comes from its spec, never from a
+second list: the algorithms (by their specs' facts: an algorithm made for one task, its spec's ``task``,
+is admitted by that task alone and refused by the others for that reason), the models (:mod:`stamen.models.names`),
+the datasets, the privacy modes, the attacks, and the settings it cannot honour (a run-config key with the one
+value it must keep). A refusal names the reason (:func:`check_task`): one line, before any work. A task whose
+data the run config's defaults do not fit brings its own (``defaults``, :func:`with_task_defaults`).
 """
 
 from __future__ import annotations
 
+import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stamen.common.registry import PYTHON, Registry
 from stamen.common.suggest import one_of
-from stamen.contract.algorithms import ALGORITHMS, GRAPH_FL_TASK, AlgorithmSpec
-from stamen.contract.figures import ACCURACY_FIGURES, LINK_TASK_FIGURES
-from stamen.graphs.names import (
-    CROSS_DATASET,
-    GRAPH_SET_PARTITIONERS,
-    GRAPH_SETS,
-    cross_dataset_problem,
-    is_dataset_list,
-    is_graph_set,
-)
-from stamen.models.names import NODE_TASKS, models_for
+from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec
+from stamen.contract.figures import ACCURACY_FIGURES, SUMMARY_FIGURES
+from stamen.graphs.names import CROSS_DATASET, cross_dataset_problem, graph_set_partitioners, is_graph_set
+from stamen.models.names import models_for
 
 if TYPE_CHECKING:
     from stamen.contract.run_config import RunConfig
 
-NODE_CLASSIFICATION = "node-classification"
-LINK_PREDICTION = "link-prediction"
-GRAPH_CLASSIFICATION = "graph-classification"
-assert GRAPH_FL_TASK == GRAPH_CLASSIFICATION  # the graph-FL methods' task, as stamen.contract.algorithms names it
-assert NODE_TASKS == (NODE_CLASSIFICATION, LINK_PREDICTION)  # as stamen.models.names names them
+# The run config's default task: Flower's app config and RunConfig's key name it (a test keeps the two equal).
+DEFAULT_TASK = "node-classification"
+
+# Why the label-flip certificates (certify/) and unlearning stay with a node classifier: a task that trains none
+# fixes ``certify-budgets`` and ``unlearn-request`` at their defaults with these reasons.
+CERTIFIES_NODE_CLASSIFIER = (
+    "certifies a node classifier's predictions against flipped node labels (the NTK of its GNN and a kernel SVM "
+    "over one graph's nodes), which this task does not train"
+)
 
 
-def _any_task(spec: AlgorithmSpec) -> bool:
-    """Its clients run the task's own local step and its server only combines weights (``any_task``)."""
-    return spec.any_task
+class Pooling(enum.Enum):
+    """How the server pools the clients' figures of a round into the row's (:mod:`stamen.server.rows`)."""
+
+    COUNTS = "counts"  # correct examples added over clients, over the examples added: accuracy
+    WEIGHTED = "weighted"  # each client's own figure, weighted by its positive examples of the set (AUC, AP, Hits@K)
 
 
-def _node_algorithm(spec: AlgorithmSpec) -> bool:
-    """Every algorithm but those made for another task."""
-    return spec.task in ("", NODE_CLASSIFICATION)
-
-
-def _graph_algorithm(spec: AlgorithmSpec) -> bool:
-    """The weight-combining algorithms and those made for graph classification."""
-    return spec.any_task or spec.task == GRAPH_CLASSIFICATION
+def _general(spec: AlgorithmSpec) -> bool:
+    """Every algorithm not made for one task."""
+    return True
 
 
 @dataclass(frozen=True)
@@ -90,126 +63,102 @@ class TaskSpec:
     """One learning task, as the run config and both apps know it (see the module docstring).
 
     Attributes:
-        name: the run config's ``task``.
+        name: the run config's ``task``: lower-case letters, digits and ``-``.
         help: one line for ``stamen config`` and ``--help``.
-        client: the client part's module (empty: node classification's built-in path).
-        admits: which algorithms it trains with, from their specs' facts (every other is refused, with
-            ``refused``'s reason); :attr:`algorithms` names them, plug-ins included.
+        client: the client part's module, whose ``PART`` is a :class:`stamen.client.tasks.ClientTask`.
+        figures: the summary figures it produces (:data:`stamen.contract.figures.SUMMARY_FIGURES`' keys): a
+            summary's final and best parts hold these alone.
+        headline: its headline metric: the figure suffix of ``global_test_<headline>``, ``test_<headline>``
+            (``acc``, ``auc``); the best round is the one of best validation ``headline``.
+        headline_label: the headline in words (``accuracy``, ``AUC``).
+        pooling: how the server pools the clients' figures (:class:`Pooling`).
+        examples: what a client's examples are, in words (``nodes``, ``edges``, ``graphs``): what its
+            figures are pooled over, as the run's table and lines say.
+        admits: which algorithms not made for one task it trains with, from their specs' facts (an algorithm
+            made for this task, its spec's ``task``, is admitted always); :attr:`algorithms` names them.
         refused: why the algorithms outside ``algorithms`` cannot run it.
+        models_of: the task whose models it trains (its own name when empty: the models whose specs name it).
         datasets: the datasets it admits (None: every dataset a run may read).
         privacy: the privacy modes it admits.
         privacy_refused: why the privacy modes outside ``privacy`` cannot run it.
         attacks_refused: the attacks (``attack``) it cannot run, each with why.
         graph_sets: its clients hold sets of small graphs: it reads the graph sets and only those (every other
             task reads one graph cut into subgraphs, never a graph set).
-        examples: what a client's examples are, in words (``nodes``, ``edges``, ``graphs``): what its
-            figures are pooled over, as the run's table and lines say.
         fixed: run-config keys whose default value it needs, each with why.
-        defaults: run-config keys whose default it refuses, each with the value it takes instead (or a function of
-            the other values giving it): a key left at the run config's default takes this one
-            (``task='graph-classification'`` alone reads ``graphs-synth``).
-        figures: the summary figures it produces (:data:`stamen.contract.figures.SUMMARY_FIGURES`' keys): a
-            summary's final and best parts hold these alone.
+        defaults: run-config keys whose default it refuses (dataset, partitioner, model), each with the value it
+            takes instead (or a function of the other values giving it): a key left at the run config's default
+            takes this one.
+        model_keys: run-config keys that build its model besides model, hidden and num-layers (``model.pt``'s
+            spec records them).
+        check: its own rules on a run config beyond the above (None: none): raises ValueError in one line.
         unavailable: non-empty: the task is declared but refused, with this reason.
     """
 
     name: str
     help: str
-    client: str = ""
-    admits: Callable[[AlgorithmSpec], bool] = _node_algorithm
+    client: str
+    figures: tuple[str, ...] = ACCURACY_FIGURES
+    headline: str = "acc"
+    headline_label: str = "accuracy"
+    pooling: Pooling = Pooling.COUNTS
+    examples: str = "nodes"
+    admits: Callable[[AlgorithmSpec], bool] = _general
     refused: str = ""
+    models_of: str = ""
     datasets: tuple[str, ...] | None = None
     privacy: tuple[str, ...] = ("none", "dp-sgd", "client-dp")
     privacy_refused: str = ""
     attacks_refused: tuple[tuple[str, str], ...] = ()
     graph_sets: bool = False
-    examples: str = "nodes"
     fixed: tuple[tuple[str, str], ...] = ()
     defaults: tuple[tuple[str, Any], ...] = ()  # (key, value or values -> value)
-    figures: tuple[str, ...] = ACCURACY_FIGURES
+    model_keys: tuple[str, ...] = ()
+    check: Callable[[RunConfig], None] | None = None
     unavailable: str = ""
 
     @property
     def algorithms(self) -> tuple[str, ...]:
         """The algorithms it trains with, in registry order (plug-ins included)."""
-        return tuple(name for name, spec in ALGORITHMS.items() if self.admits(spec))
+        return tuple(
+            name for name, spec in ALGORITHMS.items() if spec.task == self.name or (not spec.task and self.admits(spec))
+        )
 
     @property
     def models(self) -> tuple[str, ...]:
         """The models it trains (their specs' ``tasks``), in registry order (plug-ins included)."""
-        return models_for(self.name)
+        return models_for(self.models_of or self.name)
 
 
-# Why the label-flip certificates (certify/) stay with node classification.
-_CERTIFIES = (
-    "certifies a node classifier's predictions against flipped node labels (the NTK of its GNN and a kernel SVM "
-    "over one graph's nodes), which this task does not train"
-)
+_NAME = re.compile(r"[a-z][a-z0-9-]*")
+_MODULE = re.compile(r"[A-Za-z_][\w.]*")
 
 
-def _graph_set_partitioner(values: dict[str, Any]) -> str:
-    """A graph set's default partitioner: ``cross-dataset`` for a dataset list (one dataset per client), else an
-    even seeded deal of the graphs (``random``)."""
-    return CROSS_DATASET if is_dataset_list(str(values.get("dataset", ""))) else "random"
+def register_task(spec: TaskSpec, *, origin: str = PYTHON) -> TaskSpec:
+    """Enter ``spec`` in :data:`TASKS`; ValueError in one line when the spec cannot be one.
+
+    ``origin``: where it comes from (:mod:`stamen.common.registry`): from Python in this process (the
+    default), or an entry point (Stamen's own tasks come so too).
+    """
+    if not isinstance(spec, TaskSpec):
+        raise ValueError(f"a task plug-in is a stamen.TaskSpec, got {type(spec).__name__}")
+    if not _NAME.fullmatch(spec.name):
+        raise ValueError(f"task name {spec.name!r} must be lower-case letters, digits and -")
+    if not _MODULE.fullmatch(spec.client):
+        raise ValueError(f"task {spec.name!r}: client must name a module, got {spec.client!r}")
+    known = dict(SUMMARY_FIGURES)
+    unknown = [figure for figure in spec.figures if figure not in known]
+    if unknown:
+        raise ValueError(
+            f"task {spec.name!r}: figures {', '.join(unknown)} are not summary figures "
+            "(stamen/contract/figures.py); a task reports the declared figures"
+        )
+    if not isinstance(spec.pooling, Pooling):
+        raise ValueError(f"task {spec.name!r}: pooling must be a stamen.Pooling, got {spec.pooling!r}")
+    TASKS.add(spec.name, spec, origin)
+    return spec
 
 
-TASKS: dict[str, TaskSpec] = {
-    spec.name: spec
-    for spec in (
-        TaskSpec(NODE_CLASSIFICATION, "a class per node (accuracy)"),
-        TaskSpec(
-            LINK_PREDICTION,
-            "whether an edge joins two nodes, on each client's own edges and on the cut ones (AUC, AP, Hits@K)",
-            client="stamen.client.link_prediction",
-            admits=_any_task,
-            refused="its client part trains a node classifier (class prototypes, label moments, heads, "
-            "generated neighbours), not an edge scorer",
-            privacy=("none", "client-dp"),
-            examples="edges",
-            figures=LINK_TASK_FIGURES,
-            privacy_refused="DP-SGD clips per-record gradients, and an edge is no record here: it is both a "
-            "training label and a message path of the encoder, so one edge moves the gradients of every edge "
-            "near its endpoints",
-            attacks_refused=(
-                (
-                    "label-flip",
-                    "flipping a link's label adds a non-edge to or removes an edge from the client's training "
-                    "graph, which is also the encoder's message graph: a structure attack, not a label flip",
-                ),
-            ),
-            fixed=(
-                ("unseen-node-frac", "hides nodes from node classification's training split"),
-                ("missing-classes", "withholds node labels"),
-                ("new-client", "holds out a client for node classification"),
-                ("certify-budgets", _CERTIFIES),
-                (
-                    "unlearn-request",
-                    "forgets nodes, classes or clients from a node classifier: its methods edit a classifier's head, "
-                    "relabel or mask training nodes, none forgets a link predictor's training edges (no 'edges:' "
-                    "request yet)",
-                ),
-            ),
-        ),
-        TaskSpec(
-            GRAPH_CLASSIFICATION,
-            "a class per small graph, for clients that each hold a set of graphs (accuracy over graphs)",
-            client="stamen.client.graph_classification",
-            admits=_graph_algorithm,
-            refused="its client part trains a node classifier (class prototypes, label moments, heads, "
-            "generated neighbours), not a graph classifier",
-            graph_sets=True,
-            examples="graphs",
-            defaults=(("dataset", "graphs-synth"), ("partitioner", _graph_set_partitioner)),
-            fixed=(
-                ("unseen-node-frac", "hides nodes of one graph from node classification's training split"),
-                ("missing-classes", "withholds node labels"),
-                ("new-client", "holds out a subgraph for node classification"),
-                ("certify-budgets", _CERTIFIES),
-                ("unlearn-request", "forgets nodes, classes or clients from a node classifier"),
-            ),
-        ),
-    )
-}
+TASKS: Registry[TaskSpec] = Registry("task", "stamen.tasks", register_task)
 
 
 def with_task_defaults(values: dict[str, Any]) -> dict[str, Any]:
@@ -218,7 +167,7 @@ def with_task_defaults(values: dict[str, Any]) -> dict[str, Any]:
 
     Flower hands the ServerApp every key, the defaults filled in, so a key left at its default and one given
     as the default look the same: both take the task's (the run config's default would be refused anyway)."""
-    task = values.get("task", NODE_CLASSIFICATION)
+    task = values.get("task", DEFAULT_TASK)
     if task not in TASKS:
         return values
     defaults = _defaults()
@@ -232,7 +181,7 @@ def with_task_defaults(values: dict[str, Any]) -> dict[str, Any]:
 
 def check_task(config: RunConfig) -> None:
     """ValueError in one line when ``config``'s task cannot run with its algorithm, model, dataset or settings."""
-    spec = TASKS[config.task]
+    spec = TASKS.lookup(config.task, "task")
     if spec.unavailable:
         raise ValueError(f"task={spec.name!r} is {spec.unavailable}; use task {one_of(available())}")
     made_for = ALGORITHMS[config.algorithm].task
@@ -268,6 +217,8 @@ def check_task(config: RunConfig) -> None:
             raise ValueError(
                 f"task={spec.name!r} cannot run attack={attack!r}: {why}; use attack 'sign-flip' or 'gaussian'"
             )
+    if spec.check is not None:
+        spec.check(config)
 
 
 def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:
@@ -275,30 +226,46 @@ def _check_graph_sets(spec: TaskSpec, config: RunConfig) -> None:
     shared out by a partitioner over graphs, a dataset list by ``cross-dataset`` alone."""
     if is_graph_set(config.dataset) and not spec.graph_sets:
         raise ValueError(
-            f"dataset={config.dataset!r} is a set of small graphs, for task {GRAPH_CLASSIFICATION!r}; "
+            f"dataset={config.dataset!r} is a set of small graphs, for task {one_of(graph_set_tasks())}; "
             f"task={spec.name!r} cuts one graph into subgraphs: use a dataset such as 'csbm' or 'cora'"
         )
     if spec.graph_sets and not is_graph_set(config.dataset):
         raise ValueError(
             f"task={spec.name!r} needs clients that each hold many small graphs; dataset={config.dataset!r} is one "
-            f"graph cut into subgraphs: use dataset {one_of((*GRAPH_SETS, 'tu:NAME'))}"
+            f"graph cut into subgraphs: use dataset {one_of(graph_set_datasets())}"
         )
-    problem = cross_dataset_problem(
-        config.dataset, config.partitioner
-    )  # the clients' count: stamen.graphs.cross_dataset
+    problem = cross_dataset_problem(config.dataset, config.partitioner)  # the clients' count: graphs.cross_dataset
     if problem:
         raise ValueError(problem)
-    if spec.graph_sets and config.partitioner not in (*GRAPH_SET_PARTITIONERS, CROSS_DATASET):
+    if spec.graph_sets and config.partitioner not in (*graph_set_partitioners(), CROSS_DATASET):
         raise ValueError(
             f"partitioner={config.partitioner!r} cuts one graph by its edges; task={spec.name!r} shares out whole "
-            f"graphs: use partitioner {one_of(GRAPH_SET_PARTITIONERS)}"
+            f"graphs: use partitioner {one_of(graph_set_partitioners())}"
         )
+
+
+def graph_set_tasks() -> tuple[str, ...]:
+    """The tasks whose clients hold graph sets, in registry order."""
+    return tuple(name for name, spec in TASKS.items() if spec.graph_sets)
+
+
+def graph_set_datasets() -> tuple[str, ...]:
+    """The graph-set datasets and forms, as a refusal names them."""
+    from stamen.graphs.names import GRAPH_SETS
+
+    return (*GRAPH_SETS, "tu:NAME")
+
+
+def task_spec(task: str | None) -> TaskSpec | None:
+    """The spec of ``task`` (the default task's for a missing one: a record of an earlier version), None for a
+    task this process does not know."""
+    return TASKS.get(task or DEFAULT_TASK)
 
 
 def examples(task: str | None) -> str:
     """What task ``task``'s figures are pooled over (``nodes`` for an unknown or missing task: a record of an
     earlier version)."""
-    spec = TASKS.get(task or NODE_CLASSIFICATION)
+    spec = task_spec(task)
     return spec.examples if spec is not None else "nodes"
 
 

@@ -18,7 +18,7 @@ _SOURCES = {
     "FederationSpec": "stamen.graphs.spec",
     "build_federation": "stamen.graphs.federation",
     "DATASETS": "stamen.graphs.names",
-    "PARTITIONERS": "stamen.graphs.names",
+    "PARTITIONER_SPECS": "stamen.graphs.names",
     "client_subgraph": "stamen.graphs.partition",
     "client_subgraphs": "stamen.graphs.partition",
     "cut_edges": "stamen.graphs.partition",

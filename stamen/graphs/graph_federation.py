@@ -5,7 +5,7 @@ Graph classification (``task='graph-classification'``) reads a graph set
 (:mod:`stamen.graphs.tu_folder`). Its clients hold whole graphs, not subgraphs of one graph, so
 nothing is cut:
 
-- the graphs are shared out by the partitioner over graphs (:data:`stamen.graphs.names.GRAPH_SET_PARTITIONERS`):
+- the graphs are shared out by the partitioner over graphs (:func:`stamen.graphs.names.graph_set_partitioners`):
   ``label-dirichlet`` deals each class's graphs by ``Dirichlet(alpha)`` shares, ``random`` deals a
   seeded permutation evenly (:func:`stamen.graphs.partition.partition_nodes`, whose items are here graphs);
   a dataset list (``graphs-synth+tu:MUTAG``) is dealt one dataset per client by ``cross-dataset``
@@ -29,7 +29,7 @@ from torch_geometric.data import Batch, Data
 
 from stamen.graphs.datasets import data_root
 from stamen.graphs.graph_sets import make_graph_set
-from stamen.graphs.names import GRAPH_SET_PARTITIONERS, cross_dataset_problem, dataset_problem, is_dataset_list
+from stamen.graphs.names import cross_dataset_problem, dataset_problem, graph_set_partitioners, is_dataset_list
 from stamen.graphs.partition import partition_nodes
 from stamen.graphs.spec import FederationSpec
 from stamen.graphs.splits import split_masks
@@ -68,10 +68,10 @@ def build_graph_federation(spec: FederationSpec) -> Federation:
         from stamen.graphs.cross_dataset import build_cross_dataset
 
         return build_cross_dataset(spec)
-    if spec.partitioner not in GRAPH_SET_PARTITIONERS:
+    if spec.partitioner not in graph_set_partitioners():
         raise ValueError(
             f"partitioner={spec.partitioner!r} cuts one graph by its edges; dataset {spec.dataset!r} is a set of "
-            f"graphs shared out whole: use partitioner {' or '.join(map(repr, GRAPH_SET_PARTITIONERS))}"
+            f"graphs shared out whole: use partitioner {' or '.join(map(repr, graph_set_partitioners()))}"
         )
     graphs = load_graph_set(spec.dataset, spec.data_root or None, spec.seed)
     labels = torch.cat([g.y for g in graphs])

@@ -28,20 +28,29 @@ list splits one way. Each part is checked as its single form is; a part that is 
 Client ``i`` holds part ``i mod D`` (:func:`client_datasets`; the graphs: :mod:`stamen.graphs.cross_dataset`).
 
 :func:`dataset_problem` checks a name's shape (no files are touched), in one line.
+
+A partitioner is a plug-in: its spec (:class:`PartitionerSpec`) enters one registry,
+:data:`PARTITIONER_SPECS`, through :func:`register_partitioner` from Python or a package's ``stamen.partitioners``
+entry points (:mod:`stamen.common.registry`), as Stamen's own do (:mod:`stamen.graphs.partitioners`). The run
+config's ``partitioner`` choices are the registry's and ``cross-dataset`` (:data:`RUN_PARTITIONERS`).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stamen.common.registry import PYTHON, Registry
 
 PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
 DATASETS = ("csbm", *PLANETOID, "cora_ml")
 GRAPH_SETS = ("graphs-synth",)  # generated from the seed, no files (stamen/graphs/graph_sets.py)
-PARTITIONERS = ("louvain", "metis", "label-dirichlet", "random")  # over one dataset's nodes or graphs
 CROSS_DATASET = "cross-dataset"  # one dataset of a dataset list per client (stamen.graphs.cross_dataset)
-RUN_PARTITIONERS = (*PARTITIONERS, CROSS_DATASET)  # the run config's partitioner
-GRAPH_SET_PARTITIONERS = ("label-dirichlet", "random")  # over graphs: the others cut one graph by its edges
+DEFAULT_PARTITIONER = "louvain"  # the run config's default (Flower's app config holds it too)
 LIST_SEPARATOR = "+"
 
 # PyG class -> its dataset names (empty: the class holds one dataset and takes no name).
@@ -204,3 +213,80 @@ def dataset_slug(name: str) -> str:
 def _did_you_mean(word: str, known: list[str] | tuple[str, ...]) -> str:
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+@dataclass(frozen=True)
+class PartitionerSpec:
+    """One partitioner: how a graph's nodes (or a graph set's graphs) are shared out among K clients.
+
+    Attributes:
+        name: the run config's ``partitioner``: lower-case letters, digits and ``-``.
+        help: one line for ``stamen config`` and ``--help``.
+        function: ``module:function`` of ``function(data, num_parts, seed, alpha) -> list of K arrays of ids``:
+            ``data`` is a PyG ``Data`` (one graph: ``num_nodes``, ``edge_index``, ``y``; a graph set's graphs:
+            ``num_nodes`` graphs and their labels ``y`` alone), ``seed`` seeds every draw (the same seed gives
+            the same parts), ``alpha`` is the run's ``dirichlet-alpha``; the K arrays are disjoint and cover
+            each id once (Stamen checks it, and refuses an empty part).
+        graphs: it needs the items' labels alone, so it shares out a graph set's graphs too.
+    """
+
+    name: str
+    help: str
+    function: str
+    graphs: bool = False
+
+
+_NAME = re.compile(r"[a-z][a-z0-9-]*")
+_FUNCTION = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def register_partitioner(spec: PartitionerSpec, *, origin: str = PYTHON) -> PartitionerSpec:
+    """Enter ``spec`` in :data:`PARTITIONER_SPECS`; ValueError in one line when the spec cannot be one."""
+    if not isinstance(spec, PartitionerSpec):
+        raise ValueError(f"a partitioner plug-in is a stamen.PartitionerSpec, got {type(spec).__name__}")
+    if not _NAME.fullmatch(spec.name) or spec.name == CROSS_DATASET:
+        raise ValueError(f"partitioner name {spec.name!r} must be lower-case letters, digits and -")
+    if not _FUNCTION.fullmatch(spec.function):
+        raise ValueError(f"partitioner {spec.name!r}: function must name module:function, got {spec.function!r}")
+    PARTITIONER_SPECS.add(spec.name, spec, origin)
+    return spec
+
+
+PARTITIONER_SPECS: Registry[PartitionerSpec] = Registry("partitioner", "stamen.partitioners", register_partitioner)
+
+
+def partitioners() -> tuple[str, ...]:
+    """The registered partitioners, in registry order."""
+    return tuple(PARTITIONER_SPECS)
+
+
+def graph_set_partitioners() -> tuple[str, ...]:
+    """The partitioners that share out a graph set's graphs (their spec's ``graphs``), in registry order."""
+    return tuple(name for name, spec in PARTITIONER_SPECS.items() if spec.graphs)
+
+
+class _RunPartitioners(Mapping[str, str]):
+    """The run config's ``partitioner`` choices with their help, read live: the registry's, then
+    ``cross-dataset`` (a dataset list's deal, :mod:`stamen.graphs.cross_dataset`)."""
+
+    def _all(self) -> dict[str, str]:
+        helps = {name: spec.help for name, spec in PARTITIONER_SPECS.items()}
+        return {**helps, CROSS_DATASET: "one dataset of a dataset list per client (graph sets joined by '+')"}
+
+    def __getitem__(self, name: str) -> str:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+RUN_PARTITIONERS: Mapping[str, str] = _RunPartitioners()
+
+
+def resolve(path: str) -> Any:
+    """The object ``module:attribute`` names (the module imported on first use)."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)

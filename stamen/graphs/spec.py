@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stamen.graphs.names import DEFAULT_PARTITIONER
+
 
 @dataclass(frozen=True)
 class FederationSpec:
@@ -17,7 +19,7 @@ class FederationSpec:
     Attributes:
         dataset: dataset name (see :data:`graphs.DATASETS`).
         num_clients: number of training clients K.
-        partitioner: partitioner name (see :data:`graphs.PARTITIONERS`).
+        partitioner: partitioner name (see :data:`stamen.graphs.names.PARTITIONER_SPECS`).
         seed: seed of the generated graph, the partition and the splits.
         data_root: data root of file datasets ('' for none).
         dirichlet_alpha: concentration of ``label-dirichlet``.
@@ -30,7 +32,7 @@ class FederationSpec:
 
     dataset: str = "csbm"
     num_clients: int = 10
-    partitioner: str = "louvain"
+    partitioner: str = DEFAULT_PARTITIONER
     seed: int = 0
     data_root: str = ""
     dirichlet_alpha: float = 0.5

@@ -16,6 +16,7 @@ from flwr.serverapp import Grid, ServerApp
 from stamen.contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS
 from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
+from stamen.contract.tasks import TASKS
 from stamen.contract.tracking import missing_tracker
 from stamen.server import outputs, privacy
 from stamen.server.algorithms import server_algorithm
@@ -251,7 +252,8 @@ def train_and_report(
     run_dir.write_json(SUMMARY_FILE, summary)
     if len(arrays) > 0:
         outputs.save_model(run_dir.path, outputs.torch_state_dict(arrays), config)
-    outputs.plot_curves(run_dir.path, rows, outputs.run_title(run_dir.path.name, config, summary["clients"]))
+    title = outputs.run_title(run_dir.path.name, config, summary["clients"])
+    outputs.plot_curves(run_dir.path, rows, title, TASKS[config.task].headline)
     if config.budgets():
         summary["certificates"] = certify_federation(grid, config, run_dir.path)["budgets"]
         run_dir.write_json(SUMMARY_FILE, summary)

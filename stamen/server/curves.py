@@ -68,8 +68,8 @@ INSET = 0.03  # each axis runs this share of its span past the first and the las
 FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 
-def curves_svg(rows: Sequence[Row], title: str) -> str:
-    """The SVG document of ``rows`` (a run's ``metrics.jsonl``), titled ``title``."""
+def curves_svg(rows: Sequence[Row], title: str, headline: str = "acc") -> str:
+    """The SVG document of ``rows`` (a run's ``metrics.jsonl``), titled ``title``; ``headline``: the task's spec's."""
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" {FONT}>',
@@ -79,7 +79,7 @@ def curves_svg(rows: Sequence[Row], title: str) -> str:
     accuracies = [(label, colour, _points(rows, key)) for key, label, colour in ACCURACIES]
     accuracies = [line for line in accuracies if line[2]]
     figure = "accuracy"
-    if not accuracies:  # a link-prediction run: its AUCs
+    if headline == "auc":  # the task's headline figure (its spec's): its AUCs
         accuracies = [line for key, label, colour in AUCS if (line := (label, colour, _points(rows, key)))[2]]
         figure = "AUC" if accuracies else figure
     key, label, colour = LOSS

@@ -34,6 +34,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from stamen.contract.run_config import RunConfig
+from stamen.contract.tasks import TASKS
 from stamen.server.algorithms import server_algorithm
 from stamen.server.checkpoint import Checkpoint
 from stamen.server.loop import Row, RunHealth, run_rounds, seed_server_draws
@@ -110,6 +111,7 @@ class Driver:
             resume=resume,
             on_checkpoint=on_checkpoint,
             on_replies=on_replies,
+            pooling=TASKS[self.config.task].pooling,
             health=health,
         )
 

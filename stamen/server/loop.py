@@ -39,6 +39,7 @@ from flwr.serverapp.strategy import Strategy
 from stamen.contract import protocol as p
 from stamen.contract.figures import TRAIN_LOSS
 from stamen.contract.identity import head_identity
+from stamen.contract.tasks import Pooling
 from stamen.server.checkpoint import Checkpoint
 from stamen.server.divergence import DivergedError, check_round
 from stamen.server.privacy import epsilon_figures
@@ -48,7 +49,7 @@ from stamen.server.rows import (
     client_processes,
     local_only,
     merge_global,
-    pooled_accuracies,
+    pooled_figures,
     strategy_figures,
     training_figures,
 )
@@ -296,6 +297,7 @@ def run_rounds(
     on_checkpoint: Callable[[Checkpoint], None] | None = None,
     on_replies: Callable[[int, ArrayRecord, list[Message]], None] | None = None,
     health: RunHealth | None = None,
+    pooling: Pooling = Pooling.COUNTS,
 ) -> ArrayRecord:
     """Run rounds up to ``num_rounds``; call ``on_row`` with each finished round's row, in order.
 
@@ -318,7 +320,7 @@ def run_rounds(
     round or not. ``on_replies(r, sent, replies)`` sees each round's weights sent and the
     valid training replies before aggregation (e.g. to record the clients' updates). Returns
     the final global weights (for a non-aggregating algorithm, the weights the server last
-    sent, i.e. none).
+    sent, i.e. none). ``pooling``: how the run's task pools the clients' figures (its spec's).
     """
     health = health if health is not None else RunHealth()
     if isinstance(strategy, ReportsHealth):
@@ -353,7 +355,7 @@ def run_rounds(
         if on_replies is not None:
             on_replies(server_round, arrays, replies)
         metrics = [reply.content[p.METRICS] for reply in replies]
-        accuracies, per_client = pooled_accuracies(metrics), client_figures(metrics)
+        accuracies, per_client = pooled_figures(metrics, pooling), client_figures(metrics)
         spent.update({int(m[p.PARTITION_ID]): float(m[p.EPSILON]) for m in metrics if p.EPSILON in m})
         pending.update({k: v for k, v in accuracies.items() if k.startswith("global_")})
         merge_global(pending, per_client)
@@ -394,7 +396,7 @@ def run_rounds(
         health.failures.extend(failed)
         require_clients("final evaluation", len(replies), len(messages), failed, min_clients)
         metrics = [reply.content[p.METRICS] for reply in replies]
-        pending.update(pooled_accuracies(metrics))
+        pending.update(pooled_figures(metrics, pooling))
         merge_global(pending, client_figures(metrics))
         pending["final_eval_failed_clients"] = [failure.row() for failure in failed]
         pending["final_eval_seconds"] = time.perf_counter() - started

@@ -34,7 +34,7 @@ from stamen.contract.figures import (
 )
 from stamen.contract.protocol import SETTINGS
 from stamen.contract.run_config import RunConfig
-from stamen.contract.tasks import LINK_PREDICTION, TASKS, examples
+from stamen.contract.tasks import TASKS, examples, task_spec
 from stamen.graphs.names import client_datasets, is_dataset_list
 from stamen.server.curves import curves_svg
 from stamen.server.loop import FailureCategory, Row
@@ -44,12 +44,13 @@ from stamen.server.rundir import CURVES_FILE, atomic_write
 def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[str, Any]:
     """Final-round and best-validation figures of a run.
 
-    The best round is chosen on validation accuracy (the global model's when there is
-    one, else the local models'; a link-prediction run's: validation AUC), never on test figures.
+    The best round is chosen on the task's headline validation figure (its spec's ``headline``: accuracy, AUC,
+    ...; the global model's when there is one, else the local models'), never on test figures.
     The final and best parts hold the figures of the run's task (:func:`summary_figures`), and any
     other figure the rows hold.
     """
-    selector = next((key for key in headline_keys("val") if any(key in r for r in rows)), VAL_ACC)
+    spec = TASKS[config.task]
+    selector = next((key for key in headline_keys("val", spec.headline) if any(key in r for r in rows)), VAL_ACC)
     candidates = [r for r in rows if _is_figure(r.get(selector))]
     best = max(candidates, key=lambda r: r[selector]) if candidates else {}
     final = rows[-1] if rows else {}
@@ -90,7 +91,7 @@ def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[s
         summary["client_datasets"] = {str(pid): held[pid] for pid in reported}
     if config.privacy != "none":
         summary["privacy"] = privacy_summary(final, summary["final"], config)
-    if config.task == LINK_PREDICTION:
+    if any(link_figure(edges, "hits", True) in spec.figures for edges in LINK_SETS):  # its figures have a K
         summary["hits_at_k"] = hits_at_k_note(summary["final"], config.hits_k)
     summary.update(cluster_summary(rows))
     notes = [*config_notes(config), *run_notes(rows)]  # the algorithm computed what another does: said once
@@ -219,14 +220,15 @@ def privacy_summary(final_row: Row, final: dict[str, Any], config: RunConfig) ->
 
 def privacy_table(privacy: dict[str, Any], task: str | None = None) -> str:
     """Final epsilon per client (DP-SGD) or for all clients (client-level DP), and the headline test figure
-    of the run's ``task`` (a link-prediction run's is its test AUC)."""
+    of the run's ``task`` (its spec's headline: accuracy, AUC, ...)."""
     lines = [f"{'client':>8}  {'epsilon':>10}", "-" * 20]
     for client, epsilon in privacy.get("epsilon", {}).items():
         lines.append(f"{client:>8}  {_shown(epsilon, '>10.4f'):>10}")
     if privacy["privacy"] == "client-dp":
         lines.append(f"{'all':>8}  {_shown(privacy['epsilon_max'], '>10.4f'):>10}")
     accuracy = _shown(privacy[FINAL_TEST_ACC], ".4f")
-    figure = "test AUC" if task == LINK_PREDICTION else "test accuracy"
+    spec = task_spec(task)
+    figure = f"test {spec.headline_label if spec is not None else 'accuracy'}"
     lines.append(f"{privacy['privacy']} at delta={privacy['delta']:g}; {figure} {accuracy}")
     return "\n".join(lines)
 
@@ -358,8 +360,8 @@ def save_model(run_dir: Path, state_dict: dict, config: RunConfig) -> None:
     import torch  # only at the end of a run: the ServerApp starts without PyTorch
 
     spec = {"model": config.model, "hidden": config.hidden, "num_layers": config.num_layers, "task": config.task}
-    if config.task == LINK_PREDICTION:  # a LinkPredictor's weights (stamen/models/link_predictor.py)
-        spec["link_decoder"] = config.link_decoder
+    for key in TASKS[config.task].model_keys:  # what else builds the task's model (a link decoder)
+        spec[key.replace("-", "_")] = getattr(config, key.replace("-", "_"))
     buffer = io.BytesIO()
     torch.save({"state_dict": state_dict, "spec": spec}, buffer)
     atomic_write(run_dir / "model.pt", buffer.getvalue())
@@ -383,13 +385,13 @@ def run_title(name: str, config: RunConfig, clients: int) -> str:
     )
 
 
-def plot_curves(run_dir: Path, rows: list[Row], title: str = "") -> None:
+def plot_curves(run_dir: Path, rows: list[Row], title: str = "", headline: str = "acc") -> None:
     """``curves.svg``: accuracy (best validation round marked), training loss per round (:mod:`stamen.server.curves`).
 
     A ``curves.png`` an earlier version drew for this run (resumed now) is removed: it ends
     before the rounds run since.
     """
-    atomic_write(run_dir / CURVES_FILE, curves_svg(rows, title or run_dir.name))
+    atomic_write(run_dir / CURVES_FILE, curves_svg(rows, title or run_dir.name, headline))
     earlier = run_dir / "curves.png"
     if earlier.is_file() and not earlier.is_symlink():
         earlier.unlink()

@@ -5,9 +5,11 @@ nodes over all clients divided by the number of nodes, i.e. the client average
 weighted by client size. Each row also keeps every client's own figures
 (``per_client``, by partition id), from which the summary's fairness view is drawn.
 
-A link-prediction run's figures (AUC, AP, Hits@K, :data:`stamen.contract.figures.LINK_FIGURES`) are
-ratios no count adds up to: each is pooled as the clients' own figures weighted by their
-positive edges of the set (validation, test, cut), over the clients that report it.
+How a run's figures pool is its task's (:attr:`stamen.contract.tasks.TaskSpec.pooling`): from counts
+(:attr:`~stamen.contract.tasks.Pooling.COUNTS`), or, for ratios no count adds up to (AUC, AP, Hits@K,
+:data:`stamen.contract.figures.LINK_FIGURES`), as the clients' own figures weighted by their positive
+examples of the set (validation, test, cut), over the clients that report it
+(:attr:`~stamen.contract.tasks.Pooling.WEIGHTED`).
 
 A strategy may add figures of its own to each round's row (:class:`RowFigures`, e.g. GCFL's clusters
 and splits); a strategy that does not leaves the row as it is.
@@ -33,6 +35,7 @@ from stamen.contract.figures import (
     setting_acc,
     setting_nodes,
 )
+from stamen.contract.tasks import Pooling
 
 Row = dict[str, Any]
 # per-client figures: (row key, correct-count metric, total metric)
@@ -42,6 +45,12 @@ _CLIENT_ACCURACIES = (
     (VAL_ACC, p.LOCAL_VAL_CORRECT, p.NUM_VAL),
     (TEST_ACC, p.LOCAL_TEST_CORRECT, p.NUM_TEST),
 )
+
+
+def pooled_figures(metrics: list[MetricRecord], pooling: Pooling) -> Row:
+    """The round's figures of the global (received) and local (trained) models, pooled over clients as the
+    run's task says (``pooling``)."""
+    return pooled_accuracies(metrics) if pooling is Pooling.COUNTS else pooled_link_figures(metrics)
 
 
 def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
@@ -66,7 +75,6 @@ def pooled_accuracies(metrics: list[MetricRecord]) -> Row:
     for name, key, total in figures:
         if metrics and all(key in m for m in metrics) and total > 0:
             row[name] = sum(int(m[key]) for m in metrics) / total
-    row.update(pooled_link_figures(metrics))
     return row
 
 
@@ -81,7 +89,8 @@ def _link_entries() -> list[tuple[str, str, str]]:
 
 
 def pooled_link_figures(metrics: list[MetricRecord]) -> Row:
-    """Link figures pooled over the clients that report them (a NaN is no figure), weighted by their positive edges."""
+    """Figures pooled over the clients that report them (a NaN is no figure), each client's weighted by its positive
+    examples of the set (:attr:`stamen.contract.tasks.Pooling.WEIGHTED`: a link-predicting task's)."""
     row: Row = {}
     for name, key, count in _link_entries():
         weighted = [

@@ -71,20 +71,26 @@ def default_run_config() -> dict[str, object]:
     return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
 
 
-def prepare(run_overrides: list[str], federation_overrides: list[str], ray_address: str = "") -> PreparedRun:
+def prepare(
+    run_overrides: list[str], federation_overrides: list[str], ray_address: str = "", engine: str = "inprocess"
+) -> PreparedRun:
     """The command line's ``-c`` and ``--federation-config`` items, parsed here (the only place strings are),
     then :func:`prepare_mapping`."""
     run = parse_overrides(run_overrides)
-    return prepare_mapping(run, parse_overrides(federation_overrides, "federation config", files=False), ray_address)
+    federation = parse_overrides(federation_overrides, "federation config", files=False)
+    return prepare_mapping(run, federation, ray_address, engine)
 
 
 def prepare_mapping(
-    run_config: Mapping[str, Any], federation_config: Mapping[str, Any], ray_address: str = ""
+    run_config: Mapping[str, Any],
+    federation_config: Mapping[str, Any],
+    ray_address: str = "",
+    engine: str = "inprocess",
 ) -> PreparedRun:
     """Run-config and federation keys (either spelling) as the typed configs, then :func:`prepare_config`."""
     config = check_config(RunConfig.from_mapping(run_config))
     federation = FederationConfig.from_mapping(federation_config, on_cluster=bool(ray_address))
-    return prepare_config(config, federation, ray_address)
+    return prepare_config(config, federation, ray_address, engine)
 
 
 def check_config(config: RunConfig) -> RunConfig:
@@ -100,16 +106,23 @@ def check_config(config: RunConfig) -> RunConfig:
     return config
 
 
-def prepare_config(config: RunConfig, federation: FederationConfig, ray_address: str = "") -> PreparedRun:
+def prepare_config(
+    config: RunConfig, federation: FederationConfig, ray_address: str = "", engine: str = "inprocess"
+) -> PreparedRun:
     """Check everything that can be checked before Flower starts; fix the run directory.
 
     ``ray_address``: the Ray cluster the Flower simulation joins (:mod:`stamen.simulations.cluster`), checked here:
-    ``HOST:PORT`` where something listens, and no federation key that a cluster refuses.
+    ``HOST:PORT`` where something listens, and no federation key that a cluster refuses. ``engine``: the engine the
+    run goes to; a plug-in registered in this process only is refused for an engine of other processes, before the
+    data is read (:func:`stamen.common.registry.check_engine`).
     """
+    from stamen.common.registry import check_engine
+    from stamen.contract.plugins import plugin_choices
     from stamen.server.app import resume_target
     from stamen.simulations.cluster import check_cluster_federation, check_ray_address
 
     check_config(config)
+    check_engine(plugin_choices(config), engine)  # another engine's processes see entry-point plug-ins alone
     flower = federation.to_flower()
     if ray_address:
         check_cluster_federation(flower)
@@ -226,42 +239,8 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
 
 
 def check_task_data(config: RunConfig, federation: Federation) -> None:
-    """What the run's task needs of the clients' data, before anything is written (ValueError in one line):
-    two classes or more to classify; for graph classification, graphs to train on in every client; for link
-    prediction, edges to train on in every client."""
-    from stamen.contract.tasks import GRAPH_CLASSIFICATION, LINK_PREDICTION
+    """What the run's task needs of the clients' data, before anything is written (ValueError in one line): its
+    client part's check (:meth:`stamen.client.tasks.ClientTask.check_data`)."""
+    from stamen.client.tasks import client_task
 
-    if config.task != LINK_PREDICTION:
-        labels = federation.graph.y
-        classes = int(labels.unique().numel()) if labels is not None else 0
-        if classes < 2:
-            raise ValueError(
-                f"dataset {config.dataset!r} has {classes} class{'es' if classes != 1 else ''} of {config.task}; "
-                "classification needs at least two: give a dataset with two classes or more"
-            )
-        if config.task == GRAPH_CLASSIFICATION:
-            check_training_graphs(config, federation)
-        return
-    from stamen.client.link_prediction import link_split
-
-    for index, client in enumerate(federation.clients):
-        if link_split(client, config, index).train.size(1) == 0:
-            raise ValueError(
-                f"client {index} has no edges to train link prediction on ({int(client.edge_index.size(1)) // 2} "
-                f"edges, link-val-frac={config.link_val_frac:g}, link-test-frac={config.link_test_frac:g}); "
-                "use fewer clients, a graph with more edges or lower link-val-frac and link-test-frac"
-            )
-
-
-def check_training_graphs(config: RunConfig, federation: Federation) -> None:
-    """Every client of a graph set holds a graph to train on (its ``train_mask`` is over its graphs; the
-    split rounds down, so a client of one graph has none). ValueError in one line naming the client."""
-    for index, client in enumerate(federation.clients):
-        graphs = int(client.train_mask.numel())
-        if int(client.train_mask.sum()) == 0:
-            raise ValueError(
-                f"client {index} has no graphs to train graph classification on ({graphs} "
-                f"graph{'s' if graphs != 1 else ''}, train-frac={config.train_frac:g}, "
-                f"{len(federation.clients)} clients); use fewer clients, another partitioner or a dataset "
-                "with more graphs"
-            )
+    client_task(config.task).check_data(config, federation)

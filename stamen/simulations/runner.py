@@ -19,11 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from stamen.common.registry import check_engine
-from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
-from stamen.models.names import MODEL_SPECS
 from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory, RunStatus, run_token
 from stamen.server.runlock import FolderLock
@@ -125,11 +122,7 @@ def run(
     if observe is not None and engine is not Engine.INPROCESS:
         raise ValueError("observing a run's rows needs the in-process engine (engine='inprocess')")
     address = ray_address_for(engine, ray_address)
-    prepared = prepare_config(config, federation, ray_address=address)
-    check_engine(
-        {"algorithm": (ALGORITHMS, prepared.config.algorithm), "model": (MODEL_SPECS, prepared.config.model)},
-        engine.value,
-    )
+    prepared = prepare_config(config, federation, ray_address=address, engine=engine.value)
     rounds = prepared.config.num_server_rounds
     if prepared.nothing_left:
         return RunResult(prepared.run_dir.path, rounds, None)

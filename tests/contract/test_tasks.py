@@ -5,8 +5,10 @@ import pytest
 
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.run_config import KEYS, RunConfig
-from stamen.contract.tasks import LINK_PREDICTION, TASKS, available
+from stamen.contract.tasks import TASKS, available
 from stamen.simulations.cli import main as stamen
+
+LINK_PREDICTION = "link-prediction"
 
 
 def test_node_classification_is_the_default_and_admits_every_algorithm_not_made_for_another_task():

@@ -108,3 +108,51 @@ def test_e_own_plugins(name, run_name, setting, tmp_path, monkeypatch, registrie
     assert run.config[setting[0]] == setting[1] and run.status == stamen.RunStatus.FINISHED
     assert scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
     assert len(run.rows) == 4
+
+
+def test_e_own_task(tmp_path, monkeypatch, registries):
+    """The label-smoothing task trains node classification's model from the same seeded start (round 0's
+    figures, measured before any training, are node classification's), on its own loss after."""
+    scope = _run("08_own_task.py", tmp_path, monkeypatch)
+    run = stamen.load(tmp_path / "own" / "smooth")
+    assert run.config["task"] == "smooth-node-classification" and run.status == stamen.RunStatus.FINISHED
+    assert run.summary["task"] == "smooth-node-classification" and len(run.rows) == 4
+    assert scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
+    plain = stamen.run(
+        {"csbm-nodes": 300, "num-server-rounds": 3}, clients=3, out=tmp_path / "plain", run_name="p", overwrite=True
+    )
+    assert run.rows[0]["global_test_acc"] == plain.rows[0]["global_test_acc"]
+    assert [row["train_loss"] for row in run.rows[1:]] != [row["train_loss"] for row in plain.rows[1:]]
+
+
+def test_e_own_partitioner(tmp_path, monkeypatch, registries):
+    """The contiguous-range partitioner's clients hold node ids 0-99, 100-199 and 200-299 of the 300-node graph."""
+    from stamen.contract.run_config import RunConfig
+    from stamen.graphs import build_federation
+
+    scope = _run("09_own_partitioner.py", tmp_path, monkeypatch)
+    run = stamen.load(tmp_path / "own" / "ranges")
+    assert run.config["partitioner"] == "ranges" and run.status == stamen.RunStatus.FINISHED and len(run.rows) == 4
+    assert scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
+    federation = build_federation(RunConfig.from_flower(run.config).federation(3))  # the run's clients
+    assert [(int(part.min()), int(part.max()), part.size) for part in federation.parts] == [
+        (0, 99, 100),
+        (100, 199, 100),
+        (200, 299, 100),
+    ]
+    train = sum(int(client.train_mask.sum()) for client in federation.clients)
+    assert sum(c["train_nodes"] for c in run.rows[-1]["per_client"].values()) == train
+
+
+@pytest.mark.parametrize(
+    "section,example", [("Your own task", "08_own_task.py"), ("Your own partitioner", "09_own_partitioner.py")]
+)
+def test_the_guide_shows_the_code_the_examples_run(section, example):
+    """docs/extending.md's code of a plug-in kind is its example's, verbatim: the code the tests above run."""
+    guide = (EXAMPLES.parent / "docs" / "extending.md").read_text()
+    text = guide.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = text.split("```python\n")[1:]
+    assert blocks, f"no code in section {section!r}"
+    source = (EXAMPLES / example).read_text()
+    for block in blocks:
+        assert block.split("```", 1)[0] in source

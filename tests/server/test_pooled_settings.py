@@ -3,7 +3,7 @@
 from flwr.app import MetricRecord
 
 from stamen.contract import protocol as p
-from stamen.server.loop import pooled_accuracies
+from stamen.server.rows import pooled_accuracies
 
 
 def test_settings_are_pooled_by_their_node_counts():

@@ -13,7 +13,8 @@ from stamen.server import outputs
 from stamen.server.algorithms import server_algorithm
 from stamen.server.certification import certify_federation
 from stamen.server.checkpoint import load_checkpoint, save_checkpoint
-from stamen.server.loop import FailureCategory, RunHealth, TooFewClientsError, pooled_accuracies, run_rounds
+from stamen.server.loop import FailureCategory, RunHealth, TooFewClientsError, run_rounds
+from stamen.server.rows import pooled_accuracies
 from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 

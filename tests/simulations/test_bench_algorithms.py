@@ -7,9 +7,9 @@ import pytest
 
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.run_config import RunConfig
-from stamen.contract.tasks import GRAPH_CLASSIFICATION, NODE_CLASSIFICATION
 from stamen.server.outputs import summarize
 from stamen.simulations.benches.algorithms import chosen_algorithms
+from stamen.simulations.benches.task_tables import GRAPH_CLASSIFICATION, NODE_CLASSIFICATION
 from stamen.simulations.cli import main
 from stamen.simulations.inprocess import run_in_process
 

@@ -48,10 +48,11 @@ from typing import Any
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.figures import GLOBAL_TEST_ACC, GLOBAL_TEST_AUC, TEST_AUC
 from stamen.contract.run_config import RunConfig
-from stamen.contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, TASKS, available
-from stamen.graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS
+from stamen.contract.tasks import TASKS, available
+from stamen.graphs.names import GRAPH_SETS, graph_set_partitioners
 from stamen.simulations.benches import task_tables
 from stamen.simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
+from stamen.simulations.benches.task_tables import LINK_PREDICTION, NODE_CLASSIFICATION
 from stamen.simulations.long_job import LongJob
 from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.sweep import parse_seeds
@@ -126,7 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--partitioners",
-        help=f"comma-separated partitioners (default: {PARTITIONERS}; {','.join(GRAPH_SET_PARTITIONERS)} for graph "
+        help=f"comma-separated partitioners (default: {PARTITIONERS}; {','.join(graph_set_partitioners())} for graph "
         "sets)",
     )
     parser.add_argument(
@@ -158,7 +159,7 @@ def datasets(args: argparse.Namespace) -> list[str]:
 
 def partitioners(args: argparse.Namespace) -> list[str]:
     """``--partitioners``, or the task's default ones."""
-    default = ",".join(GRAPH_SET_PARTITIONERS) if TASKS[args.task].graph_sets else PARTITIONERS
+    default = ",".join(graph_set_partitioners()) if TASKS[args.task].graph_sets else PARTITIONERS
     return names(args.partitioners or default, "--partitioners")
 
 

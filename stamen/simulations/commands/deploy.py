@@ -143,9 +143,13 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _checked_config(texts: list[str]) -> RunConfig:
     """The run config of ``--run-config``, parsed here (:meth:`RunConfig.from_mapping`), checked once."""
+    from stamen.common.registry import check_engine
+    from stamen.contract.plugins import plugin_choices
     from stamen.simulations.preflight import check_config
 
-    return check_config(RunConfig.from_mapping(parse_overrides(texts)))
+    config = check_config(RunConfig.from_mapping(parse_overrides(texts)))
+    check_engine(plugin_choices(config), "deployment")  # its SuperNodes load plug-ins from entry points alone
+    return config
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import numpy as np
 
 from stamen.contract import strict_json
 from stamen.graphs import DATASETS, FederationSpec, build_federation
-from stamen.graphs.names import RUN_PARTITIONERS, client_datasets, is_dataset_list, is_graph_set
+from stamen.graphs.names import DEFAULT_PARTITIONER, RUN_PARTITIONERS, client_datasets, is_dataset_list, is_graph_set
 from stamen.simulations.options import finite_float, renamed
 
 
@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--data-root", default="", help="folder with the raw files (default: $STAMEN_DATA)")
     parser.add_argument("--clients", type=int, default=10, help="number of clients K")
     parser.add_argument(
-        "--partitioner", dest="method", default="louvain", help=f"one of: {', '.join(RUN_PARTITIONERS)}"
+        "--partitioner", dest="method", default=DEFAULT_PARTITIONER, help=f"one of: {', '.join(RUN_PARTITIONERS)}"
     )
     renamed(parser, "--method", "--partitioner")
     parser.add_argument("--alpha", type=finite_float, default=0.5, help="Dirichlet alpha of label-dirichlet")

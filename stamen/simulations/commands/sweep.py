@@ -184,7 +184,7 @@ def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool, orig
         if finished:
             continue
         address = ray_address_for(spec.engine, spec.ray_address)
-        prepare_mapping(_config_values(spec, run, folder), spec.federation_config, address)
+        prepare_mapping(_config_values(spec, run, folder), spec.federation_config, address, engine=spec.engine)
         todo.append(run)
     if show:
         print(

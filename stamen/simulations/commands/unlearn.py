@@ -66,7 +66,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
     """``(RunConfig, number of clients, saved state dict)`` of a run directory."""
     from stamen.contract.run_config import RunConfig
-    from stamen.contract.tasks import NODE_CLASSIFICATION
+    from stamen.contract.tasks import TASKS
     from stamen.server.rundir import RunDirectory, RunStatus
 
     if not run_dir.is_dir():
@@ -80,10 +80,9 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
             raise FileNotFoundError(f"{run_dir / name} not found: is {run_dir} a finished run directory?")
     values, summary = run.recorded_config(), run.summary()
     config = RunConfig.from_flower(values)
-    if config.task != NODE_CLASSIFICATION:
-        raise ValueError(
-            f"run {run_dir} has task={config.task!r}; unlearning edits a node classifier (task='node-classification')"
-        )
+    why = dict(TASKS[config.task].fixed).get("unlearn-request")  # a task that trains no node classifier says why
+    if why is not None:
+        raise ValueError(f"run {run_dir} has task={config.task!r}, which cannot be unlearnt: unlearning {why}")
     num_clients = summary.get("clients")
     if not isinstance(num_clients, int) or num_clients < 1:
         raise ValueError(f"{run_dir / 'summary.json'} has no positive 'clients' count")

@@ -1,4 +1,5 @@
-"""Graph classification's client part (``task='graph-classification'``): the model, the local step, the figures.
+"""Graph classification's client part (its spec: :mod:`stamen.tasks.graph_classification`): the model, the local
+step, the figures, DP-SGD, the data check.
 
 The client holds a set of small graphs (:mod:`stamen.graphs.graph_federation`: one batch of its graphs
 with graph-level train/validation/test masks), trains the run's graph classifier
@@ -15,15 +16,22 @@ A client's graphs are unbatched once per process and kept, as its batch is.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import torch
 from torch_geometric.data import Batch, Data
 
 from stamen.client.job import LocalJob
-from stamen.client.tasks import ClientTask
+from stamen.client.privacy import PrivateTraining, train_private_graphs
+from stamen.client.tasks import ClientTask, check_classes
 from stamen.contract import protocol as p
+from stamen.contract.run_config import RunConfig
+from stamen.graphs.federation import Federation
 from stamen.models.graph_classifier import GraphClassifier, build_graph_classifier
 from stamen.models.graph_training import correct_graphs, fit_graphs
+
+if TYPE_CHECKING:
+    from opacus.accountants import RDPAccountant
 
 _COUNTS = {
     "global": (p.GLOBAL_VAL_CORRECT, p.GLOBAL_TEST_CORRECT),
@@ -59,9 +67,22 @@ class GraphClassificationTask(ClientTask):
             p.NUM_TEST: int(data.test_mask.sum()),
         }
 
-    def private_records(self, job: LocalJob) -> list[Data]:
-        """The training graphs: each graph is one record of per-graph DP-SGD (:mod:`stamen.models.graph_dp_sgd`)."""
-        return self.graphs(job)[0]
+    def train_private(
+        self,
+        model: torch.nn.Module,
+        job: LocalJob,
+        optimizer: torch.optim.Optimizer,
+        accountant: RDPAccountant,
+        generator: torch.Generator,
+    ) -> PrivateTraining:
+        """Per-graph DP-SGD on the training graphs: each graph is one record (:mod:`stamen.models.graph_dp_sgd`)."""
+        graphs = self.graphs(job)[0]
+        return train_private_graphs(model, graphs, job.config, optimizer, accountant, generator)  # type: ignore[arg-type]
+
+    def check_data(self, config: RunConfig, federation: Federation) -> None:
+        """Two classes or more, and graphs to train on in every client (ValueError in one line)."""
+        check_classes(config, federation)
+        check_training_graphs(config, federation)
 
     def graphs(self, job: LocalJob) -> tuple[list[Data], list[Data], list[Data]]:
         """The client's training, validation and test graphs (on its device), unbatched once per process."""
@@ -90,6 +111,20 @@ def _initial_model(
     torch.manual_seed(seed)
     model = build_graph_classifier(name, in_dim, num_classes, hidden, num_layers, dropout).to(device)
     return model, {key: value.detach().clone() for key, value in model.state_dict().items()}
+
+
+def check_training_graphs(config: RunConfig, federation: Federation) -> None:
+    """Every client of a graph set holds a graph to train on (its ``train_mask`` is over its graphs; the
+    split rounds down, so a client of one graph has none). ValueError in one line naming the client."""
+    for index, client in enumerate(federation.clients):
+        graphs = int(client.train_mask.numel())
+        if int(client.train_mask.sum()) == 0:
+            raise ValueError(
+                f"client {index} has no graphs to train graph classification on ({graphs} "
+                f"graph{'s' if graphs != 1 else ''}, train-frac={config.train_frac:g}, "
+                f"{len(federation.clients)} clients); use fewer clients, another partitioner or a dataset "
+                "with more graphs"
+            )
 
 
 PART = GraphClassificationTask()

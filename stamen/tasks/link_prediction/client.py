@@ -1,4 +1,5 @@
-"""Link prediction's client part (``task='link-prediction'``): the model, the local step, the figures.
+"""Link prediction's client part (its spec: :mod:`stamen.tasks.link_prediction`): the model, the local step, the
+figures, the data check.
 
 The client splits its own edges (:func:`stamen.graphs.link_splits.split_links`, seeded by the run's
 seed and its partition id), trains the run's model with a decoder
@@ -27,6 +28,7 @@ from stamen.contract import protocol as p
 from stamen.contract.figures import LINK_METRICS
 from stamen.contract.run_config import RunConfig
 from stamen.graphs import FederationSpec, build_federation
+from stamen.graphs.federation import Federation
 from stamen.graphs.link_splits import CutLinks, LinkSplit, cut_links, split_links
 from stamen.graphs.node_data import load_partition
 from stamen.models.link_metrics import LinkFigures
@@ -71,6 +73,16 @@ class LinkPredictionTask(ClientTask):
             p.NUM_TEST: int(split.test.size(1)),
             p.NUM_CUT: 0 if cut is None else int(cut[1].edges.size(1)),
         }
+
+    def check_data(self, config: RunConfig, federation: Federation) -> None:
+        """Edges to train on in every client (ValueError in one line naming the client)."""
+        for index, client in enumerate(federation.clients):
+            if link_split(client, config, index).train.size(1) == 0:
+                raise ValueError(
+                    f"client {index} has no edges to train link prediction on ({int(client.edge_index.size(1)) // 2} "
+                    f"edges, link-val-frac={config.link_val_frac:g}, link-test-frac={config.link_test_frac:g}); "
+                    "use fewer clients, a graph with more edges or lower link-val-frac and link-test-frac"
+                )
 
     def split(self, job: LocalJob) -> LinkSplit:
         """The client's split of its own edges (on its device), computed once per process."""
