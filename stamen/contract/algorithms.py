@@ -37,6 +37,10 @@ docs know about an algorithm comes from its spec here, never from a second list:
   methods, for clients holding graph sets: ``graph-classification``); every other task refuses
   it, with that reason (:func:`stamen.contract.tasks.check_task`).
 
+- ``headline``: which model's figures are the algorithm's headline, marked in sweep, compare and bench
+  tables: ``global`` (the model the server keeps: FedAvg-like methods) or ``clients`` (each client's own
+  model: what a personalised method is for). Left out: ``global`` where the server aggregates a whole
+  model (``aggregates`` and not ``shares_encoder``), else ``clients``.
 - ``keys``: run-config keys the algorithm declares itself (a plug-in's options; :func:`stamen.contract.keys.option`):
   they take part in validation, ``stamen config``, sweeps, tune and every engine as the built-in keys do, and
   :meth:`stamen.contract.run_config.RunConfig.option` reads them.
@@ -71,6 +75,13 @@ FEDSAGE_SCHEDULES = {
 }
 
 
+class Headline(StrEnum):
+    """Which model's figures an algorithm's headline is (:attr:`AlgorithmSpec.headline`)."""
+
+    GLOBAL = "global"  # the model the server keeps and sends every client
+    CLIENTS = "clients"  # each client's own (personalised) model
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """One FL algorithm, as the run config and both apps know it (see the module docstring)."""
@@ -92,6 +103,12 @@ class AlgorithmSpec:
     equals: str = ""
     equals_when: tuple[tuple[str, bool | int | float | str, str], ...] = ()
     keys: tuple[Key, ...] = ()
+    headline: Headline | None = None  # None: derived from aggregates and shares_encoder (the module docstring)
+
+    def __post_init__(self) -> None:
+        whole = self.aggregates and not self.shares_encoder
+        derived = Headline.GLOBAL if whole else Headline.CLIENTS
+        object.__setattr__(self, "headline", derived if self.headline is None else Headline(self.headline))
 
     def least_replies(self, malicious: int) -> int:
         """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
@@ -164,6 +181,7 @@ _BUILT_INS = (
         "stamen.server.fedlog",
         "stamen.client.fedlog",
         options=_FEDLOG_OPTIONS,
+        headline=Headline.CLIENTS,  # its authors evaluate the clients' models only
     ),
     AlgorithmSpec(
         "fedavgm",
@@ -202,6 +220,7 @@ _BUILT_INS = (
         "stamen.server.fedpub",
         "stamen.client.fedpub",
         options=_FEDPUB_OPTIONS,
+        headline=Headline.CLIENTS,
         resumable=False,
     ),
     AlgorithmSpec(
@@ -210,6 +229,7 @@ _BUILT_INS = (
         "stamen.server.fedgta",
         "stamen.client.fedgta",
         options=_FEDGTA_OPTIONS,
+        headline=Headline.CLIENTS,
         resumable=False,
     ),
     # personalised FL: the personal parts live in the clients' state, outside the checkpoint: not resumable
@@ -236,6 +256,7 @@ _BUILT_INS = (
         "stamen.server.fedavg",
         "stamen.client.ditto",
         options=("ditto-lambda", "ditto-personal-epochs"),
+        headline=Headline.CLIENTS,
         resumable=False,
     ),
     AlgorithmSpec(
@@ -244,6 +265,7 @@ _BUILT_INS = (
         "stamen.server.fedproto",
         "stamen.client.fedproto",
         options=("fedproto-lambda",),
+        headline=Headline.CLIENTS,
         resumable=False,
     ),
     # graph-FL over clients holding graph sets: the cluster assignment and the personal parts are server
@@ -255,6 +277,7 @@ _BUILT_INS = (
         "stamen.server.gcfl",
         "stamen.client.fedavg",
         options=_GCFL_OPTIONS,
+        headline=Headline.CLIENTS,
         resumable=False,
         task=GRAPH_FL_TASK,
     ),
@@ -265,6 +288,7 @@ _BUILT_INS = (
         "stamen.server.fedavg",
         "stamen.client.fedstar",
         options=_FEDSTAR_OPTIONS,
+        headline=Headline.CLIENTS,
         resumable=False,
         task=GRAPH_FL_TASK,
     ),
@@ -408,6 +432,13 @@ for _spec in _BUILT_INS:
 def algorithm_spec(name: str) -> AlgorithmSpec:
     """The spec of ``name``; ValueError in one line (with a suggestion) if there is none."""
     return ALGORITHMS.lookup(name, "algorithm")
+
+
+def headline_of(name: str | None) -> Headline:
+    """Which model's figures are algorithm ``name``'s headline (:attr:`AlgorithmSpec.headline`); ``global`` for a
+    name no spec holds (a run of a plug-in not registered here)."""
+    spec = ALGORITHMS.get(name) if name else None
+    return spec.headline if spec is not None and spec.headline is not None else Headline.GLOBAL
 
 
 def admitting(privacy: str) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stamen.contract.algorithms import Headline, headline_of
 from stamen.contract.figures import (
     FINAL_CLIENTS_TEST,
     FINAL_GLOBAL_TEST,
@@ -38,6 +39,13 @@ FIGURES = (
     (FINAL_CLIENTS_TEST, "clients' models"),
     (TEST_ACC_AT_BEST_VAL, "test acc at best val"),
     ("total_wall_seconds", "wall s"),
+)
+# A table's mark on the algorithm's headline model's column (global model or clients' models), and its caption.
+HEADLINE_MARK = " *"
+HEADLINE_COLUMN = {Headline.GLOBAL: FINAL_GLOBAL_TEST, Headline.CLIENTS: FINAL_CLIENTS_TEST}
+HEADLINE_NOTE = (
+    "*: the algorithm's headline model, as its spec names it (the global model for FedAvg-like methods, the "
+    "clients' own models for personalised ones); final test acc and test acc at best val are that model's"
 )
 # Run-config keys the sweep sets for every run itself: where it goes, under which name, fresh.
 OWN_KEYS = ("run-name", "output-dir", "overwrite", "resume-from")
@@ -165,17 +173,29 @@ class Group:
             }
         return out
 
+    def headline(self) -> Headline:
+        """Which model's figures are the headline of this config's algorithm (its spec's, :func:`headline_of`)."""
+        return headline_of(next((run["algorithm"] for run in self.runs if run.get("algorithm")), None))
+
+
+def spec_headline(part: dict[str, Any], algorithm: str | None, kind: str = "test") -> Any:
+    """Algorithm ``algorithm``'s headline ``kind`` figure in ``part`` (a summary's final or best part): the model
+    its spec names (:attr:`stamen.contract.algorithms.AlgorithmSpec.headline`), the other where that one is absent."""
+    value = model_figure(part, headline_of(algorithm) is Headline.GLOBAL, kind)
+    return headline(part, kind) if value is None else value
+
 
 def run_figures(summary: dict[str, Any]) -> dict[str, Any]:
-    """A run's sweep figures from its summary: the headline (the global model's accuracy where there is one),
-    the global and the clients' models' final figures side by side, the headline at the best validation round."""
-
-    final = summary.get("final", {})
+    """A run's sweep figures from its summary: the headline (the model the algorithm's spec names,
+    :func:`spec_headline`), the global and the clients' models' final figures side by side, the headline at the
+    best validation round."""
+    final, algorithm = summary.get("final", {}), summary.get("algorithm")
     return {
-        FINAL_TEST_ACC: headline(final),
+        "algorithm": algorithm,
+        FINAL_TEST_ACC: spec_headline(final, algorithm),
         FINAL_GLOBAL_TEST: model_figure(final, global_model=True),
         FINAL_CLIENTS_TEST: model_figure(final, global_model=False),
-        TEST_ACC_AT_BEST_VAL: headline(summary.get("best", {})),
+        TEST_ACC_AT_BEST_VAL: spec_headline(summary.get("best", {}), algorithm),
         "notes": summary.get("notes", []),
         "total_wall_seconds": summary.get("total_wall_seconds"),
     }
