@@ -2,7 +2,7 @@
 
     stamen sweep --name lr-model --set lr=0.01,0.005 --set model='gcn','sage' --seeds 0,1,2 \\
                  -c "dataset='cora' data-root='/data' num-server-rounds=50" --engine inprocess --jobs 2
-    stamen sweep --name lr-model --grid grid.toml -c exp.toml    (grid.toml: [grid] lr = [0.01, 0.005])
+    stamen sweep --name lr-model --grid exp.toml    (exp.toml: dataset = "cora" and [grid] lr = [0.01, 0.005])
 
 Every run is a ``stamen run`` with its own run directory under ``<out>/<name>/``; runs
 whose directory says ``finished`` are skipped, so the same command resumes a sweep.
@@ -41,7 +41,9 @@ from stamen.simulations.sweep import (
     HEADLINE_NOTE,
     Group,
     SweepRun,
+    check_fixed_and_swept,
     check_own_keys,
+    fixed_file_overrides,
     grid,
     grid_file,
     groups,
@@ -131,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
     spec = SweepSpec(
         grid=sets,
         seeds=parse_seeds(args.seeds),
-        run_config=args.run_config,
+        run_config=[*(fixed_file_overrides(args.grid) if args.grid else []), *args.run_config],
         federation_config=federation_args(args),
         engine=args.engine,
         jobs=args.jobs,
@@ -159,7 +161,9 @@ def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
     from stamen.server.rundir import check_output_dir, check_run_name
     from stamen.simulations.overrides import parse_overrides
 
-    check_own_keys(parse_overrides(spec.run_config), "-c/--run-config")
+    fixed = parse_overrides(spec.run_config)
+    check_own_keys(fixed, "-c/--run-config")
+    check_fixed_and_swept(fixed, [key for key, _ in spec.grid], "-c/--run-config and the grid")
     runs = grid(spec.grid, spec.seeds)  # before the lock: nothing written
     if spec.engine not in ("flower", "inprocess"):
         raise ValueError(f"engine must be 'flower' or 'inprocess', got {spec.engine!r}")
