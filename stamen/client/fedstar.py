@@ -50,7 +50,7 @@ class FedStarClient(FedAvgClient):
         structure = c.fedstar_rw_length + c.fedstar_degree_length
         model, initial = _initial_model(
             c.model, int(job.data.num_features) - structure, structure, int(job.data.num_classes), c.hidden,
-            c.num_layers, c.dropout, c.seed, job.device,
+            c.num_layers, c.dropout, c.seed_of(c.model_seed), job.device,
         )  # fmt: skip
         copy_state(model, initial)
         model.zero_grad(set_to_none=True)

@@ -76,7 +76,7 @@ class LocalJob:
             self.config.hidden,
             self.config.num_layers,
             self.config.dropout,
-            self.config.seed,
+            self.config.seed_of(self.config.model_seed),
             self.device,
         )
 
