@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
+from stamen.contract.tracking_group import group_of, tracking_group
 from stamen.simulations.tune_space import Dimension
 
 STUDY_FILE = "study.db"
@@ -218,6 +219,14 @@ def _items(spec: TuneSpec, folder: Path, run_name: str, params: dict[str, Any]) 
     return [*spec.run_config, " ".join(f"{key}={toml_value(value)}" for key, value in own.items())]
 
 
+def _seed(items: list[str]) -> int:
+    """The runs' seed the run-config items give (``seed``, else its default)."""
+    from stamen.contract.run_config import RunConfig
+    from stamen.simulations.overrides import parse_overrides
+
+    return int(parse_overrides(items).get("seed", RunConfig().seed))
+
+
 def _optuna() -> Any:
     try:
         import optuna
@@ -319,9 +328,11 @@ def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) ->
     trial.set_user_attr("run_dir", str(folder / run_name))
     observe = _observer(optuna, trial, spec)
     state = optuna.trial.TrialState
+    items = _items(spec, folder, run_name, trial.params)
+    group = group_of("study", folder.name, folder, {"trial": trial.number, **trial.params}, _seed(items))
     try:
-        launched = launch(_items(spec, folder, run_name, trial.params), spec.federation_config, engine="inprocess",
-                          mode="quiet", observe=observe)  # fmt: skip
+        with tracking_group(group):  # one MLflow experiment for the study, a run per trial
+            launched = launch(items, spec.federation_config, engine="inprocess", mode="quiet", observe=observe)
     except RunPruned as pruned:
         trial.set_user_attr("outcome", TrialOutcome.PRUNED.value)
         trial.set_user_attr("error", str(pruned))

@@ -32,6 +32,7 @@ from stamen.contract import strict_json
 from stamen.contract.algorithms import Headline
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
+from stamen.contract.tracking_group import TrackingGroup, group_environment, group_of, tracking_group
 from stamen.simulations.commands.run import add_ray_address, federation_args, ray_address_for
 from stamen.simulations.helptext import HelpFormatter
 from stamen.simulations.sweep import (
@@ -252,7 +253,8 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
                     with open(logs / f"{run.name}.log", "w") as log:
                         log.write("$ " + shlex.join(command) + "\n")
                         log.flush()
-                        running[run.name] = lifetime.start(command, stdout=log, stderr=subprocess.STDOUT)
+                        env = group_environment(_group(run, folder))
+                        running[run.name] = lifetime.start(command, stdout=log, stderr=subprocess.STDOUT, env=env)
                 for name, process in list(running.items()):
                     if process.poll() is not None:
                         del running[name]
@@ -279,13 +281,18 @@ def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: boo
     with _screen(show, len(todo)) as screen:
         for run in todo:
             try:
-                simulate(
-                    prepare(_config_args(spec, run, folder), spec.federation_config), mode="quiet", engine="inprocess"
-                )
+                with tracking_group(_group(run, folder)):
+                    prepared = prepare(_config_args(spec, run, folder), spec.federation_config)
+                    simulate(prepared, mode="quiet", engine="inprocess")
             except RunFailed:
                 failed.append(run.name)
             screen.finished(_outcome(run.name, run.name in failed))
     return failed
+
+
+def _group(run: SweepRun, folder: Path) -> TrackingGroup:
+    """The tracking group of a sweep's run: the sweep's experiment and store, the run's values and seed as tags."""
+    return group_of("sweep", folder.name, folder, dict(run.values), run.seed)
 
 
 @contextlib.contextmanager
