@@ -50,7 +50,7 @@ from flwr.common import log
 
 from stamen.contract.figures import GLOBAL_TEST_ACC, ROUND, ROW_TIMINGS, TEST_ACC
 from stamen.contract.run_config import RunConfig
-from stamen.contract.tracking_group import current_group
+from stamen.contract.tracking_group import TrackingGroup, current_group
 
 MLFLOW_DB = "mlflow.db"
 MLFLOW_EXPERIMENT = "stamen"
@@ -214,6 +214,16 @@ class MlflowTracker:
 
     def close(self, ending: Ending) -> None:
         self._client.set_terminated(self.run_id, status=ending.value)
+
+
+def prepare_group_store(group: TrackingGroup) -> None:
+    """Make ``group``'s store and experiment once, before its units start side by side in processes of their own
+    (each would otherwise create the store's tables at the same moment, and all but one fail)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=group.uri)
+    if client.get_experiment_by_name(group.experiment) is None:
+        client.create_experiment(group.experiment)
 
 
 class Tracking:

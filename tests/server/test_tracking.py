@@ -193,6 +193,18 @@ def test_a_sweep_is_one_mlflow_experiment_with_a_run_per_unit(tmp_path, monkeypa
     assert "STAMEN_TRACKING_GROUP" not in os.environ  # set only while each unit ran
 
 
+@pytest.mark.slow  # each unit in a process of its own
+def test_a_sweep_s_units_side_by_side_share_its_one_experiment(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow", reason="tracking='mlflow' needs mlflow: pip install 'stamen[mlflow]'")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    argv = ["sweep", "--name", "two", "--out", str(tmp_path), "--clients", "3", "--set", "lr=0.01,0.05", "--jobs", "2",
+            "-c", "num-server-rounds=2 csbm-nodes=300 tracking='mlflow'"]  # fmt: skip
+    assert stamen(argv) == 0
+    runs = _experiment_runs(f"sqlite:///{tmp_path / 'two' / 'mlflow.db'}", "sweep two")  # the store made once
+    assert sorted((run.data.tags["stamen.grid.lr"], run.info.status) for run in runs) == [
+        ("0.01", "FINISHED"), ("0.05", "FINISHED")]  # fmt: skip
+
+
 def _client(folder: Path):
     from mlflow.tracking import MlflowClient
 

@@ -227,6 +227,12 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
         return _execute_here(todo, spec, folder, show)
     logs = folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    from stamen.simulations.overrides import parse_overrides
+
+    if any("mlflow" in str(parse_overrides(_config_args(spec, run, folder)).get("tracking", "")) for run in todo):
+        from stamen.server.tracking import prepare_group_store
+
+        prepare_group_store(_group(todo[0], folder))  # the units' one store, made before they start together
     running: dict[str, subprocess.Popen] = {}
     queue = list(todo)
     with _screen(show, len(todo)) as screen:
