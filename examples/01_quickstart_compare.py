@@ -3,7 +3,7 @@
 #
 # A run trains a GNN over a graph cut into client subgraphs. `stamen.run` is `stamen run`'s own
 # call: it checks the config, writes a run directory (config, one row per round in
-# `metrics.jsonl`, `summary.json`, `curves.svg`, the model) and returns a `stamen.Run`.
+# `metrics.jsonl`, `summary.json`, `curves.png`, the model) and returns a `stamen.Run`.
 #
 # The graph is `csbm`, a contextual stochastic block model generated from the seed: no files,
 # no network. Set `STAMEN_EXAMPLES_SMALL=1` for a run of seconds (the test suite does);
@@ -61,5 +61,5 @@ last["global_test_acc_at_best_val"] = [r.summary["best"]["global_test_acc"] for 
 print(last.to_string(float_format="{:.3f}".format))
 
 # %% [markdown]
-# Every run directory also holds `curves.svg` (accuracy and loss per round, the best round
+# Every run directory also holds `curves.png` and `curves.svg` (accuracy and loss per round, the best round
 # marked). `stamen compare OUT/fedavg OUT/fedprox OUT/ditto --plot compare.png` overlays them.

@@ -71,7 +71,8 @@ def sweep(
 
     Args:
         grid: the swept keys and their values, ``{"lr": [0.01, 0.05], "model": ["gcn", "sage"]}``,
-            or the path of a TOML file with a ``[grid]`` table (``stamen sweep --grid``).
+            or the path of an experiment file: fixed run-config keys at its top level and the swept ones in a
+            ``[grid]`` table (``stamen sweep --grid``); a key both fixed and swept is refused.
         seeds: every config runs once per seed.
         name: the sweep folder's name under ``out`` (default: a new ``sweep-<time>``); give it again
             to resume.
@@ -85,12 +86,13 @@ def sweep(
     from stamen.contract.provenance import Provenance
     from stamen.simulations.commands.sweep import SweepSpec, run_sweep
     from stamen.simulations.errors import one_line
-    from stamen.simulations.sweep import check_set, grid_file
+    from stamen.simulations.sweep import check_set, fixed_file_keys, grid_file
 
     command = call_text("stamen.sweep", config, grid=grid, seeds=list(seeds), name=name or None, **overrides)
     try:
+        fixed: dict[str, Any] = {}  # an experiment file's fixed keys, beside its [grid]
         if isinstance(grid, str | os.PathLike):
-            sets = grid_file(os.fspath(grid))
+            sets, fixed = grid_file(os.fspath(grid)), fixed_file_keys(os.fspath(grid))
         elif isinstance(grid, Mapping):
             sets = [(key_name(key), _values(key, values)) for key, values in grid.items()]
             for key, values in sets:
@@ -103,7 +105,7 @@ def sweep(
         spec = SweepSpec(
             grid=sets,
             seeds=_seeds(seeds),
-            run_config=config_values(config, overrides),
+            run_config={**fixed, **config_values(config, overrides)},
             federation_config=federation_values(clients, federation),
             engine=engine,
             jobs=jobs,

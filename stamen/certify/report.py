@@ -164,14 +164,12 @@ def print_tables(payload: dict, console) -> None:
 
 def plot(payload: dict, path: Path | BinaryIO) -> None:
     """Certified accuracy (sample-wise) or certified share (collective) vs budget."""
-    import matplotlib
+    from stamen.common.pictures import DPI, MARKERS, PALETTE, new_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig = new_figure(5.5, 3.8)
+    ax = fig.subplots()
     ks = payload["budgets"]
-    for arch, res in payload["architectures"].items():
+    for index, (arch, res) in enumerate(payload["architectures"].items()):
         if payload["mode"] == "collective":
             vals = [res["collective"][str(k)]["certified_lower_bound"] / max(res["num_targets"], 1) for k in ks]
             points = list(zip(ks, vals))
@@ -179,7 +177,8 @@ def plot(payload: dict, path: Path | BinaryIO) -> None:
             vals = [res["aggregates"][str(k)]["certified_accuracy"] for k in ks]
             # k = 0: no flip, so the certified accuracy is the clean accuracy on the targets
             points = ([] if 0 in ks else [(0, res["clean_accuracy"])]) + list(zip(ks, vals))
-        ax.plot([k for k, _ in points], [100 * v for _, v in points], marker="o", label=arch)
+        look = {"marker": MARKERS[index % len(MARKERS)], "color": PALETTE[index % len(PALETTE)]}
+        ax.plot([k for k, _ in points], [100 * v for _, v in points], label=arch, **look)
     ax.set_xlabel("label flips k")
     ax.set_ylabel("certified accuracy (%)" if payload["mode"] != "collective" else "certified targets (%)")
     ax.set_ylim(-2, 102)
@@ -187,9 +186,7 @@ def plot(payload: dict, path: Path | BinaryIO) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(f"{payload['dataset']}: {payload['mode']} label-flip certificate")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, format="png")
-    plt.close(fig)
+    fig.savefig(path, dpi=DPI, format="png", bbox_inches="tight")
 
 
 def markdown(payload: dict) -> str:

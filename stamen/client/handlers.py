@@ -229,7 +229,7 @@ def evaluate_received_model(work: TrainingRound, evaluation: Evaluation | None =
 
 def training_seed(job: LocalJob, server_round: int) -> int:
     """The seed of a client's training draws in a round (see :func:`_seed`)."""
-    return job.config.seed * 1_000_003 + server_round * 1_009 + job.partition_id
+    return job.config.seed_of(job.config.model_seed) * 1_000_003 + server_round * 1_009 + job.partition_id
 
 
 def evaluates_trained_model(work: TrainingRound) -> bool:

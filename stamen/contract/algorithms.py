@@ -39,6 +39,10 @@ never from a second list:
   methods, for clients holding graph sets: ``graph-classification``); every other task refuses
   it, with that reason (:func:`stamen.contract.tasks.check_task`).
 
+- ``headline``: which model's figures are the algorithm's headline, marked in sweep, compare and bench
+  tables: ``global`` (the model the server keeps: FedAvg-like methods) or ``clients`` (each client's own
+  model: what a personalised method is for). Left out: ``global`` where the server aggregates a whole
+  model (``aggregates`` and not ``shares_encoder``), else ``clients``.
 - ``keys``: run-config keys the algorithm declares itself (a plug-in's options; :func:`stamen.contract.keys.option`):
   they take part in validation, ``stamen config``, sweeps, tune and every engine as the built-in keys do, and
   :meth:`stamen.contract.run_config.RunConfig.option` reads them.
@@ -60,6 +64,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from stamen.common.registry import PYTHON, Registry
@@ -67,6 +72,13 @@ from stamen.contract.keys import Key, Section
 
 if TYPE_CHECKING:
     from stamen.contract.run_config import RunConfig
+
+
+class Headline(StrEnum):
+    """Which model's figures an algorithm's headline is (:attr:`AlgorithmSpec.headline`)."""
+
+    GLOBAL = "global"  # the model the server keeps and sends every client
+    CLIENTS = "clients"  # each client's own (personalised) model
 
 
 @dataclass(frozen=True)
@@ -92,6 +104,12 @@ class AlgorithmSpec:
     keys: tuple[Key, ...] = ()
     section: Section | None = None
     check: Callable[[RunConfig], None] | None = None
+    headline: Headline | None = None  # None: derived from aggregates and shares_encoder (the module docstring)
+
+    def __post_init__(self) -> None:
+        whole = self.aggregates and not self.shares_encoder
+        derived = Headline.GLOBAL if whole else Headline.CLIENTS
+        object.__setattr__(self, "headline", derived if self.headline is None else Headline(self.headline))
 
     def least_replies(self, malicious: int) -> int:
         """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
@@ -157,6 +175,13 @@ ALGORITHMS: Registry[AlgorithmSpec] = Registry(
 def algorithm_spec(name: str) -> AlgorithmSpec:
     """The spec of ``name``; ValueError in one line (with a suggestion) if there is none."""
     return ALGORITHMS.lookup(name, "algorithm")
+
+
+def headline_of(name: str | None) -> Headline:
+    """Which model's figures are algorithm ``name``'s headline (:attr:`AlgorithmSpec.headline`); ``global`` for a
+    name no spec holds (a run of a plug-in not registered here)."""
+    spec = ALGORITHMS.get(name) if name else None
+    return spec.headline if spec is not None and spec.headline is not None else Headline.GLOBAL
 
 
 def admitting(privacy: str) -> tuple[str, ...]:

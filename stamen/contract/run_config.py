@@ -71,6 +71,9 @@ LINK = Section("link", "link prediction's options (task='link-prediction', stame
 GRAPHS = Section("graphs", "graph classification's options (task='graph-classification', stamen/contract/tasks.py)")
 
 
+_SEED = within(-1, 2**32, "[)")  # a separate seed of one part of a run: -1 (the default) takes ``seed``
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Every run-config key of the Stamen app (``stamen config`` lists them with their help)."""
@@ -101,6 +104,11 @@ class RunConfig:
         0,
         "graph generation, partition, splits, initial model, dropout (0 to 2**32 - 1, NumPy's seeds)",
         bound=within(0, 2**32, "[)"),
+    )
+    data_seed: int = DATA.key(-1, "seed of the generated graph (csbm, graph sets) alone; -1: seed", bound=_SEED)
+    partition_seed: int = DATA.key(-1, "seed of the partition and the splits alone; -1: seed", bound=_SEED)
+    model_seed: int = DATA.key(
+        -1, "seed of the initial model and the clients' training draws (dropout, batches) alone; -1: seed", bound=_SEED
     )
     csbm_nodes: int = DATA.key(3000, "csbm: nodes", bound=ge(2))
     csbm_classes: int = DATA.key(7, "csbm: classes", bound=ge(2))
@@ -322,11 +330,13 @@ class RunConfig:
                     }.items()
                 )
             )
+        graph_seed, partition_seed = self.seed_of(self.data_seed), self.seed_of(self.partition_seed)
         return FederationSpec(
             dataset=self.dataset,
             num_clients=num_clients,
             partitioner=self.partitioner,
-            seed=self.seed,
+            seed=partition_seed,
+            data_seed=None if graph_seed == partition_seed else graph_seed,
             data_root=self.data_root if data_root is None else data_root,
             dirichlet_alpha=self.dirichlet_alpha,
             train_frac=self.train_frac,
@@ -336,6 +346,11 @@ class RunConfig:
             missing_classes=self.missing_classes,
             dataset_options=options,
         )
+
+    def seed_of(self, part_seed: int) -> int:
+        """The seed of one part of the run: ``part_seed`` (``data-seed``, ``partition-seed``, ``model-seed``) where
+        it is set (>= 0), else ``seed``; with all three unset a run is what it was before they existed."""
+        return self.seed if part_seed < 0 else part_seed
 
     def trackers(self) -> tuple[str, ...]:
         """``tracking`` as the trackers' names (empty: none)."""

@@ -40,7 +40,7 @@ TRACKERS: dict[str, TrackerSpec] = {
     ),
     "mlflow": TrackerSpec(
         "an MLflow run: the run config as params, each round's figures as metrics (step = round); "
-        "store: $MLFLOW_TRACKING_URI, else <run-dir>/mlruns",
+        "store: $MLFLOW_TRACKING_URI, else <run-dir>/mlflow.db; a sweep or study: one experiment, a run per unit",
         "mlflow",
         "mlflow",
     ),

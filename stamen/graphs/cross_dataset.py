@@ -57,7 +57,7 @@ def build_cross_dataset(spec: FederationSpec) -> Federation:
     )
 
     names = dataset_parts(spec.dataset)
-    sets = [load_graph_set(name, spec.data_root or None, spec.seed) for name in names]
+    sets = [load_graph_set(name, spec.data_root or None, spec.graph_seed) for name in names]
     width = max(int(graph.x.size(1)) for graphs in sets for graph in graphs)
     num_classes = max(int(torch.cat([graph.y for graph in graphs]).max()) + 1 for graphs in sets)
     graphs = [pad_features(graph, width) for part in sets for graph in part]

@@ -62,7 +62,7 @@ def build_federation(spec: FederationSpec) -> Federation:
         from stamen.graphs.graph_federation import build_graph_federation
 
         return build_graph_federation(spec)
-    graph = load_dataset(spec.dataset, spec.data_root or None, seed=spec.seed, **dict(spec.dataset_options))
+    graph = load_dataset(spec.dataset, spec.data_root or None, seed=spec.graph_seed, **dict(spec.dataset_options))
     num_parts = spec.num_clients + int(spec.new_client)
     parts = cached_partition(graph, num_parts, spec.partitioner, spec.seed, spec.dirichlet_alpha)
     subgraphs: list[Data | None] = list(client_subgraphs(graph, parts))  # one pass over the edges for every client

@@ -73,7 +73,7 @@ def build_graph_federation(spec: FederationSpec) -> Federation:
             f"partitioner={spec.partitioner!r} cuts one graph by its edges; dataset {spec.dataset!r} is a set of "
             f"graphs shared out whole: use partitioner {' or '.join(map(repr, graph_set_partitioners()))}"
         )
-    graphs = load_graph_set(spec.dataset, spec.data_root or None, spec.seed)
+    graphs = load_graph_set(spec.dataset, spec.data_root or None, spec.graph_seed)
     labels = torch.cat([g.y for g in graphs])
     num_classes = int(labels.max()) + 1
     index = Data(y=labels, num_nodes=len(graphs))  # the graphs as the partitioner's items

@@ -20,7 +20,7 @@ class FederationSpec:
         dataset: dataset name (see :data:`graphs.DATASETS`).
         num_clients: number of training clients K.
         partitioner: partitioner name (see :data:`stamen.graphs.names.PARTITIONER_SPECS`).
-        seed: seed of the generated graph, the partition and the splits.
+        seed: seed of the partition and the splits (and of the generated graph unless ``data_seed`` is given).
         data_root: data root of file datasets ('' for none).
         dirichlet_alpha: concentration of ``label-dirichlet``.
         train_frac, val_frac: per-client split fractions; test takes the rest.
@@ -28,6 +28,7 @@ class FederationSpec:
         unseen_node_frac: share of each client's nodes held out of training (see :mod:`stamen.graphs.settings`).
         missing_classes: classes whose labels each client withholds (see :mod:`stamen.graphs.settings`).
         dataset_options: generator options as sorted ``(name, value)`` pairs.
+        data_seed: seed of the generated graph (csbm, a generated graph set); None: ``seed``.
     """
 
     dataset: str = "csbm"
@@ -42,3 +43,9 @@ class FederationSpec:
     unseen_node_frac: float = 0.0
     missing_classes: int = 0
     dataset_options: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+    data_seed: int | None = None
+
+    @property
+    def graph_seed(self) -> int:
+        """The seed the graph is generated from: ``data_seed``, else ``seed``."""
+        return self.seed if self.data_seed is None else self.data_seed

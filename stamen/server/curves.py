@@ -1,20 +1,15 @@
-"""``curves.svg``: a run's accuracy and loss per round, drawn as SVG text.
+"""``curves.png`` and ``curves.svg``: a run's accuracy and loss per round, drawn with matplotlib.
 
 Two panels side by side. Left: the accuracies the rows hold (the global model's test and
-validation accuracy, the local models' test and validation accuracy), each in its own
-colour, with the best validation round (the round :func:`stamen.server.outputs.summarize`
-selects) marked by a dashed line. Right: the training loss (weighted by training nodes).
-The rounds run along both x axes, ticks on whole rounds. Each axis reaches a little past its
-first and last tick, so a line's end and the best-round marker never lie on the frame, and the
-tick labels carry as many decimals as it takes to tell them apart (a near-flat loss of 1.965
-to 1.972 gets 1.965, 1.966, ..., never 1.97, 1.97).
+validation accuracy, the clients' own models' test and validation accuracy), with the best
+validation round (the round :func:`stamen.server.outputs.summarize` selects) marked by a grey
+vertical line. Right: the training loss (weighted by training nodes). The rounds run along
+both x axes, ticks on whole rounds; a near-flat loss keeps its full values on the ticks
+(1.965, 1.966, ..., never an offset).
 
-Why not matplotlib: its import and one render cost about 0.5 s of interpreter time, a
-sixth of a 100-round Cora run in process (and, on the in-process engine, the import
-competes with the rounds for the interpreter). A chart of a few lines needs axes, ticks,
-lines and text, which SVG states directly: the file is written in about a millisecond,
-stays sharp at any size and opens in any browser. ``stamen compare RUN --plot FILE``
-draws runs with matplotlib, to PNG, for a paper or slides.
+The series read apart without colour: test lines are solid and validation lines dashed; the
+global model's lines carry circles and the clients' models' lines triangles (a marker every
+few rounds on a long run). The colours are colour-blind-safe (:mod:`stamen.common.pictures`).
 
 A link-prediction run (no accuracy) draws its AUCs in the left panel instead (test,
 validation and cut edges; the best round is then the one of best validation AUC).
@@ -25,10 +20,11 @@ A value that is missing or not finite leaves a gap in its line, never a point at
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
-from typing import Any
-from xml.sax.saxutils import escape
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from stamen.common.pictures import BLACK, BLUE, GREEN, VERMILLION, figure_bytes, new_figure
 from stamen.contract.figures import (
     GLOBAL_TEST_ACC,
     GLOBAL_TEST_AUC,
@@ -43,64 +39,80 @@ from stamen.contract.figures import (
     link_figure,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 Row = dict[str, Any]
 
+
+class Series(NamedTuple):
+    """One line of the figure: the row key it draws, its legend label and how it looks."""
+
+    key: str
+    label: str
+    colour: str
+    style: str  # "solid": test edges/nodes, "dashed": validation, "dotted": cut edges
+    marker: str  # "o": the global model, "^": the clients' own models
+
+
 ACCURACIES = (
-    (GLOBAL_TEST_ACC, "global test accuracy", "#1f77b4"),
-    (GLOBAL_VAL_ACC, "global validation accuracy", "#17becf"),
-    (TEST_ACC, "client test accuracy (local models)", "#2ca02c"),
-    (VAL_ACC, "client validation accuracy (local models)", "#bcbd22"),
+    Series(GLOBAL_TEST_ACC, "global model: test accuracy", BLUE, "solid", "o"),
+    Series(GLOBAL_VAL_ACC, "global model: validation accuracy", BLUE, "dashed", "o"),
+    Series(TEST_ACC, "clients' own models: test accuracy", VERMILLION, "solid", "^"),
+    Series(VAL_ACC, "clients' own models: validation accuracy", VERMILLION, "dashed", "^"),
 )
 AUCS = (
-    (GLOBAL_TEST_AUC, "global test AUC", "#1f77b4"),
-    (GLOBAL_VAL_AUC, "global validation AUC", "#17becf"),
-    (link_figure("cut", "auc", True), "global cut-edge AUC", "#d62728"),
-    (TEST_AUC, "client test AUC (local models)", "#2ca02c"),
-    (VAL_AUC, "client validation AUC (local models)", "#bcbd22"),
+    Series(GLOBAL_TEST_AUC, "global model: test AUC", BLUE, "solid", "o"),
+    Series(GLOBAL_VAL_AUC, "global model: validation AUC", BLUE, "dashed", "o"),
+    Series(link_figure("cut", "auc", True), "global model: cut-edge AUC", GREEN, "dotted", "s"),
+    Series(TEST_AUC, "clients' own models: test AUC", VERMILLION, "solid", "^"),
+    Series(VAL_AUC, "clients' own models: validation AUC", VERMILLION, "dashed", "^"),
 )
-LOSS = (TRAIN_LOSS, "train loss (weighted by training nodes)", "#9467bd")
+LOSS = Series(TRAIN_LOSS, "train loss (weighted by training nodes)", BLACK, "solid", "")
 
-WIDTH, HEIGHT = 1100, 490  # room below the panels for a legend of four lines
-TOP, PLOT_HEIGHT = 60, 300  # the panels' plot areas: y from TOP to TOP + PLOT_HEIGHT
-PANELS = ((75, 455), (625, 455))  # left x and width of each plot area
-MARKED = 30  # lines of at most this many points get a dot per point
-INSET = 0.03  # each axis runs this share of its span past the first and the last tick
-FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
+WIDTH, HEIGHT = 11.0, 4.8  # inches: two panels and a legend under each
+MARKS = 12  # at most about this many markers on a line (a marker on every point of a short run)
+TITLE_WIDTH = 110  # characters of the title per line
+
+
+def curves_figure(rows: Sequence[Row], title: str, headline: str = "acc") -> Figure:
+    """The figure of ``rows`` (a run's ``metrics.jsonl``), titled ``title``; ``headline``: the task's spec's
+    headline figure (``auc``: the AUCs are drawn in place of accuracies)."""
+    figure = new_figure(WIDTH, HEIGHT)
+    figure.suptitle(textwrap.fill(title, TITLE_WIDTH), fontsize=12)
+    left, right = figure.subplots(1, 2)
+    drawn = [(series, points) for series in ACCURACIES if (points := _points(rows, series.key))]
+    figure_name = "accuracy"
+    if headline == "auc":  # the task's headline figure (its spec's): its AUCs
+        drawn = [(series, points) for series in AUCS if (points := _points(rows, series.key))]
+        figure_name = "AUC" if drawn else figure_name
+    loss = [(LOSS, points) for points in [_points(rows, LOSS.key)] if points]
+    _panel(left, f"{figure_name} per round", figure_name, drawn, _best_round(rows))
+    _panel(right, "training loss per round", "train loss", loss, None)
+    return figure
+
+
+def curves_png(rows: Sequence[Row], title: str, headline: str = "acc") -> bytes:
+    """``curves.png``: the figure of ``rows`` as PNG bytes."""
+    return figure_bytes(curves_figure(rows, title, headline), "png")
 
 
 def curves_svg(rows: Sequence[Row], title: str, headline: str = "acc") -> str:
-    """The SVG document of ``rows`` (a run's ``metrics.jsonl``), titled ``title``; ``headline``: the task's spec's."""
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" {FONT}>',
-        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
-        _text(WIDTH / 2, 26, title, size=15, anchor="middle"),
-    ]
-    accuracies = [(label, colour, _points(rows, key)) for key, label, colour in ACCURACIES]
-    accuracies = [line for line in accuracies if line[2]]
-    figure = "accuracy"
-    if headline == "auc":  # the task's headline figure (its spec's): its AUCs
-        accuracies = [line for key, label, colour in AUCS if (line := (label, colour, _points(rows, key)))[2]]
-        figure = "AUC" if accuracies else figure
-    key, label, colour = LOSS
-    loss = [(label, colour, points) for points in [_points(rows, key)] if points]
-    best = _best_round(rows)
-    parts += _panel(PANELS[0], f"{figure} per round", figure, accuracies, best)
-    parts += _panel(PANELS[1], "training loss per round", "train loss", loss, None)
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    """``curves.svg``: the figure of ``rows`` as an SVG document (its text kept as text)."""
+    return figure_bytes(curves_figure(rows, title, headline), "svg").decode()
 
 
-def _points(rows: Sequence[Row], key: str) -> list[tuple[float, float | None]]:
-    """``(round, value)`` of every row with ``round``; ``None`` where ``key`` is missing or not finite."""
-    points: list[tuple[float, float | None]] = []
+def _points(rows: Sequence[Row], key: str) -> list[tuple[float, float]]:
+    """``(round, value)`` of every row with ``round``; NaN where ``key`` is missing or not finite (a gap)."""
+    points: list[tuple[float, float]] = []
     for row in rows:
         if "round" not in row:
             continue
         value = row.get(key)
         finite = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        points.append((float(row["round"]), float(value) if finite else None))
-    return points if any(value is not None for _, value in points) else []
+        points.append((float(row["round"]), float(value) if finite else math.nan))
+    return points if any(not math.isnan(value) for _, value in points) else []
 
 
 def _best_round(rows: Sequence[Row]) -> float | None:
@@ -111,120 +123,48 @@ def _best_round(rows: Sequence[Row]) -> float | None:
 
 
 def _panel(
-    area: tuple[int, int],
-    title: str,
-    y_label: str,
-    lines: list[tuple[str, str, list[tuple[float, float | None]]]],
-    best: float | None,
-) -> list[str]:
-    left, width = area
-    bottom = TOP + PLOT_HEIGHT
-    parts = [_text(left + width / 2, TOP - 10, title, size=13, anchor="middle")]
+    axis: Axes, title: str, y_label: str, lines: list[tuple[Series, list[tuple[float, float]]]], best: float | None
+) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_title(title, fontsize=11)
+    axis.set_xlabel("round")
+    axis.set_ylabel(y_label)
     if not lines:
-        parts.append(f'<rect x="{left}" y="{TOP}" width="{width}" height="{PLOT_HEIGHT}" fill="none" stroke="#444"/>')
-        parts.append(_text(left + width / 2, TOP + PLOT_HEIGHT / 2, "nothing recorded", size=12, anchor="middle"))
-        return parts
-    rounds = [r for _, _, points in lines for r, _ in points]
-    values = [v for _, _, points in lines for _, v in points if v is not None]
-    x_ticks = _ticks(min(rounds), max(rounds), whole=True)
-    y_ticks = _ticks(min(values), max(values), whole=False)
-    x_low, x_high = _inset(x_ticks)
-    y_low, y_high = _inset(y_ticks)
-
-    def x(value: float) -> float:
-        return left + (value - x_low) / (x_high - x_low) * width
-
-    def y(value: float) -> float:
-        return bottom - (value - y_low) / (y_high - y_low) * PLOT_HEIGHT
-
-    for tick, text in zip(x_ticks, tick_labels(x_ticks), strict=True):
-        parts.append(_line(x(tick), TOP, x(tick), bottom, "#e3e3e3"))
-        parts.append(_text(x(tick), bottom + 16, text, size=11, anchor="middle"))
-    for tick, text in zip(y_ticks, tick_labels(y_ticks), strict=True):
-        parts.append(_line(left, y(tick), left + width, y(tick), "#e3e3e3"))
-        parts.append(_text(left - 6, y(tick) + 4, text, size=11, anchor="end"))
-    parts.append(f'<rect x="{left}" y="{TOP}" width="{width}" height="{PLOT_HEIGHT}" fill="none" stroke="#444"/>')
-    parts.append(_text(left + width / 2, bottom + 36, "round", size=12, anchor="middle"))
-    parts.append(
-        f'<text x="{left - 50}" y="{TOP + PLOT_HEIGHT / 2}" font-size="12" text-anchor="middle" '
-        f'transform="rotate(-90 {left - 50} {TOP + PLOT_HEIGHT / 2})">{escape(y_label)}</text>'
-    )
+        axis.text(0.5, 0.5, "nothing recorded", ha="center", va="center", transform=axis.transAxes, color="dimgrey")
+        axis.set_xticks([])
+        axis.set_yticks([])
+        return
+    for series, points in lines:
+        every = max(1, math.ceil(len(points) / MARKS))
+        (line,) = axis.plot(
+            [r for r, _ in points],
+            [v for _, v in points],
+            color=series.colour,
+            linestyle=series.style,
+            marker=series.marker or None,
+            markevery=every,
+            markersize=5,
+            linewidth=1.6,
+            label=series.label,
+        )
+        line.set_gid(series.key)  # the SVG names each line by its row key
     if best is not None:
-        parts.append(
-            f'<line class="best-round" x1="{x(best):.1f}" y1="{TOP}" x2="{x(best):.1f}" y2="{bottom}" '
-            'stroke="grey" stroke-dasharray="5,4"/>'
+        marker = axis.axvline(
+            best, color="grey", linestyle="dashdot", linewidth=1.0, label=f"best validation: round {best:g}"
         )
-        anchor = "start" if x(best) < left + width * 0.7 else "end"
-        shift = 4 if anchor == "start" else -4
-        parts.append(
-            _text(x(best) + shift, bottom - 8, f"best validation: round {_label(best)}", 11, anchor, fill="grey")
-        )
-    for index, (label, colour, points) in enumerate(lines):
-        for segment in _segments(points):
-            coordinates = " ".join(f"{x(r):.1f},{y(v):.1f}" for r, v in segment)
-            parts.append(f'<polyline points="{coordinates}" fill="none" stroke="{colour}" stroke-width="1.8"/>')
-            if len(points) <= MARKED:
-                parts += [f'<circle cx="{x(r):.1f}" cy="{y(v):.1f}" r="2.6" fill="{colour}"/>' for r, v in segment]
-        legend_y = bottom + 58 + 17 * index
-        parts.append(_line(left, legend_y - 4, left + 24, legend_y - 4, colour, width=2.5))
-        parts.append(_text(left + 30, legend_y, label, size=12, anchor="start"))
-    return parts
-
-
-def _segments(points: list[tuple[float, float | None]]) -> list[list[tuple[float, float]]]:
-    """The runs of consecutive points that have a value: a missing one ends a segment."""
-    segments: list[list[tuple[float, float]]] = [[]]
-    for r, value in points:
-        if value is None:
-            if segments[-1]:
-                segments.append([])
-        else:
-            segments[-1].append((r, value))
-    return [segment for segment in segments if segment]
-
-
-def _ticks(low: float, high: float, whole: bool) -> list[float]:
-    """Evenly spaced round numbers (steps of 1, 2, 2.5 or 5 times a power of ten) covering ``low..high``."""
-    if high - low < (1.0 if whole else 1e-9):
-        low, high = (low - 1, high + 1) if whole else (low - 0.05, high + 0.05)
-    raw = (high - low) / 6
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-    if whole:
-        step = max(1.0, round(step))
-    first = math.floor(low / step + 1e-9) * step
-    count = math.ceil((high - first) / step - 1e-9)
-    return [first + i * step for i in range(count + 1)]
-
-
-def _inset(ticks: list[float]) -> tuple[float, float]:
-    """The axis' ends: the first and last tick, moved out by :data:`INSET` of their span."""
-    margin = (ticks[-1] - ticks[0]) * INSET
-    return ticks[0] - margin, ticks[-1] + margin
-
-
-def tick_labels(ticks: Sequence[float]) -> list[str]:
-    """The ticks as text, with the fewest decimals (up to 9) that keep every label distinct and true
-    to its tick (within a hundredth of a step)."""
-    step = min((b - a for a, b in zip(ticks, ticks[1:], strict=False)), default=1.0)
-    for decimals in range(10):
-        texts = [f"{tick:.{decimals}f}".removeprefix("-") if round(tick, decimals) == 0 else f"{tick:.{decimals}f}"
-                 for tick in ticks]  # fmt: skip
-        true = all(abs(float(text) - tick) <= step / 100 for text, tick in zip(texts, ticks, strict=True))
-        if true and len(set(texts)) == len(texts):
-            return texts
-    return [f"{tick:.9g}" for tick in ticks]
-
-
-def _label(value: float) -> str:
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
-
-
-def _line(x1: float, y1: float, x2: float, y2: float, colour: str, width: float = 1.0) -> str:
-    return f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" stroke-width="{width}"/>'
-
-
-def _text(x: float, y: float, text: str, size: int, anchor: str, fill: str = "#222") -> str:
-    return (
-        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}">{escape(text)}</text>'
+        marker.set_gid("best-round")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+    axis.ticklabel_format(axis="y", useOffset=False, style="plain")
+    axis.grid(alpha=0.3)
+    handles, labels = axis.get_legend_handles_labels()  # two columns: the global model's, the clients' models'
+    order = sorted(range(len(labels)), key=lambda i: (labels[i].startswith("clients'"), labels[i].startswith("best")))
+    axis.legend(
+        [handles[i] for i in order],
+        [labels[i] for i in order],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        ncol=2,
+        fontsize=8,
+        frameon=False,
     )

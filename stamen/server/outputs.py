@@ -17,6 +17,7 @@ from typing import Any
 
 from flwr.app import ArrayRecord
 
+from stamen.common.pictures import figure_bytes
 from stamen.contract.equivalences import config_notes, run_notes
 from stamen.contract.figures import (
     CLIENT_DP_EPSILON,
@@ -36,9 +37,9 @@ from stamen.contract.protocol import SETTINGS
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import TASKS, examples, task_spec
 from stamen.graphs.names import client_datasets, is_dataset_list
-from stamen.server.curves import curves_svg
+from stamen.server.curves import curves_figure
 from stamen.server.loop import FailureCategory, Row
-from stamen.server.rundir import CURVES_FILE, atomic_write
+from stamen.server.rundir import CURVES_FILE, CURVES_PNG, atomic_write
 
 
 def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[str, Any]:
@@ -386,12 +387,8 @@ def run_title(name: str, config: RunConfig, clients: int) -> str:
 
 
 def plot_curves(run_dir: Path, rows: list[Row], title: str = "", headline: str = "acc") -> None:
-    """``curves.svg``: accuracy (best validation round marked), training loss per round (:mod:`stamen.server.curves`).
-
-    A ``curves.png`` an earlier version drew for this run (resumed now) is removed: it ends
-    before the rounds run since.
-    """
-    atomic_write(run_dir / CURVES_FILE, curves_svg(rows, title or run_dir.name, headline))
-    earlier = run_dir / "curves.png"
-    if earlier.is_file() and not earlier.is_symlink():
-        earlier.unlink()
+    """``curves.png`` and ``curves.svg``: the headline figure (best validation round marked), training loss per
+    round (:mod:`stamen.server.curves`), each written atomically; ``headline``: the task's spec's."""
+    figure = curves_figure(rows, title or run_dir.name, headline)
+    atomic_write(run_dir / CURVES_PNG, figure_bytes(figure, "png"))
+    atomic_write(run_dir / CURVES_FILE, figure_bytes(figure, "svg"))

@@ -9,7 +9,7 @@ What a run directory holds (every name in :data:`RUN_FILES`; nothing else is Sta
 - ``metrics.jsonl``: one JSON line per round, written as each round finishes;
 - ``summary.json``: final and best-validation figures, timings;
 - ``model.pt``: the final global state dict (with the model's spec);
-- ``curves.svg``: accuracy and loss per round (``curves.png`` in runs of Stamen before 2026-12);
+- ``curves.png`` and ``curves.svg``: accuracy and loss per round;
 - ``checkpoint.*``: the server's state after the last finished round
   (:mod:`stamen.server.checkpoint`), from which ``resume-from`` continues;
 - ``certificates.json``, ``unlearn.json``, ``unlearn.md``: optional queries after training;
@@ -67,6 +67,7 @@ CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "summary.json"
 CURVES_FILE = "curves.svg"
+CURVES_PNG = "curves.png"
 RUN_FILES = frozenset(
     {
         STATUS_FILE,
@@ -75,7 +76,7 @@ RUN_FILES = frozenset(
         SUMMARY_FILE,
         "model.pt",
         CURVES_FILE,
-        "curves.png",  # written by earlier versions
+        CURVES_PNG,
         "checkpoint.npz",
         "checkpoint.json",
         "certificates.json",

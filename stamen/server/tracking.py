@@ -19,7 +19,8 @@ shows a run while it trains). A resumed run's writer purges the steps from the c
 round on, which the run computes again.
 
 MLflow (:class:`MlflowTracker`): one MLflow run per run directory in the experiment
-``stamen``; params = the run config; metrics = ``<name>`` for the metrics group and
+``stamen`` (a sweep's or study's unit: in the group's experiment and store, with its tags,
+:mod:`stamen.contract.tracking_group`); params = the run config; metrics = ``<name>`` for the metrics group and
 ``timings/<name>`` for timings, step = round. Its store is ``$MLFLOW_TRACKING_URI`` when set,
 else ``sqlite:///<run-dir>/mlflow.db`` (MLflow 3 refuses a plain-folder store unless an
 environment variable allows it; a file in the run directory needs none:
@@ -49,6 +50,7 @@ from flwr.common import log
 
 from stamen.contract.figures import GLOBAL_TEST_ACC, ROUND, ROW_TIMINGS, TEST_ACC
 from stamen.contract.run_config import RunConfig
+from stamen.contract.tracking_group import TrackingGroup, current_group
 
 MLFLOW_DB = "mlflow.db"
 MLFLOW_EXPERIMENT = "stamen"
@@ -148,18 +150,35 @@ class MlflowTracker:
     def __init__(self, run_dir: Path, config: RunConfig, status: dict[str, Any]) -> None:
         from mlflow.tracking import MlflowClient
 
-        self.uri = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(run_dir / MLFLOW_DB).resolve()}"
+        group = current_group()  # a sweep's or study's unit: its experiment and store, its tags
+        own = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(run_dir / MLFLOW_DB).resolve()}"
+        self.uri = group.uri if group else own
         self._client = MlflowClient(tracking_uri=self.uri)
         earlier = status.get("mlflow_run_id") if status.get("mlflow_tracking_uri") == self.uri else None
         self.run_id = self._continued(earlier) if earlier else None
         if self.run_id is None:
-            found = self._client.get_experiment_by_name(MLFLOW_EXPERIMENT)
-            experiment_id = found.experiment_id if found else self._client.create_experiment(MLFLOW_EXPERIMENT)
-            tags = {"stamen.run_dir": str(run_dir)}
+            name = group.experiment if group else MLFLOW_EXPERIMENT
+            experiment_id = self._experiment(name)
+            tags = {"stamen.run_dir": str(run_dir), **(group.tags if group else {})}
             if status.get("mlflow_run_id"):
                 tags["stamen.resumed_from"] = str(status["mlflow_run_id"])
             self.run_id = self._client.create_run(experiment_id, run_name=run_dir.name, tags=tags).info.run_id
         self._log_params(config)
+
+    def _experiment(self, name: str) -> str:
+        """The id of experiment ``name``, made if the store has none (another unit may make it at the same time)."""
+        from mlflow.exceptions import MlflowException
+
+        found = self._client.get_experiment_by_name(name)
+        if found:
+            return str(found.experiment_id)
+        try:
+            return str(self._client.create_experiment(name))
+        except MlflowException:  # made by a unit running beside this one
+            again = self._client.get_experiment_by_name(name)
+            if again is None:
+                raise
+            return str(again.experiment_id)
 
     def _continued(self, run_id: str) -> str | None:
         """``run_id`` set running again, or None when the store does not hold it."""
@@ -195,6 +214,16 @@ class MlflowTracker:
 
     def close(self, ending: Ending) -> None:
         self._client.set_terminated(self.run_id, status=ending.value)
+
+
+def prepare_group_store(group: TrackingGroup) -> None:
+    """Make ``group``'s store and experiment once, before its units start side by side in processes of their own
+    (each would otherwise create the store's tables at the same moment, and all but one fail)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=group.uri)
+    if client.get_experiment_by_name(group.experiment) is None:
+        client.create_experiment(group.experiment)
 
 
 class Tracking:

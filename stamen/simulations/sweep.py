@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stamen.contract.algorithms import Headline, headline_of
 from stamen.contract.figures import (
     FINAL_CLIENTS_TEST,
     FINAL_GLOBAL_TEST,
@@ -38,6 +39,13 @@ FIGURES = (
     (FINAL_CLIENTS_TEST, "clients' models"),
     (TEST_ACC_AT_BEST_VAL, "test acc at best val"),
     ("total_wall_seconds", "wall s"),
+)
+# A table's mark on the algorithm's headline model's column (global model or clients' models), and its caption.
+HEADLINE_MARK = " *"
+HEADLINE_COLUMN = {Headline.GLOBAL: FINAL_GLOBAL_TEST, Headline.CLIENTS: FINAL_CLIENTS_TEST}
+HEADLINE_NOTE = (
+    "*: the algorithm's headline model, as its spec names it (the global model for FedAvg-like methods, the "
+    "clients' own models for personalised ones); final test acc and test acc at best val are that model's"
 )
 # Run-config keys the sweep sets for every run itself: where it goes, under which name, fresh.
 OWN_KEYS = ("run-name", "output-dir", "overwrite", "resume-from")
@@ -76,19 +84,22 @@ def check_set(key: str, values: list[Any], where: str, what: str) -> None:
 
 
 def grid_file(path: str) -> list[tuple[str, list[Any]]]:
-    """The ``[grid]`` table of the TOML file ``path`` (``lr = [0.01, 0.005]``: a key and the values it takes),
-    as :func:`parse_set` gives ``--set``; ValueError in one line naming the file and the problem."""
+    """The ``[grid]`` table of the experiment file ``path`` (``lr = [0.01, 0.005]``: a key and the values it takes),
+    as :func:`parse_set` gives ``--set``; ValueError in one line naming the file and the problem.
+
+    The file's top-level keys beside the table are the experiment's fixed run-config values
+    (:func:`fixed_file_keys`); a key both fixed there and in the grid is refused."""
     from stamen.simulations.experiment_file import is_scalar, read_toml
 
     document = read_toml(path)
     table = document.get("grid")
     if not isinstance(table, dict) or not table:
         raise ValueError(f"{path}: no [grid] table; write e.g. [grid] then lr = [0.01, 0.005]")
-    outside = [key for key in document if key != "grid"]
-    if outside:
+    tables = [key for key, value in document.items() if key != "grid" and isinstance(value, dict)]
+    if tables:
         raise ValueError(
-            f"{path}: {outside[0]!r} is outside the [grid] table; the fixed run-config values go in -c "
-            "(which takes a TOML file too)"
+            f"{path}: [{tables[0]}] is a table; an experiment file holds fixed run-config keys at its top level "
+            "and the swept ones in [grid]"
         )
     sets = []
     for key, values in table.items():
@@ -96,7 +107,35 @@ def grid_file(path: str) -> list[tuple[str, list[Any]]]:
             raise ValueError(f"{path}: [grid] {key} must be a list of values, e.g. {key} = [1, 2]; got {values!r}")
         check_set(key, values, f"{path}: [grid]", f"{path}: [grid] {key}")
         sets.append((key, values))
+    check_fixed_and_swept(fixed_file_keys(path), [key for key, _ in sets], path)
     return sets
+
+
+def fixed_file_keys(path: str) -> dict[str, Any]:
+    """The fixed run-config values of the experiment file ``path``: its top-level keys beside ``[grid]``
+    (kebab-case; checked as :func:`stamen.simulations.experiment_file.run_config_file` checks a file's keys)."""
+    from stamen.contract.key_spelling import kebab_keys
+    from stamen.simulations.experiment_file import is_scalar, read_toml
+
+    fixed = {key: value for key, value in read_toml(path).items() if key != "grid"}
+    for key, value in fixed.items():
+        if key == "seed":
+            raise ValueError(f"{path}: seed = ...: give seeds with --seeds 0,1,2 (seeds=[...] for stamen.sweep)")
+        check_own_keys([key], f"{path}:")
+        if not is_scalar(value):
+            raise ValueError(f"{path}: {key} = {value!r} is not a number, true/false or a quoted string")
+    return kebab_keys(fixed, path)
+
+
+def check_fixed_and_swept(fixed: Iterable[str], swept: Iterable[str], where: str) -> None:
+    """ValueError in one line if a run-config key is both fixed (``where``) and swept: one value would hide
+    the other."""
+    both = [key.replace("_", "-") for key in fixed if key.replace("_", "-") in {k.replace("_", "-") for k in swept}]
+    if both:
+        raise ValueError(
+            f"{where}: {both[0]} is both fixed and in the grid; give it in one place (the grid to sweep it, "
+            "a fixed value to hold it)"
+        )
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -165,17 +204,29 @@ class Group:
             }
         return out
 
+    def headline(self) -> Headline:
+        """Which model's figures are the headline of this config's algorithm (its spec's, :func:`headline_of`)."""
+        return headline_of(next((run["algorithm"] for run in self.runs if run.get("algorithm")), None))
+
+
+def spec_headline(part: dict[str, Any], algorithm: str | None, kind: str = "test") -> Any:
+    """Algorithm ``algorithm``'s headline ``kind`` figure in ``part`` (a summary's final or best part): the model
+    its spec names (:attr:`stamen.contract.algorithms.AlgorithmSpec.headline`), the other where that one is absent."""
+    value = model_figure(part, headline_of(algorithm) is Headline.GLOBAL, kind)
+    return headline(part, kind) if value is None else value
+
 
 def run_figures(summary: dict[str, Any]) -> dict[str, Any]:
-    """A run's sweep figures from its summary: the headline (the global model's accuracy where there is one),
-    the global and the clients' models' final figures side by side, the headline at the best validation round."""
-
-    final = summary.get("final", {})
+    """A run's sweep figures from its summary: the headline (the model the algorithm's spec names,
+    :func:`spec_headline`), the global and the clients' models' final figures side by side, the headline at the
+    best validation round."""
+    final, algorithm = summary.get("final", {}), summary.get("algorithm")
     return {
-        FINAL_TEST_ACC: headline(final),
+        "algorithm": algorithm,
+        FINAL_TEST_ACC: spec_headline(final, algorithm),
         FINAL_GLOBAL_TEST: model_figure(final, global_model=True),
         FINAL_CLIENTS_TEST: model_figure(final, global_model=False),
-        TEST_ACC_AT_BEST_VAL: headline(summary.get("best", {})),
+        TEST_ACC_AT_BEST_VAL: spec_headline(summary.get("best", {}), algorithm),
         "notes": summary.get("notes", []),
         "total_wall_seconds": summary.get("total_wall_seconds"),
     }

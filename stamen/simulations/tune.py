@@ -46,6 +46,7 @@ from typing import Any
 
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
 from stamen.contract.provenance import Provenance
+from stamen.contract.tracking_group import group_of, tracking_group
 from stamen.simulations.tune_space import Dimension
 
 STUDY_FILE = "study.db"
@@ -219,6 +220,13 @@ def _values(spec: TuneSpec, folder: Path, run_name: str, params: dict[str, Any])
     return {**spec.run_config, "output-dir": str(folder), "run-name": run_name, **params}
 
 
+def _seed(values: dict[str, Any]) -> int:
+    """The runs' seed the run-config keys give (``seed``, else its default)."""
+    from stamen.contract.run_config import RunConfig
+
+    return int(values.get("seed", RunConfig().seed))
+
+
 def _optuna() -> Any:
     try:
         import optuna
@@ -322,14 +330,17 @@ def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) ->
     trial.set_user_attr("run_dir", str(folder / run_name))
     observe = _observer(optuna, trial, spec)
     state = optuna.trial.TrialState
+    values = _values(spec, folder, run_name, trial.params)
+    group = group_of("study", folder.name, folder, {"trial": trial.number, **trial.params}, _seed(values))
     try:
-        launched = run(
-            RunConfig.from_mapping(_values(spec, folder, run_name, trial.params)),
-            federation=FederationConfig.from_mapping(spec.federation_config),
-            engine=Engine.INPROCESS,
-            provenance=spec.provenance or Provenance.of_process(),
-            observe=observe,
-        )
+        with tracking_group(group):  # one MLflow experiment for the study, a run per trial
+            launched = run(
+                RunConfig.from_mapping(values),
+                federation=FederationConfig.from_mapping(spec.federation_config),
+                engine=Engine.INPROCESS,
+                provenance=spec.provenance or Provenance.of_process(),
+                observe=observe,
+            )
     except RunPruned as pruned:
         trial.set_user_attr("outcome", TrialOutcome.PRUNED.value)
         trial.set_user_attr("error", str(pruned))

@@ -59,19 +59,21 @@ def _cell(value: object) -> object:
 
 
 def _plot(folder: Path, found: list[TrialRecord]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from stamen.common.pictures import BLUE, ORANGE, VERMILLION, figure_bytes, new_figure
     from stamen.server.rundir import atomic_write
     from stamen.simulations.tune import TrialOutcome
 
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for outcome, marker in ((TrialOutcome.COMPLETE, "o"), (TrialOutcome.PRUNED, "x"), (TrialOutcome.FAILED, "v")):
+    figure = new_figure(7, 4.5)
+    axes = figure.subplots()
+    looks = (
+        (TrialOutcome.COMPLETE, "o", BLUE),
+        (TrialOutcome.PRUNED, "x", ORANGE),
+        (TrialOutcome.FAILED, "v", VERMILLION),
+    )
+    for outcome, marker, colour in looks:
         points = [(t.number, t.best_val_acc) for t in found if t.outcome is outcome and t.best_val_acc is not None]
         if points:
-            axes.scatter(*zip(*points), marker=marker, label=f"{outcome.value} trial", alpha=0.7)
+            axes.scatter(*zip(*points), marker=marker, color=colour, label=f"{outcome.value} trial", alpha=0.8)
     best, steps = -math.inf, []
     for trial in found:
         if trial.outcome is TrialOutcome.COMPLETE and trial.best_val_acc is not None:
@@ -84,11 +86,7 @@ def _plot(folder: Path, found: list[TrialRecord]) -> None:
     axes.xaxis.get_major_locator().set_params(integer=True)
     if found:
         axes.legend(fontsize=8)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
-    atomic_write(folder / "tune.png", buffer.getvalue())
+    atomic_write(folder / "tune.png", figure_bytes(figure, "png"))
 
 
 def print_table(result: TuneResult, spec: TuneSpec) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLUMNS = (
     ("acc_remaining", "Dr acc"),
@@ -128,18 +130,20 @@ def markdown(result: dict[str, Any], command: str = "") -> str:
     return "\n".join(lines)
 
 
-def bar_plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def unlearning_figure(result: dict[str, Any]) -> Figure:
+    """``unlearning.png``'s figure: per method (one colour and hatch each), its mean figures with ± std over
+    seeds as bars from 0 (the figures share one 0-1 scale), each bar's value printed on it."""
     import numpy as np
+
+    from stamen.common.pictures import PALETTE, new_figure
 
     keys = [k for k, _ in columns(result) if k not in ("seconds", "time_ratio", "gap_closure")]
     labels = dict(COLUMNS)
     names = result["methods"]
-    figure, axis = plt.subplots(figsize=(max(8, 1.4 * len(keys)), 4))
+    figure = new_figure(max(9.0, 1.5 * len(keys)), 4.8)
+    axis = figure.subplots()
     width = 0.8 / len(names)
+    hatches = ("", "//", "..", "xx", "\\\\", "--", "++", "oo")
     for i, name in enumerate(names):
         values = [result["mean"][name].get(k) for k in keys]
         errors = [result["std"][name].get(k) or 0.0 for k in keys]
@@ -149,23 +153,29 @@ def bar_plot(result: dict[str, Any], path: Path) -> None:
             width,
             yerr=errors,
             label=name,
+            color=PALETTE[i % len(PALETTE)],
+            hatch=hatches[i % len(hatches)],
+            edgecolor="white",
+            error_kw={"elinewidth": 0.8, "capsize": 2},
         )
-        # each bar's value above it: a bar at zero (a class fully forgotten) is otherwise invisible
-        axis.bar_label(drawn, labels=["" if v is None else f"{v:.2f}" for v in values], fontsize=5, padding=1)
-    axis.set_xticks(np.arange(len(keys)) + 0.4 - width / 2)
-    axis.set_xticklabels([labels[k] for k in keys], fontsize=8)
-    axis.set_ylim(0, 1.1)
-    axis.set_ylabel("accuracy, or AUC for MIA (mean ± std over seeds)")
-    axis.set_title(result["request"] + f" ({result['dataset']}, {result['num_clients']} clients)")
-    axis.legend(fontsize=7, ncol=4)
+        # each bar's value on it: a bar at zero (a class fully forgotten) is otherwise invisible
+        axis.bar_label(drawn, labels=["" if v is None else f"{v:.2f}" for v in values], fontsize=7, padding=2,
+                       rotation=90 if len(names) > 2 else 0)  # fmt: skip
+    axis.set_xticks(np.arange(len(keys)) + 0.4 - width / 2, [labels[k] for k in keys], fontsize=9)
+    axis.set_ylim(0, 1.18)
+    axis.set_yticks(np.linspace(0, 1, 6))
+    axis.set_ylabel("accuracy, or AUC for MIA\n(mean ± std over seeds)")
+    axis.set_title(f"unlearning {result['request']} ({result['dataset']}, {result['num_clients']} clients)")
+    axis.legend(fontsize=8, ncol=min(len(names), 4), loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
+    axis.grid(axis="y", alpha=0.3)
     figure.text(
-        0.01,
-        0.01,
+        0.5,
+        0.0,
         "Dr: the remaining training nodes; Df: the forgotten ones; MIA AUC: a membership-inference attack "
         "telling forgotten from unseen nodes (0.5: it cannot)",
-        fontsize=7,
+        fontsize=8,
         color="dimgrey",
+        ha="center",
+        va="top",
     )
-    figure.tight_layout(rect=(0, 0.05, 1, 1))
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    return figure

@@ -1,15 +1,16 @@
-"""The run's figure: ``curves.svg`` drawn from the rows alone, without matplotlib."""
+"""The run's figure: ``curves.png`` and ``curves.svg`` drawn with matplotlib from the rows alone."""
 
 import math
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 
-import pytest
+import matplotlib
 
-from stamen.server.curves import _ticks, curves_svg
+from stamen.server import outputs
+from stamen.server.curves import ACCURACIES, AUCS, curves_figure, curves_svg
+from stamen.server.rundir import RUN_FILES
 
 SVG = "{http://www.w3.org/2000/svg}"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _rows(rounds: int) -> list[dict]:
@@ -20,30 +21,28 @@ def _rows(rounds: int) -> list[dict]:
     return rows
 
 
-def _lines(svg: str, colour: str) -> list[list[tuple[float, float]]]:
-    root = ElementTree.fromstring(svg)
-    return [
-        [tuple(float(v) for v in pair.split(",")) for pair in line.get("points").split()]
-        for line in root.iter(f"{SVG}polyline")
-        if line.get("stroke") == colour
-    ]
+def _texts(svg: str) -> list[str]:
+    return ["".join(t.itertext()) for t in ElementTree.fromstring(svg).iter(f"{SVG}text")]
+
+
+def _line(svg: str, key: str) -> str:
+    """The path data of the line the SVG names ``key``."""
+    (group,) = [g for g in ElementTree.fromstring(svg).iter(f"{SVG}g") if g.get("id") == key]
+    return group.find(f"{SVG}path").get("d")
 
 
 def test_the_curves_are_the_rows_with_the_best_validation_round_marked():
     svg = curves_svg(_rows(100), "fedavg <on> cora & co")
-    root = ElementTree.fromstring(svg)  # well-formed, the title escaped
-    texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    texts = _texts(svg)  # well-formed, the title escaped
     assert "fedavg <on> cora & co" in texts and "best validation: round 40" in texts
-    (test,) = _lines(svg, "#1f77b4")
-    (validation,) = _lines(svg, "#17becf")
-    (loss,) = _lines(svg, "#9467bd")
-    assert len(test) == len(validation) == 101 and len(loss) == 100  # round 0 has no loss
-    assert min(y for _, y in validation) == validation[40][1]  # highest on screen: the best round
-    xs = [x for x, _ in test]
-    assert xs == sorted(xs) and len(set(xs)) == 101
-    assert not _lines(svg, "#2ca02c")  # no local-model accuracy in these rows: no line, no legend
-    assert "client test accuracy (local models)" not in texts
-    assert root.findall(f"{SVG}circle") == []  # over 30 points: lines only
+    assert {"global model: test accuracy", "global model: validation accuracy"} <= set(texts)
+    assert "train loss (weighted by training nodes)" in texts and "round" in texts
+    assert _line(svg, "global_test_acc").count("L") == 100  # 101 rounds: a move and 100 line steps
+    assert _line(svg, "train_loss").count("L") == 99  # round 0 has no loss
+    assert "clients' own models: test accuracy" not in texts  # no local-model accuracy: no line, no legend
+    figure = curves_figure(_rows(100), "best")
+    (marker,) = [line for line in figure.axes[0].lines if line.get_gid() == "best-round"]
+    assert marker.get_xdata()[0] == 40
 
 
 def test_a_missing_or_nan_value_is_a_gap_not_a_point():
@@ -51,51 +50,51 @@ def test_a_missing_or_nan_value_is_a_gap_not_a_point():
     rows[4]["global_test_acc"] = math.nan
     del rows[5]["global_test_acc"]
     svg = curves_svg(rows, "gaps")
-    assert [len(segment) for segment in _lines(svg, "#1f77b4")] == [4, 4]
-    assert "nan" not in svg.lower() and "inf" not in svg.lower()
-    assert len(ElementTree.fromstring(svg).findall(f"{SVG}circle")) == 18  # few points: each one marked
+    assert _line(svg, "global_test_acc").count("M") == 2  # two segments: rounds 1-4 and 7-10
+    assert "nan" not in svg.lower()
 
 
 def test_a_run_without_rows_still_gets_a_valid_figure():
-    root = ElementTree.fromstring(curves_svg([], "empty"))
-    assert ["".join(t.itertext()) for t in root.iter(f"{SVG}text")].count("nothing recorded") == 2
+    assert _texts(curves_svg([], "empty")).count("nothing recorded") == 2
 
 
-def test_ticks_are_round_numbers_that_cover_the_values():
-    assert _ticks(1, 100, whole=True) == [0, 20, 40, 60, 80, 100]
-    assert _ticks(3, 3, whole=True) == [2, 3, 4]
-    ticks = _ticks(0.153, 0.861, whole=False)
-    assert ticks[0] <= 0.153 and ticks[-1] >= 0.861 and len(ticks) <= 8
-    assert all(math.isclose(b - a, 0.2) for a, b in zip(ticks, ticks[1:]))
+def test_test_and_validation_global_and_clients_models_read_apart_without_colour():
+    keys = [series.key for series in ACCURACIES]
+    rows = [{"round": r, "train_loss": 1 / r, **{key: 0.5 + r / 100 for key in keys}} for r in range(1, 11)]
+    lines = {line.get_gid(): line for line in curves_figure(rows, "four").axes[0].lines}
+    looks = {key: (lines[key].get_linestyle(), lines[key].get_marker()) for key in keys}
+    assert looks == {"global_test_acc": ("-", "o"), "global_val_acc": ("--", "o"), "test_acc": ("-", "^"),
+                     "val_acc": ("--", "^")}  # fmt: skip
+    assert lines["global_test_acc"].get_color() != lines["test_acc"].get_color()
+    assert len({series.label for series in AUCS}) == len(AUCS)
 
 
-@pytest.mark.slow
-def test_a_run_writes_its_curves_without_importing_matplotlib(tmp_path):
-    code = f"""
-import sys
-from pathlib import Path
-from stamen.server import outputs
-outputs.plot_curves(Path({str(tmp_path)!r}), [{{"round": 1, "global_val_acc": 0.5}}], "test")
-assert "matplotlib" not in sys.modules
-"""
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert (tmp_path / "curves.svg").read_text().startswith("<svg ")
+def test_every_label_lies_inside_the_figure_with_all_four_accuracies(tmp_path):
+    keys = [series.key for series in ACCURACIES]
+    rows = [{"round": r, "train_loss": 1 / r, **{key: 0.5 + r / 100 for key in keys}} for r in range(1, 11)]
+    title = "a long title: " + "fedavg / gcn on cora, 10 clients, no privacy, seed 0; " * 3
+    figure = curves_figure(rows, title)
+    figure.canvas.draw()
+    box = figure.bbox
+    legend_texts = [t for axis in figure.axes for t in axis.get_legend().get_texts()]
+    assert len(legend_texts) == 6  # four accuracies, the best round, the loss
+    texts = [figure._suptitle, *legend_texts]
+    for axis in figure.axes:
+        texts += [axis.title, axis.xaxis.label, axis.yaxis.label]
+        (x_low, x_high), (y_low, y_high) = axis.get_xlim(), axis.get_ylim()
+        texts += [t for t in axis.get_xticklabels() if x_low <= t.get_position()[0] <= x_high]
+        texts += [t for t in axis.get_yticklabels() if y_low <= t.get_position()[1] <= y_high]
+    renderer = figure.canvas.get_renderer()
+    for text in texts:
+        extent = text.get_window_extent(renderer)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1, text
 
 
-def test_a_resumed_run_of_an_earlier_version_loses_its_stale_png(tmp_path):
-    from stamen.server import outputs
-
-    (tmp_path / "curves.png").write_bytes(b"\x89PNG drawn before the run was resumed")
-    outputs.plot_curves(tmp_path, [{"round": 1, "global_val_acc": 0.5}], "resumed")
-    assert not (tmp_path / "curves.png").exists() and (tmp_path / "curves.svg").is_file()
-
-
-def test_every_label_lies_inside_the_figure_with_all_four_accuracies():
-    keys = ("global_test_acc", "global_val_acc", "test_acc", "val_acc", "train_loss")
-    svg = curves_svg([{"round": r, **{key: 0.5 + r / 100 for key in keys}} for r in range(1, 11)], "four")
-    root = ElementTree.fromstring(svg)
-    width, height = float(root.get("width")), float(root.get("height"))
-    texts = [t for t in root.iter(f"{SVG}text") if t.get("transform") is None]
-    assert len([t for t in texts if "accuracy (" in (t.text or "") or "accuracy" == (t.text or "")]) >= 2
-    assert all(0 < float(t.get("x")) < width and 12 <= float(t.get("y")) <= height - 5 for t in texts)
+def test_a_run_writes_valid_png_and_svg_without_touching_matplotlib_settings(tmp_path):
+    backend, fonttype = matplotlib.get_backend(), matplotlib.rcParams["svg.fonttype"]
+    outputs.plot_curves(tmp_path, _rows(50), "written")
+    assert (tmp_path / "curves.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert "written" in _texts((tmp_path / "curves.svg").read_text())
+    assert {"curves.png", "curves.svg"} <= RUN_FILES  # a run directory's own files
+    assert (matplotlib.get_backend(), matplotlib.rcParams["svg.fonttype"]) == (backend, fonttype)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging file left behind

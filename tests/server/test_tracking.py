@@ -2,6 +2,7 @@
 MLflow run read back from its store, resume continuing it, and no number changed by tracking."""
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -160,3 +161,66 @@ def test_an_mlflow_store_that_cannot_be_reached_is_dropped_with_a_warning_and_th
     assert status["status"] == "finished" and "mlflow_run_id" not in status
     warned = [line for line in (tmp_path / "bad-uri" / "run.log").read_text().splitlines() if "tracking mlflow" in line]
     assert len(warned) == 1 and "could not start" in warned[0] and "the run goes on without it" in warned[0]
+
+
+def _experiment_runs(uri: str, name: str):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiments = [e for e in client.search_experiments() if e.name != "Default"]
+    assert [e.name for e in experiments] == [name]  # one experiment for the whole group
+    return client.search_runs([experiments[0].experiment_id])
+
+
+def test_a_sweep_is_one_mlflow_experiment_with_a_run_per_unit(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow", reason="tracking='mlflow' needs mlflow: pip install 'stamen[mlflow]'")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    argv = ["sweep", "--name", "lrs", "--out", str(tmp_path), "--clients", "3", "--set", "lr=0.01,0.05",
+            "--seeds", "0,1", "-c", "num-server-rounds=2 csbm-nodes=300 tracking='mlflow'"]  # fmt: skip
+    assert stamen(argv) == 0
+    folder = tmp_path / "lrs"
+    runs = _experiment_runs(f"sqlite:///{folder / 'mlflow.db'}", "sweep lrs")
+    assert len(runs) == 4 and {run.info.status for run in runs} == {"FINISHED"}
+    units = {(run.data.params["lr"], run.data.params["seed"]) for run in runs}
+    assert units == {("0.01", "0"), ("0.01", "1"), ("0.05", "0"), ("0.05", "1")}  # params: each unit's run config
+    for run in runs:
+        tags = run.data.tags
+        assert tags["stamen.sweep"] == "lrs" and tags["stamen.grid.lr"] == run.data.params["lr"]
+        assert tags["stamen.seed"] == run.data.params["seed"] and run.data.params["num-server-rounds"] == "2"
+        history = _client(folder).get_metric_history(run.info.run_id, "global_test_acc")
+        assert [m.step for m in history] == [0, 1, 2]
+    assert not list(folder.glob("*/mlflow.db"))  # no store of each run's own
+    assert "STAMEN_TRACKING_GROUP" not in os.environ  # set only while each unit ran
+
+
+@pytest.mark.slow  # each unit in a process of its own
+def test_a_sweep_s_units_side_by_side_share_its_one_experiment(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow", reason="tracking='mlflow' needs mlflow: pip install 'stamen[mlflow]'")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    argv = ["sweep", "--name", "two", "--out", str(tmp_path), "--clients", "3", "--set", "lr=0.01,0.05", "--jobs", "2",
+            "-c", "num-server-rounds=2 csbm-nodes=300 tracking='mlflow'"]  # fmt: skip
+    assert stamen(argv) == 0
+    runs = _experiment_runs(f"sqlite:///{tmp_path / 'two' / 'mlflow.db'}", "sweep two")  # the store made once
+    assert sorted((run.data.tags["stamen.grid.lr"], run.info.status) for run in runs) == [
+        ("0.01", "FINISHED"), ("0.05", "FINISHED")]  # fmt: skip
+
+
+def _client(folder: Path):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}")
+
+
+def test_a_study_is_one_mlflow_experiment_with_a_run_per_trial(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow", reason="tracking='mlflow' needs mlflow: pip install 'stamen[mlflow]'")
+    pytest.importorskip("optuna", reason="stamen tune needs optuna: pip install 'stamen[tune]'")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    config = "csbm-nodes=300 num-server-rounds=2 tracking='mlflow' seed=4"
+    argv = ["tune", "--name", "st", "--out", str(tmp_path), "--trials", "2", "--startup", "1", "--clients", "3",
+            "-c", config, "--space", "lr=log:1e-3..1e-1"]  # fmt: skip
+    assert stamen(argv) == 0
+    runs = _experiment_runs(f"sqlite:///{tmp_path / 'st' / 'mlflow.db'}", "study st")
+    assert sorted(run.data.tags["stamen.grid.trial"] for run in runs) == ["0", "1"]
+    for run in runs:
+        assert run.data.tags["stamen.study"] == "st" and run.data.tags["stamen.seed"] == "4"
+        assert float(run.data.tags["stamen.grid.lr"]) == pytest.approx(float(run.data.params["lr"]))

@@ -27,11 +27,20 @@ def test_a_sweep_of_fedavg_and_ditto_shows_both_models(tmp_path, capsys):
         row = by_algorithm[run.config["algorithm"]]
         assert row["final_global_test_mean"] == final["global_test_acc"]
         assert row["final_clients_test_mean"] == final["test_acc"]
-    ditto = by_algorithm["ditto"]
+    ditto, fedavg = by_algorithm["ditto"], by_algorithm["fedavg"]
     assert abs(ditto["final_clients_test_mean"] - ditto["final_global_test_mean"]) > 0.01  # personal models differ
+    assert (fedavg["headline"], ditto["headline"]) == ("global", "clients")  # from each algorithm's spec
+    assert fedavg["final_test_acc_mean"] == fedavg["final_global_test_mean"]
+    assert ditto["final_test_acc_mean"] == ditto["final_clients_test_mean"]
+    capsys.readouterr()
     assert cli(["compare", str(tmp_path / "s")]) == 0
     out = capsys.readouterr().out
     assert "global model" in out and "clients' models" in out
+    for name, model in (("fedavg", "final_global_test"), ("ditto", "final_clients_test")):  # the headline marked
+        (line,) = [line for line in out.splitlines() if f"algorithm={name}" in line]
+        cells = [cell.strip() for cell in line.split("│")]
+        marked = [cell for cell in cells if cell.endswith(" *")]
+        assert marked == [f"{by_algorithm[name][model + '_mean']:.4f} ± {by_algorithm[name][model + '_std']:.4f} *"]
     header = next(line for line in (tmp_path / "s" / "sweep.csv").read_text().splitlines())
     assert "final_global_test_mean" in header and "final_clients_test_mean" in header
 

@@ -119,7 +119,11 @@ def test_a_grid_file_gives_the_swept_values(tmp_path):
 
 GRID_CASES = {
     "no grid table": ("lr = [0.1]\n", "grid.toml: no [grid] table; write e.g. [grid] then lr = [0.01, 0.005]"),
-    "a key outside": ("seed = 1\n[grid]\nlr = [0.1]\n", "grid.toml: 'seed' is outside the [grid] table"),
+    "a fixed seed": ("seed = 1\n[grid]\nlr = [0.1]\n", "grid.toml: seed = ...: give seeds with --seeds 0,1,2"),
+    "fixed and swept": ("lr = 0.1\n[grid]\nlr = [0.1, 0.2]\n", "grid.toml: lr is both fixed and in the grid; give it"),
+    "-c and swept": ("[grid]\nlocal-epochs = [1, 2]\n", "-c/--run-config and the grid: local-epochs is both fixed"),
+    "another table": ("[grid]\nlr = [0.1]\n[more]\nx = 1\n", "grid.toml: [more] is a table; an experiment file"),
+    "a fixed own key": ("output-dir = 'x'\n[grid]\nlr = [0.1]\n", "grid.toml: output-dir=...: a sweep names"),
     "not a list": ("[grid]\nlr = 0.1\n", "grid.toml: [grid] lr must be a list of values, e.g. lr = [1, 2]; got 0.1"),
     "an empty list": ("[grid]\nlr = []\n", "grid.toml: [grid] lr must be a list of values"),
     "seeds": ("[grid]\nseed = [1, 2]\n", "grid.toml: [grid] seed=...: give seeds with --seeds 0,1,2"),
@@ -138,12 +142,27 @@ def test_a_bad_grid_file_is_one_line_and_exit_2(case, tmp_path, monkeypatch, cap
     (tmp_path / "grid.toml").write_text(content)
     argv = ["sweep", "--name", "s", "--out", str(tmp_path / "sweeps"), "--clients", "3", "-c", SMALL]
     argv += ["--grid", "grid.toml", *(["--set", "lr=0.2"] if case == "twice with --set" else [])]
+    argv += ["-c", "local-epochs=3"] if case == "-c and swept" else []
     code = stamen(argv)
     err = capsys.readouterr().err
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1, err
     assert err.startswith("stamen sweep: error: ") and message in err, err
     assert not (tmp_path / "sweeps" / "s").exists()  # nothing ran
+
+
+def test_an_experiment_file_holds_the_fixed_keys_beside_the_grid(tmp_path):
+    import stamen as api
+
+    path = tmp_path / "exp.toml"
+    path.write_text("num-server-rounds = 2\ncsbm_nodes = 300\nlocal-epochs = 2\n[grid]\nlr = [0.05, 0.1]\n")
+    sweep = api.sweep(grid=path, clients=3, out=tmp_path / "sweeps", name="s")
+    runs = sweep.runs()
+    assert sorted(run.config["lr"] for run in runs) == [0.05, 0.1]
+    assert {(run.config["local-epochs"], run.config["csbm-nodes"], len(run.rows) - 1) for run in runs} == {(2, 300, 2)}
+    assert (
+        stamen(["sweep", "--name", "s", "--out", str(tmp_path / "sweeps"), "--clients", "3", "--grid", str(path)]) == 0
+    )
 
 
 def test_a_missing_grid_file_is_one_line(tmp_path, capsys):

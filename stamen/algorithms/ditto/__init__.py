@@ -3,7 +3,7 @@
 The personal model lives in the clients' state, outside the checkpoint: not resumable.
 """
 
-from stamen.contract.algorithms import AlgorithmSpec
+from stamen.contract.algorithms import AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, option
 
 PERSONAL = Section(
@@ -15,6 +15,7 @@ SPEC = AlgorithmSpec(
     "Ditto, FedAvg plus a personal model held near the global one",
     "stamen.algorithms.ditto.server",
     "stamen.algorithms.ditto.client",
+    headline=Headline.CLIENTS,
     resumable=False,
     keys=(
         option("ditto-lambda", 1.0, "ditto: pull of the personal model to the global one", bound=ge(0)),

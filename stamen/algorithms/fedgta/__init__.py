@@ -1,6 +1,6 @@
 """FedGTA: personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)."""
 
-from stamen.contract.algorithms import AlgorithmSpec
+from stamen.contract.algorithms import AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, gt, option, within
 
 SECTION = Section("fedgta", "FedGTA's options (algorithm='fedgta')", after="local")
@@ -10,6 +10,7 @@ SPEC = AlgorithmSpec(
     "FedGTA, personalised confidence-weighted averages over clients with similar label moments (Li et al. 2024)",
     "stamen.algorithms.fedgta.server",
     "stamen.algorithms.fedgta.client",
+    headline=Headline.CLIENTS,
     resumable=False,
     keys=(
         option("fedgta-prop-steps", 5, "label propagation steps", bound=ge(1)),

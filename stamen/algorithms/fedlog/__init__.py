@@ -1,6 +1,6 @@
 """FedLoG: head/tail prototype branches and global synthetic nodes (Kim et al., ICLR 2025; docs/algorithms.md)."""
 
-from stamen.contract.algorithms import AlgorithmSpec
+from stamen.contract.algorithms import AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, gt, option, within
 
 SECTION = Section(
@@ -12,6 +12,7 @@ SPEC = AlgorithmSpec(
     "FedLoG, prototype branches and global synthetic nodes (docs/algorithms.md)",
     "stamen.algorithms.fedlog.server",
     "stamen.algorithms.fedlog.client",
+    headline=Headline.CLIENTS,  # its authors evaluate the clients' models only
     keys=(
         option("fedlog-lr", 0.001, "FedLoG's Adam step (weights also take weight-decay)", bound=gt(0)),
         option("fedlog-hidden", 128, "GraphSAGE hidden width", bound=ge(1)),

@@ -3,7 +3,7 @@
 The personal models live in the clients' state, outside the checkpoint: not resumable.
 """
 
-from stamen.contract.algorithms import AlgorithmSpec
+from stamen.contract.algorithms import AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, option
 
 PERSONAL = Section(
@@ -15,6 +15,7 @@ SPEC = AlgorithmSpec(
     "FedProto, class prototypes shared instead of weights",
     "stamen.algorithms.fedproto.server",
     "stamen.algorithms.fedproto.client",
+    headline=Headline.CLIENTS,
     resumable=False,
     keys=(
         option(

@@ -1,6 +1,6 @@
 """FED-PUB: personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)."""
 
-from stamen.contract.algorithms import AlgorithmSpec
+from stamen.contract.algorithms import AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, option
 
 SECTION = Section("fedpub", "FED-PUB's options (algorithm='fedpub')", after="local")
@@ -10,6 +10,7 @@ SPEC = AlgorithmSpec(
     "FED-PUB, personalised aggregates by functional similarity, personal sparse masks (Baek et al. 2023)",
     "stamen.algorithms.fedpub.server",
     "stamen.algorithms.fedpub.client",
+    headline=Headline.CLIENTS,
     resumable=False,
     keys=(
         option("fedpub-tau", 10.0, "scale of the similarities in the aggregation softmax", bound=ge(0)),

@@ -2,7 +2,7 @@
 (Tan et al. 2023). A graph-FL method, for clients holding graph sets; the personal parts are client state outside
 the checkpoint: not resumable."""
 
-from stamen.contract.algorithms import GRAPH_FL_TASK, AlgorithmSpec
+from stamen.contract.algorithms import GRAPH_FL_TASK, AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, option
 
 GRAPH_FL = Section(
@@ -17,6 +17,7 @@ SPEC = AlgorithmSpec(
     "and head local (Tan et al. 2023)",
     "stamen.algorithms.fedstar.server",
     "stamen.algorithms.fedstar.client",
+    headline=Headline.CLIENTS,
     resumable=False,
     task=GRAPH_FL_TASK,
     keys=(

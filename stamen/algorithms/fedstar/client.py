@@ -53,7 +53,7 @@ class FedStarClient(FedAvgClient):
         structure = c.option("fedstar-rw-length") + c.option("fedstar-degree-length")
         model, initial = _initial_model(
             c.model, int(job.data.num_features) - structure, structure, int(job.data.num_classes), c.hidden,
-            c.num_layers, c.dropout, c.seed, job.device,
+            c.num_layers, c.dropout, c.seed_of(c.model_seed), job.device,
         )  # fmt: skip
         copy_state(model, initial)
         model.zero_grad(set_to_none=True)

@@ -4,7 +4,7 @@
 graph sets; the cluster assignment is server state outside the checkpoint: not resumable.
 """
 
-from stamen.contract.algorithms import GRAPH_FL_TASK, AlgorithmSpec
+from stamen.contract.algorithms import GRAPH_FL_TASK, AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, option
 
 GRAPH_FL = Section(
@@ -19,6 +19,7 @@ SPEC = AlgorithmSpec(
     "gcfl-sequence-length > 0: GCFL+, by DTW over update-norm sequences)",
     "stamen.algorithms.gcfl.server",
     "stamen.algorithms.gcfl.client",
+    headline=Headline.CLIENTS,
     resumable=False,
     task=GRAPH_FL_TASK,
     keys=(

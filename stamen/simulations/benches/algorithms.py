@@ -302,9 +302,14 @@ def _short(entry: AlgorithmRun) -> str:
 
 
 def openfgl(algorithm: str, dataset: str, partitioner: str, clients: int) -> str:
-    """OpenFGL's figure for the setting, with its footnote mark, or ``not found``."""
+    """OpenFGL's figure for the setting, with its footnote mark, or ``-``."""
     found = OPENFGL.get((algorithm, dataset, partitioner, clients))
-    return f"{found[0]} [1]" if found else "not found [1]"
+    return f"{found[0]} [1]" if found else "-"
+
+
+def beside_openfgl(task: str, dataset: str, partitioner: str, clients: int) -> bool:
+    """Whether a table of the setting has an OpenFGL column: only where OpenFGL reports a figure for it."""
+    return task == NODE_CLASSIFICATION and any(key[1:] == (dataset, partitioner, clients) for key in OPENFGL)
 
 
 def summarize(
@@ -314,8 +319,9 @@ def summarize(
     and OpenFGL's figure)."""
     entries = [r for r in results if r["dataset"] == dataset and r["partitioner"] == partitioner]
     table = []
+    shown = beside_openfgl(task, dataset, partitioner, clients)
     for algorithm in dict.fromkeys(r["algorithm"] for r in entries):
-        beside = [openfgl(algorithm, dataset, partitioner, clients)] if task == NODE_CLASSIFICATION else []
+        beside = [openfgl(algorithm, dataset, partitioner, clients)] if shown else []
         runs = [r for r in entries if r["algorithm"] == algorithm]
         ran = [r for r in runs if r["status"] == Status.RAN.value]
         if not ran:
@@ -331,8 +337,8 @@ def summarize(
     return table
 
 
-def columns(task: str = NODE_CLASSIFICATION, hits_k: Any = "K") -> list[str]:
-    beside = ["OpenFGL"] if task == NODE_CLASSIFICATION else []
+def columns(task: str = NODE_CLASSIFICATION, hits_k: Any = "K", openfgl_column: bool = False) -> list[str]:
+    beside = ["OpenFGL"] if openfgl_column else []
     return ["algorithm", *task_tables.figure_columns(task, hits_k), "wall s / run", *beside]
 
 
@@ -360,15 +366,17 @@ def markdown(record: dict[str, Any]) -> list[str]:
             "validation accuracy (the global model's where the algorithm keeps one, else the client models') and at "
             "the final round. Global model: the weights every client received (- where the algorithm keeps none); "
             "client models: every client's model after its local training, pooled over the clients' test nodes "
-            "(the personalised figure)."
+            f"(the personalised figure). {task_tables.HEADLINE_NOTE}"
         )
     else:
         caption = task_tables.caption(task, seeds, setting)
     lines = [caption + _overlap_note(setting.get("jobs", 1))]
     for dataset, partitioner in settings(results):
         lines += ["", f"### {dataset}, {partitioner}", ""]
-        rows = summarize(results, dataset, partitioner, setting.get("clients", 0), task)
-        lines += markdown_table(columns(task, _hits_k(results)), rows)
+        clients = setting.get("clients", 0)
+        rows = summarize(results, dataset, partitioner, clients, task)
+        beside = beside_openfgl(task, dataset, partitioner, clients)
+        lines += markdown_table(columns(task, _hits_k(results), beside), rows)
     lines += ["", _footnote(results, task)]
     return lines
 
@@ -383,19 +391,13 @@ def _ours(results: list[dict[str, Any]], task: str = NODE_CLASSIFICATION) -> str
 def _footnote(results: list[dict[str, Any]], task: str = NODE_CLASSIFICATION) -> str:
     if task != NODE_CLASSIFICATION:
         return f"Settings: {_ours(results, task) or '-'} (`stamen config` describes the keys)."
+    ours = f"Settings: {_ours(results) or '-'} (`stamen config` describes the keys)."
     sources = sorted({source for _, source in OPENFGL.values()})
-    found = (
-        f"Figures from: {'; '.join(sources)}. "
-        if sources
-        else (
-            "No figure of OpenFGL for these settings was found in the sources searched (its repository's README, "
-            "docs and appendix; the stored arXiv page, whose result tables were not readable), so none is shown. "
-        )
-    )
+    if not sources:
+        return f"{ours} For comparison, {OPENFGL_SETTING}"
     return (
-        '[1] OpenFGL (Li et al., "OpenFGL: A Comprehensive Benchmark for Federated Graph Learning", PVLDB; '
-        f"arXiv 2408.16288, 2024). {found}{OPENFGL_SETTING} Ours: {_ours(results) or '-'} "
-        "(`stamen config` describes the keys)."
+        f'{ours} [1] OpenFGL (Li et al., "OpenFGL: A Comprehensive Benchmark for Federated Graph Learning", PVLDB; '
+        f"arXiv 2408.16288, 2024); figures from: {'; '.join(sources)}. {OPENFGL_SETTING}"
     )
 
 
@@ -413,7 +415,7 @@ def print_table(record: dict[str, Any]) -> None:
             (
                 f"stamen bench {record['name']}: {task + ', ' if task != NODE_CLASSIFICATION else ''}{dataset}, "
                 f"{partitioner}, {what} (mean ± std over seeds)",
-                columns(task, _hits_k(results)),
+                columns(task, _hits_k(results), beside_openfgl(task, dataset, partitioner, clients)),
                 summarize(results, dataset, partitioner, clients, task),
             )
             for dataset, partitioner in settings(results)

@@ -23,12 +23,19 @@ from __future__ import annotations
 from statistics import mean, pstdev
 from typing import Any
 
+from stamen.contract.algorithms import Headline, headline_of
 from stamen.contract.figures import GLOBAL_TEST_ACC, TEST_ACC, clients_mean, link_figure
 
 # The built-in tasks whose published tables the benches lay theirs beside (stamen/tasks/<task>/).
 NODE_CLASSIFICATION = "node-classification"
 LINK_PREDICTION = "link-prediction"
 GRAPH_CLASSIFICATION = "graph-classification"
+
+HEADLINE_MARK = " *"  # on the cells of the algorithm's headline model (AlgorithmSpec.headline)
+HEADLINE_NOTE = (
+    "* marks each algorithm's headline model, as its spec names it (the global model for FedAvg-like methods, "
+    "the clients' own models for personalised ones)."
+)
 
 # Accuracy tasks: the summary figures a run keeps, (summary key, column label).
 ACCURACIES = ((GLOBAL_TEST_ACC, "global model"), (TEST_ACC, "client models"))
@@ -93,10 +100,13 @@ def figure_columns(task: str, hits_k: Any = "K") -> list[str]:
 
 def cells(task: str, ran: list[dict[str, Any]]) -> tuple[str, list[str]]:
     """The figure cells of one algorithm over its runs, and a note for its name (the model shown)."""
-    if task != LINK_PREDICTION:
+    if task != LINK_PREDICTION:  # the algorithm's headline model's cells marked (its spec's)
+        headline = GLOBAL_TEST_ACC if headline_of(ran[0].get("algorithm")) is Headline.GLOBAL else TEST_ACC
         row: list[str] = []
         for key, _ in ACCURACIES:
-            row += [percent([r["best"].get(key) for r in ran]), percent([r["final"].get(key) for r in ran])]
+            for when in ("best", "final"):
+                shown = percent([r[when].get(key) for r in ran])
+                row.append(shown + (HEADLINE_MARK if key == headline and shown != "-" else ""))
         return "", row
     global_model = any(r["best"].get(link_figure("test", "auc", True)) is not None for r in ran)
     row = []
@@ -139,7 +149,7 @@ def caption(task: str, seeds: list[int], setting: dict[str, Any]) -> str:
             "own summary: at the round of best validation accuracy (the global model's where the algorithm keeps "
             "one, else the client models') and at the final round. Global model: the weights every client received "
             "(- where the algorithm keeps none); client models: every client's model after its local training, "
-            "pooled over the clients' test graphs (the personalised figure)."
+            f"pooled over the clients' test graphs (the personalised figure). {HEADLINE_NOTE}"
         )
     return (
         f"Link prediction: {runs}; figures at the round of best validation AUC unless marked final, of the global "

@@ -19,7 +19,19 @@ from pathlib import Path
 from types import ModuleType
 
 from stamen.contract import strict_json
-from stamen.simulations.benches import algorithms, attacks, deploy, dpsgd, fedlog, gpu, privacy, scale, sim, unlearn
+from stamen.simulations.benches import (
+    algorithms,
+    attacks,
+    deploy,
+    dpsgd,
+    fedlog,
+    gpu,
+    plots,
+    privacy,
+    scale,
+    sim,
+    unlearn,
+)
 from stamen.simulations.benches.records import header, new_record, write_readme
 
 BENCHES: tuple[ModuleType, ...] = (sim, fedlog, algorithms, privacy, dpsgd, unlearn, deploy, gpu, attacks, scale)
@@ -40,6 +52,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "--out", default="runs/benchmarks", help="output folder (the committed figures: --out benchmarks)"
         )
         sub.set_defaults(func=run_bench, module=bench)
+    plot = benches.add_parser(
+        "plot",
+        help="a record's picture (PNG), drawn from the record alone",
+        description=plots.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    plot.add_argument("record", type=Path, help="a benchmark record, e.g. benchmarks/algorithms-cora.json")
+    plot.add_argument("--out", type=Path, default=None, help="the PNG to write (default: the record's, .png)")
+    plot.set_defaults(func=plot_bench)
+
+
+def plot_bench(args: argparse.Namespace) -> int:
+    """``stamen bench plot RECORD``: write the record's picture."""
+    print(f"wrote {plots.plot_record(args.record, args.out)}")
+    return 0
 
 
 def check_replaceable(out: Path, name: str) -> None:

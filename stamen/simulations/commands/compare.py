@@ -19,15 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from stamen.contract import strict_json
+from stamen.contract.algorithms import Headline, headline_of
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import (
     FINAL_CLIENTS_TEST,
     FINAL_GLOBAL_TEST,
     GLOBAL_TEST_ACC,
     TEST_ACC,
-    headline,
     model_figure,
 )
+from stamen.simulations.sweep import HEADLINE_COLUMN, HEADLINE_MARK, HEADLINE_NOTE, spec_headline
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -58,10 +59,14 @@ class Line:
         skipped = PLACE_KEYS | ({"seed"} if self.over_seeds else set())
         return {key: value for key, value in self.config.items() if key not in skipped}
 
+    def headline(self) -> Headline:
+        """Which model's figures are this line's algorithm's headline (its spec's)."""
+        return headline_of(self.summaries[0].get("algorithm") if self.summaries else None)
+
     def figure(self, part: str) -> list[float]:
         values = []
         for summary in self.summaries:
-            value = headline(summary.get(part, {}))
+            value = spec_headline(summary.get(part, {}), summary.get("algorithm"))
             if value is not None:
                 values.append(value)
         return values
@@ -72,6 +77,7 @@ class Line:
             "line": self.name,
             "runs": len(self.runs),
             "algorithm": first.get("algorithm"),
+            "headline": self.headline().value,
             "dataset": first.get("dataset"),
             "clients": first.get("clients"),
             "rounds": first.get("rounds"),
@@ -168,7 +174,8 @@ def _print(rows: list[dict[str, Any]]) -> None:
     def acc(row: dict[str, Any], part: str) -> str:
         key = part if part in (FINAL_GLOBAL_TEST, FINAL_CLIENTS_TEST) else f"{part}_test_acc"
         value = row[key]
-        return "-" if value is None else f"{value:.4f} ± {row[f'{key}_std']:.4f}"
+        mark = HEADLINE_MARK if key == HEADLINE_COLUMN[Headline(row["headline"])] else ""
+        return "-" if value is None else f"{value:.4f} ± {row[f'{key}_std']:.4f}{mark}"
 
     for row in rows:
         worst = "-" if row["worst_client_acc"] is None else f"{row['worst_client_acc']:.4f}"
@@ -177,46 +184,49 @@ def _print(rows: list[dict[str, Any]]) -> None:
         figures = [acc(row, part) for part in ("final", FINAL_GLOBAL_TEST, FINAL_CLIENTS_TEST, "best")]
         table.add_row(*cells, str(row["rounds"]), *figures, worst, wall)
     output_console().print(table)
+    output_console().print(HEADLINE_NOTE, highlight=False)
 
 
 def _plot(lines: list[Line], path: Path) -> None:
-    import io
+    """The lines' headline test figure per round (each its algorithm's headline model), overlaid, in
+    colour-blind-safe colours and distinct dashes; a sweep config's as its mean with a ± std band over seeds."""
+    import textwrap
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.ticker import MaxNLocator
 
+    from stamen.common.pictures import DASHES, PALETTE, figure_bytes, new_figure
     from stamen.server.rundir import RunDirectory, atomic_write
 
     if path.suffix.lower() != ".png":
         raise ValueError(f"--plot {path}: give a .png file name")
     labels, shared = plot_labels(lines)
-    figure, axis = plt.subplots(figsize=(8, 4.5))
-    for line, label in zip(lines, labels, strict=True):
+    figure = new_figure(9, 5)
+    axis = figure.subplots()
+    for index, (line, label) in enumerate(zip(lines, labels, strict=True)):
+        first, second = (
+            (GLOBAL_TEST_ACC, TEST_ACC) if line.headline() is Headline.GLOBAL else (TEST_ACC, GLOBAL_TEST_ACC)
+        )
         curves = []
         for run in line.runs:
             rows = [r for r in RunDirectory(run).rows() if r.get("round", 0) >= 1]
-            curves.append([r.get(GLOBAL_TEST_ACC, r.get(TEST_ACC, np.nan)) for r in rows])
+            curves.append([r.get(first, r.get(second, np.nan)) for r in rows])
         length = min(len(c) for c in curves)
         values = np.array([c[:length] for c in curves], dtype=float)
         rounds = np.arange(1, length + 1)
-        (drawn,) = axis.plot(rounds, np.nanmean(values, axis=0), label=label)
+        mean = np.nanmean(values, axis=0)
+        colour, style = PALETTE[index % len(PALETTE)], DASHES[index % len(DASHES)]
+        model = "global model" if first == GLOBAL_TEST_ACC else "clients' models"
+        axis.plot(rounds, mean, color=colour, linestyle=style, label=f"{label}: {model}")
         if len(curves) > 1:
             spread = np.nanstd(values, axis=0)
-            mean = np.nanmean(values, axis=0)
-            axis.fill_between(rounds, mean - spread, mean + spread, alpha=0.2, color=drawn.get_color())
-    title = "test accuracy per round" + (f" ({shared})" if shared else "")
+            axis.fill_between(rounds, mean - spread, mean + spread, alpha=0.15, color=colour, linewidth=0)
+    title = "test accuracy per round, each algorithm's headline model" + (f" ({shared})" if shared else "")
     if any(line.over_seeds for line in lines):
         title += "; a sweep config: mean ± std over its seeds"
-    axis.set(xlabel="round", ylabel="test accuracy (global model where there is one)", title=title)
+    axis.set_title(textwrap.fill(title, 90), fontsize=10)
+    axis.set(xlabel="round", ylabel="test accuracy (AUC for links)")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
-    atomic_write(path.absolute(), buffer.getvalue())
+    atomic_write(path.absolute(), figure_bytes(figure, "png"))

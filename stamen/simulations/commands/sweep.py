@@ -2,7 +2,7 @@
 
     stamen sweep --name lr-model --set lr=0.01,0.005 --set model='gcn','sage' --seeds 0,1,2 \\
                  -c "dataset='cora' data-root='/data' num-server-rounds=50" --engine inprocess --jobs 2
-    stamen sweep --name lr-model --grid grid.toml -c exp.toml    (grid.toml: [grid] lr = [0.01, 0.005])
+    stamen sweep --name lr-model --grid exp.toml    (exp.toml: dataset = "cora" and [grid] lr = [0.01, 0.005])
 
 Every run is a ``stamen run`` with its own run directory under ``<out>/<name>/``; runs
 whose directory says ``finished`` are skipped, so the same command resumes a sweep.
@@ -17,8 +17,6 @@ import argparse
 import contextlib
 import csv
 import io
-import math
-import os
 import shlex
 import subprocess
 import sys
@@ -28,19 +26,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stamen.common.pictures import BLUE, VERMILLION
 from stamen.contract import strict_json
+from stamen.contract.algorithms import Headline
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
 from stamen.contract.provenance import Provenance
+from stamen.contract.tracking_group import TrackingGroup, group_environment, group_of, tracking_group
 from stamen.simulations.commands.run import add_ray_address, federation_args
 from stamen.simulations.helptext import HelpFormatter
 from stamen.simulations.overrides import override_text, parse_overrides
 from stamen.simulations.runner import ray_address_for
 from stamen.simulations.sweep import (
     FIGURES,
+    HEADLINE_COLUMN,
+    HEADLINE_MARK,
+    HEADLINE_NOTE,
     Group,
     SweepRun,
+    check_fixed_and_swept,
     check_own_keys,
+    fixed_file_keys,
     grid,
     grid_file,
     groups,
@@ -118,7 +124,10 @@ class SweepResult:
         for group in self.groups:
             stats = group.stats()
             figures = {f"{key}_{s}": stats[key][s] for key, _ in FIGURES for s in ("mean", "std")}
-            rows.append({"config": group.name, **group.values, "runs": len(group.runs), **figures})
+            rows.append(
+                {"config": group.name, **group.values, "runs": len(group.runs), "headline": group.headline().value}
+                | figures
+            )
         return rows
 
 
@@ -127,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
     spec = SweepSpec(
         grid=sets,
         seeds=parse_seeds(args.seeds),
-        run_config=parse_overrides(args.run_config),
+        run_config={**(fixed_file_keys(args.grid) if args.grid else {}), **parse_overrides(args.run_config)},
         federation_config=parse_overrides(federation_args(args), "federation config", files=False),
         engine=args.engine,
         jobs=args.jobs,
@@ -157,6 +166,7 @@ def run_sweep(spec: SweepSpec, show: bool = True, provenance: Provenance | None 
 
     origin = provenance or Provenance.of_process()
     check_own_keys(spec.run_config, "-c/--run-config")
+    check_fixed_and_swept(spec.run_config, [key for key, _ in spec.grid], "-c/--run-config and the grid")
     runs = grid(spec.grid, spec.seeds)  # before the lock: nothing written
     if spec.engine not in ("flower", "inprocess"):
         raise ValueError(f"engine must be 'flower' or 'inprocess', got {spec.engine!r}")
@@ -224,6 +234,11 @@ def _execute(
     handed = origin or Provenance.of_process()  # each run's process records the sweep's command
     logs = folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+
+    if any("mlflow" in str(_config_values(spec, run, folder).get("tracking", "")) for run in todo):
+        from stamen.server.tracking import prepare_group_store
+
+        prepare_group_store(_group(todo[0], folder))  # the units' one store, made before they start together
     running: dict[str, subprocess.Popen] = {}
     queue = list(todo)
     with _screen(show, len(todo)) as screen:
@@ -250,9 +265,8 @@ def _execute(
                     with open(logs / f"{run.name}.log", "w") as log:
                         log.write("$ " + shlex.join(command) + "\n")
                         log.flush()
-                        running[run.name] = lifetime.start(
-                            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **handed.environment()}
-                        )
+                        env = {**group_environment(_group(run, folder)), **handed.environment()}
+                        running[run.name] = lifetime.start(command, stdout=log, stderr=subprocess.STDOUT, env=env)
                 for name, process in list(running.items()):
                     if process.poll() is not None:
                         del running[name]
@@ -284,13 +298,22 @@ def _execute_here(
         for one in todo:
             config = RunConfig.from_mapping(_config_values(spec, one, folder))
             try:
-                run(
-                    config, federation=federation, engine=Engine.INPROCESS, provenance=origin or Provenance.of_process()
-                )
+                with tracking_group(_group(one, folder)):  # one MLflow experiment for the sweep, a run per unit
+                    run(
+                        config,
+                        federation=federation,
+                        engine=Engine.INPROCESS,
+                        provenance=origin or Provenance.of_process(),
+                    )
             except RunFailed:
                 failed.append(one.name)
             screen.finished(_outcome(one.name, one.name in failed))
     return failed
+
+
+def _group(run: SweepRun, folder: Path) -> TrackingGroup:
+    """The tracking group of a sweep's run: the sweep's experiment and store, the run's values and seed as tags."""
+    return group_of("sweep", folder.name, folder, dict(run.values), run.seed)
 
 
 @contextlib.contextmanager
@@ -323,83 +346,101 @@ def _write(
             "engine": spec.engine,
             "jobs": spec.jobs,
         },
-        "groups": [{"config": g.name, "values": g.values, "runs": g.runs, "stats": g.stats()} for g in found],
+        "groups": [
+            {"config": g.name, "values": g.values, "headline": g.headline().value, "runs": g.runs, "stats": g.stats()}
+            for g in found
+        ],
         "failed": failed,
     }
     atomic_write(folder / "sweep.json", strict_json.dumps(record, indent=2) + "\n")
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["config", "runs", *[f"{key}_{s}" for key, _ in FIGURES for s in ("mean", "std")]])
+    writer.writerow(["config", "runs", "headline", *[f"{key}_{s}" for key, _ in FIGURES for s in ("mean", "std")]])
     for group in found:
         stats = group.stats()
-        writer.writerow([group.name, len(group.runs), *[stats[key][s] for key, _ in FIGURES for s in ("mean", "std")]])
+        figures = [stats[key][s] for key, _ in FIGURES for s in ("mean", "std")]
+        writer.writerow([group.name, len(group.runs), group.headline().value, *figures])
     atomic_write(folder / "sweep.csv", buffer.getvalue())
     _plot(folder, found)
 
 
 # the sweep picture's two points per config: (figure, legend, colour-blind safe colour, marker)
 MODEL_POINTS = (
-    (FINAL_GLOBAL_TEST, "global model", "#0072B2", "o"),
-    (FINAL_CLIENTS_TEST, "clients' models", "#D55E00", "s"),
+    (FINAL_GLOBAL_TEST, "global model", BLUE, "o"),
+    (FINAL_CLIENTS_TEST, "clients' models", VERMILLION, "s"),
 )
 
 
 def bar_text(value: float | None) -> str:
-    """A bar's label: its value (``0.000`` too: a bar of height zero is otherwise invisible), or that it has none."""
+    """A point's label: its value (``0.000`` too), or that it has none."""
     return "no figure" if value is None else f"{value:.3f}"
 
 
 def _plot(folder: Path, found: list[Group]) -> None:
-    import matplotlib
+    """``sweep.png``: the headline test figure per round (mean ± std band over seeds) and, per config, the final
+    global and clients' figures as points with error bars over seeds.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Points, not bars: a sweep's configs tend to lie a few points of accuracy apart, which bars from 0 flatten
+    into equal heights; points on an axis that spans the values (labelled as not starting at 0), each with its
+    value printed, show the gaps and the spread over seeds. The algorithm's headline model's point is filled,
+    the other hollow."""
+    import numpy as np
 
+    from stamen.common.pictures import DASHES, PALETTE, figure_bytes, new_figure
     from stamen.server.rundir import RunDirectory, atomic_write
 
-    figure, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for group in found:
+    figure = new_figure(13, 5.2)
+    curves, points = figure.subplots(1, 2, width_ratios=(1, max(1.0, len(found) / 4)))
+    for index, group in enumerate(found):
+        headline_key = GLOBAL_TEST_ACC if group.headline() is Headline.GLOBAL else TEST_ACC
+        other_key = TEST_ACC if headline_key == GLOBAL_TEST_ACC else GLOBAL_TEST_ACC
         series = []
         for run in group.runs:
             rows = RunDirectory(folder / run["run"]).rows()
-            series.append([r.get(GLOBAL_TEST_ACC, r.get(TEST_ACC)) for r in rows if r.get("round", 0) >= 1])
+            series.append([r.get(headline_key, r.get(other_key)) for r in rows if r.get("round", 0) >= 1])
         length = min((len(s) for s in series), default=0)
         if length:
-            import numpy as np
-
-            values = np.array([[v if v is not None else np.nan for v in s[:length]] for s in series], dtype=float)
+            values = np.array([[np.nan if v is None else v for v in s[:length]] for s in series], dtype=float)
             mean, std = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
             rounds = np.arange(1, length + 1)
-            (line,) = curves.plot(rounds, mean, label=group.name)
-            curves.fill_between(rounds, mean - std, mean + std, alpha=0.2, color=line.get_color())
-    curves.set(xlabel="round", ylabel="test accuracy", title="test accuracy per round (mean ± std over seeds)")
+            colour = PALETTE[index % len(PALETTE)]
+            style = DASHES[index % len(DASHES)]  # the lines read apart in grey too
+            model = "global" if headline_key == GLOBAL_TEST_ACC else "clients'"
+            curves.plot(rounds, mean, color=colour, linestyle=style, label=f"{group.name} ({model})")
+            curves.fill_between(rounds, mean - std, mean + std, alpha=0.15, color=colour, linewidth=0)
+    curves.set(xlabel="round", ylabel="test accuracy (AUC for links)", title="headline model's test figure per round")
     curves.xaxis.get_major_locator().set_params(integer=True)
+    curves.grid(alpha=0.3)
     if found:
-        curves.legend(fontsize=7)
+        curves.legend(fontsize=7, title="config (headline model); band: ± std over seeds", title_fontsize=7)
     positions = list(range(len(found)))
-    # the global model and the clients' own models side by side (what a personalised method is for), as points with
-    # their spread over the seeds, each labelled with its value, on an axis around them (a bar from 0 hides a gap)
-    for offset, (key, label, colour, marker) in enumerate(MODEL_POINTS):
+    for offset, (key, _, colour, marker) in enumerate(MODEL_POINTS):
         stats = [group.stats()[key] for group in found]
-        xs = [p + (offset - 0.5) * 0.3 for p in positions]
-        means = [float("nan") if s["mean"] is None else s["mean"] for s in stats]
-        errors = [s["std"] or 0.0 for s in stats]
-        bars.errorbar(xs, means, yerr=errors, fmt=marker, color=colour, capsize=4, label=label, linestyle="none")
-        for x, mean in zip(xs, means, strict=True):
-            bars.annotate(bar_text(None if math.isnan(mean) else mean), (x, 0 if math.isnan(mean) else mean),
-                          textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)  # fmt: skip
-    bars.set_xticks(positions, [group.name for group in found], rotation=30, ha="right", fontsize=7)
-    bars.set(
-        ylabel="final test figure (accuracy; AUC for links)", title="per config, final round (mean ± std over seeds)"
+        for position, group, stat in zip(positions, found, stats, strict=True):
+            if stat["mean"] is None:
+                continue
+            x = position + (offset - 0.5) * 0.3
+            filled = HEADLINE_COLUMN[group.headline()] == key
+            points.errorbar(x, stat["mean"], yerr=stat["std"] or 0.0, fmt=marker, color=colour, capsize=4,
+                            markerfacecolor=colour if filled else "white", markersize=7)  # fmt: skip
+            points.annotate(bar_text(stat["mean"]), (x, stat["mean"]), textcoords="offset points", xytext=(7, 0),
+                            ha="left", va="center", fontsize=7)  # fmt: skip
+    for _, label, colour, marker in MODEL_POINTS:
+        points.plot([], [], marker, color=colour, label=label)
+    points.plot([], [], "o", color="grey", label="filled: the algorithm's headline model")
+    points.plot([], [], "o", color="grey", markerfacecolor="white", label="hollow: the other model")
+    points.set_xticks(positions, [group.name for group in found], rotation=30, ha="right", fontsize=7)
+    points.set_xlim(-0.6, len(found) - 0.4)
+    points.margins(y=0.15)
+    points.set(
+        ylabel="final test accuracy (AUC for links); axis not from 0",
+        title="final round per config: mean ± std over seeds",
     )
+    points.grid(axis="y", alpha=0.3)
     if found:
-        bars.legend(fontsize=7)
+        points.legend(fontsize=7)
     figure.suptitle(f"sweep {folder.name}")
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
-    atomic_write(folder / "sweep.png", buffer.getvalue())
+    atomic_write(folder / "sweep.png", figure_bytes(figure, "png"))
 
 
 def _print(found: list[Group], folder: Path) -> None:
@@ -417,12 +458,12 @@ def _print(found: list[Group], folder: Path) -> None:
         cells = []
         for key, _ in FIGURES:
             mean, std = stats[key]["mean"], stats[key]["std"]
-            cells.append(
-                "-" if mean is None else f"{mean:.4f} ± {std:.4f}" if key != "total_wall_seconds" else f"{mean:.1f}"
-            )
+            cell = "-" if mean is None else f"{mean:.4f} ± {std:.4f}" if key != "total_wall_seconds" else f"{mean:.1f}"
+            cells.append(cell + (HEADLINE_MARK if key == HEADLINE_COLUMN[group.headline()] else ""))
         table.add_row(group.name, str(len(group.runs)), *cells)
     console = output_console()
     console.print(table)
+    console.print(HEADLINE_NOTE, highlight=False)
     for note in notes_once((g.name, [n for run in g.runs for n in run.get("notes", [])]) for g in found):
         console.print(f"note: {note}", highlight=False)
     console.print(f"outputs: {folder / 'sweep.json'}, {folder / 'sweep.csv'}, {folder / 'sweep.png'}")

@@ -218,11 +218,12 @@ def _unlearn(
         result["run_dir"] = str(run_dir)
         result["provenance"] = provenance(seeds=seeds)
         out.mkdir(parents=True, exist_ok=True)
+        from stamen.common.pictures import figure_bytes
         from stamen.server.rundir import atomic_write
-        from stamen.unlearn.report import bar_plot, markdown
+        from stamen.unlearn.report import markdown, unlearning_figure
 
         atomic_write(out / "result.json", strict_json.dumps(result, indent=2) + "\n")
         atomic_write(out / "report.md", markdown(result, command))
-        bar_plot(result, out / "unlearning.png")
+        atomic_write(out / "unlearning.png", figure_bytes(unlearning_figure(result), "png"))
         done.append((out, result))
     return done

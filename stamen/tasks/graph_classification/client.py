@@ -46,8 +46,8 @@ class GraphClassificationTask(ClientTask):
     def initial_model(self, job: LocalJob) -> tuple[GraphClassifier, dict[str, torch.Tensor]]:
         c = job.config
         return _initial_model(
-            c.model, job.data.num_features, int(job.data.num_classes), c.hidden, c.num_layers, c.dropout, c.seed,
-            job.device,
+            c.model, job.data.num_features, int(job.data.num_classes), c.hidden, c.num_layers, c.dropout,
+            c.seed_of(c.model_seed), job.device,
         )  # fmt: skip
 
     def fit(self, model: torch.nn.Module, job: LocalJob, optimizer: torch.optim.Optimizer, proximal_mu: float) -> float:

@@ -44,7 +44,14 @@ class LinkPredictionTask(ClientTask):
     def initial_model(self, job: LocalJob) -> tuple[LinkPredictor, dict[str, torch.Tensor]]:
         c = job.config
         return _initial_model(
-            c.model, job.data.num_features, c.hidden, c.num_layers, c.dropout, c.link_decoder, c.seed, job.device
+            c.model,
+            job.data.num_features,
+            c.hidden,
+            c.num_layers,
+            c.dropout,
+            c.link_decoder,
+            c.seed_of(c.model_seed),
+            job.device,
         )
 
     def fit(self, model: torch.nn.Module, job: LocalJob, optimizer: torch.optim.Optimizer, proximal_mu: float) -> float:
@@ -87,7 +94,7 @@ class LinkPredictionTask(ClientTask):
     def split(self, job: LocalJob) -> LinkSplit:
         """The client's split of its own edges (on its device), computed once per process."""
         c = job.config
-        key = (c.seed, job.partition_id, c.link_val_frac, c.link_test_frac, id(job.data))
+        key = (c.seed_of(c.partition_seed), job.partition_id, c.link_val_frac, c.link_test_frac, id(job.data))
         cached = _SPLITS.get(key)
         if cached is None or cached[0] is not job.data:  # the data object is held: its id stays its own
             split = link_split(job.data, c, job.partition_id)
@@ -108,7 +115,8 @@ def _seed(seed: int, partition_id: int) -> int:
 
 def link_split(data: Data, config: RunConfig, partition_id: int) -> LinkSplit:
     """Client ``partition_id``'s split of its edges ``data`` into training, validation and test edges."""
-    return _split(data, config.link_val_frac, config.link_test_frac, _seed(config.seed, partition_id))
+    seed = _seed(config.seed_of(config.partition_seed), partition_id)
+    return _split(data, config.link_val_frac, config.link_test_frac, seed)
 
 
 def _split(data: Data, val_frac: float, test_frac: float, seed: int) -> LinkSplit:

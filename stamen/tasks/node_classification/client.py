@@ -34,7 +34,8 @@ class NodeClassificationTask(ClientTask):
     def initial_model(self, job: LocalJob) -> tuple[NodeClassifier, dict[str, torch.Tensor]]:
         c = job.config
         return initial_classifier(
-            c.model, job.data.num_features, int(job.data.num_classes), c.hidden, c.num_layers, c.dropout, c.seed,
+            c.model, job.data.num_features, int(job.data.num_classes), c.hidden, c.num_layers, c.dropout,
+            c.seed_of(c.model_seed),
             job.device,
         )  # fmt: skip
 
