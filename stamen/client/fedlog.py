@@ -24,6 +24,7 @@ from stamen.client.device import seed_device
 from stamen.client.job import LocalJob, private_record, private_tensors
 from stamen.client.weights import load_weights, record_tensors, weights_record
 from stamen.contract import protocol as p
+from stamen.contract.algorithms import FedLoGGenerators, FedLoGWarmupStop
 from stamen.models.fedlog import SYNTHETIC_KEYS, FedLoGNet
 from stamen.models.fedlog_training import FedLoGHyper, GlobalSynthetic, local_epochs, warm_up
 from stamen.models.neighbour_generator import NeighbourGenerator, train_generator
@@ -90,7 +91,25 @@ def _global_synthetic(job: LocalJob) -> GlobalSynthetic | None:
     record = record_tensors(job.state[p.FEDLOG_GLOBAL])
     features = record[p.GLOBAL_FEATURES].to(job.device)
     labels = record[p.GLOBAL_LABELS].long().to(job.device)
-    return GlobalSynthetic(features, labels, _generators(job))
+    untrained = job.config.fedlog_class_generators == FedLoGGenerators.UNTRAINED
+    return GlobalSynthetic(features, labels, _untrained_generators(job) if untrained else _generators(job))
+
+
+def _untrained_generators(job: LocalJob) -> list[NeighbourGenerator]:
+    """``fedlog-class-generators='untrained'``, the FedLoG authors' code: one generator per class with initial
+    weights drawn from the run's seed, the same at every client and never trained (their ``Client`` builds
+    ``neigh_cls_gen`` once and no line loads the server's ``Server_NeighGen_cls_weights`` into it). Drawn
+    from their own generator, so the run's other draws stay as they are."""
+
+    def build() -> list[NeighbourGenerator]:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(job.config.seed)
+            generators = [new_generator(job) for _ in range(int(job.data.num_classes))]
+        return [generator.eval().requires_grad_(False) for generator in generators]
+
+    config = job.config
+    key = ("fedlog-untrained-generators", str(job.device), config.seed, config.fedlog_generator_hidden)
+    return kept(job.data, key, build)
 
 
 def _generators(job: LocalJob) -> list[NeighbourGenerator]:
@@ -124,7 +143,9 @@ def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
                 getattr(model, key).copy_(personal[key].to(job.device))
         lam = personal["lambda"].to(job.device)
     else:  # first participation: warm up the encoder, pretrain the neighbour generator
-        warm_up(model, job.data, hyper, job.config.fedlog_warmup_epochs, job.config.fedlog_warmup_patience)
+        config = job.config
+        on_test = config.fedlog_warmup_stop == FedLoGWarmupStop.TEST_MASK
+        warm_up(model, job.data, hyper, config.fedlog_warmup_epochs, config.fedlog_warmup_patience, on_test)
         generator = new_generator(job)
         train_generator(
             generator,

@@ -37,6 +37,9 @@ docs know about an algorithm comes from its spec here, never from a second list:
   methods, for clients holding graph sets: ``graph-classification``); every other task refuses
   it, with that reason (:func:`stamen.contract.tasks.check_task`).
 
+- ``notes_when``: ``(key, value, note)``: a run with ``key=value`` carries ``note`` in its summary's ``notes``
+  (a setting that makes its figures mean something else, e.g. test labels used in model selection).
+
 - ``keys``: run-config keys the algorithm declares itself (a plug-in's options; :func:`stamen.contract.keys.option`):
   they take part in validation, ``stamen config``, sweeps, tune and every engine as the built-in keys do, and
   :meth:`stamen.contract.run_config.RunConfig.option` reads them.
@@ -71,6 +74,49 @@ FEDSAGE_SCHEDULES = {
 }
 
 
+class FedLoGWarmupStop(StrEnum):
+    """Which nodes FedLoG's warm-up early-stops on (``fedlog-warmup-stop``; :mod:`stamen.models.fedlog_training`)."""
+
+    VALIDATION = "validation"  # the best validation epoch's weights (Stamen's)
+    TEST_MASK = "test-mask"  # the authors' code: stops on test accuracy; leaks test labels into model selection
+
+
+FEDLOG_WARMUP_STOPS = {
+    FedLoGWarmupStop.VALIDATION.value: "stop after fedlog-warmup-patience epochs without a validation accuracy at or "
+    "above the best, keep the best validation epoch's weights (the latest of ties)",
+    FedLoGWarmupStop.TEST_MASK.value: "the authors' code; leaks test labels into model selection: the same rule on "
+    "the test accuracy, keeping the last epoch's weights",
+}
+
+
+class FedLoGGenerators(StrEnum):
+    """Which generator gives a global synthetic node its neighbour (``fedlog-class-generators``)."""
+
+    SERVER = "server"  # the server's per-class averages of the clients' trained generators (the paper's)
+    UNTRAINED = "untrained"  # the authors' code: per-class generators that keep their seeded initial weights
+
+
+FEDLOG_GENERATORS = {
+    FedLoGGenerators.SERVER.value: "the server's per-class averages of the clients' pretrained generators (the paper)",
+    FedLoGGenerators.UNTRAINED.value: "the authors' code: per-class generators with seeded initial weights, never "
+    "trained (the server's averages are not read)",
+}
+
+
+class GCFLMeasure(StrEnum):
+    """Which weights GCFL's update norms and similarities are computed over (``gcfl-measure``)."""
+
+    MODEL = "model"  # every weight the clients send (Stamen's: the whole model is a cluster's)
+    LAYERS = "layers"  # the message-passing layers only (the authors' server: their shared GIN layers)
+
+
+GCFL_MEASURES = {
+    GCFLMeasure.MODEL.value: "every weight of the model (the whole model is a cluster's)",
+    GCFLMeasure.LAYERS.value: "the message-passing layers only, the head's update left out (the authors' server "
+    "measures the GIN layers it shares)",
+}
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """One FL algorithm, as the run config and both apps know it (see the module docstring)."""
@@ -92,6 +138,7 @@ class AlgorithmSpec:
     equals: str = ""
     equals_when: tuple[tuple[str, bool | int | float | str, str], ...] = ()
     keys: tuple[Key, ...] = ()
+    notes_when: tuple[tuple[str, bool | int | float | str, str], ...] = ()
 
     def least_replies(self, malicious: int) -> int:
         """The fewest replies a round of this algorithm works with, ``malicious`` of them arbitrary."""
@@ -107,6 +154,7 @@ _FEDLOG_OPTIONS = tuple(
     for name in (
         "lr", "hidden", "embedding", "batch-size", "num-proto", "gamma", "beta-metric", "beta-norm", "beta-cd",
         "lambda-step", "lambda-threshold", "warmup-epochs", "warmup-patience", "generator-epochs", "generator-hidden",
+        "warmup-stop", "class-generators",
     )
 )  # fmt: skip
 
@@ -114,7 +162,7 @@ _FEDSAGE_OPTIONS = tuple(f"fedsage-{n}" for n in ("hidden-portion", "max-pred", 
 _FEDPUB_OPTIONS = tuple(f"fedpub-{n}" for n in ("tau", "proxy-nodes", "proxy-graphs", "l1", "prune", "loc-l2"))
 _FEDGTA_OPTIONS = tuple(f"fedgta-{n}" for n in ("prop-steps", "lp-alpha", "temperature", "moments", "accept"))
 _FEDOPT_OPTIONS = ("fedopt-eta", "fedopt-beta-1", "fedopt-beta-2", "fedopt-tau")
-_GCFL_OPTIONS = tuple(f"gcfl-{n}" for n in ("eps1", "eps2", "warmup-rounds", "sequence-length"))
+_GCFL_OPTIONS = tuple(f"gcfl-{n}" for n in ("eps1", "eps2", "warmup-rounds", "sequence-length", "measure"))
 _FEDSTAR_OPTIONS = ("fedstar-rw-length", "fedstar-degree-length")
 GRAPH_FL_TASK = "graph-classification"  # the task of the graph-FL methods (stamen.contract.tasks names it too)
 
@@ -164,6 +212,14 @@ _BUILT_INS = (
         "stamen.server.fedlog",
         "stamen.client.fedlog",
         options=_FEDLOG_OPTIONS,
+        notes_when=(
+            (
+                "fedlog-warmup-stop",
+                FedLoGWarmupStop.TEST_MASK.value,
+                "fedlog-warmup-stop='test-mask' (the authors' code): each client's warm-up stopped on its test "
+                "accuracy, so test labels took part in model selection and the test figures are not held out",
+            ),
+        ),
     ),
     AlgorithmSpec(
         "fedavgm",

@@ -23,7 +23,14 @@ from typing import Any
 
 from stamen.common.registry import Helps
 from stamen.common.suggest import did_you_mean
-from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES, plugin_keys
+from stamen.contract.algorithms import (
+    ALGORITHMS,
+    FEDLOG_GENERATORS,
+    FEDLOG_WARMUP_STOPS,
+    FEDSAGE_SCHEDULES,
+    GCFL_MEASURES,
+    plugin_keys,
+)
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
 from stamen.contract.tasks import TASKS, with_task_defaults
@@ -179,6 +186,10 @@ class RunConfig:
     fedlog_warmup_patience: int = FEDLOG.key(10, "warm-up early stopping on validation: patience", bound=ge(0))
     fedlog_generator_epochs: int = FEDLOG.key(100, "neighbour generator's pretraining epochs", bound=ge(0))
     fedlog_generator_hidden: int = FEDLOG.key(256, "neighbour generator's hidden width", bound=ge(1))
+    fedlog_warmup_stop: str = FEDLOG.key("validation", "what the warm-up early-stops on", choices=FEDLOG_WARMUP_STOPS)
+    fedlog_class_generators: str = FEDLOG.key(
+        "server", "what gives a global synthetic node its neighbour", choices=FEDLOG_GENERATORS
+    )
     fedsage_hidden_portion: float = FEDSAGE.key(
         0.5, "share of a client's nodes hidden to train its generator", bound=within(0, 1, "()")
     )
@@ -339,6 +350,9 @@ class RunConfig:
         0,
         "gcfl: 0 plain GCFL (cosine of the updates); L > 0 GCFL+ (DTW over the last L update norms; authors: 5)",
         bound=ge(0),
+    )
+    gcfl_measure: str = GRAPH_FL.key(
+        "model", "gcfl: the weights its update norms and similarities cover", choices=GCFL_MEASURES
     )
     fedstar_rw_length: int = GRAPH_FL.key(
         16, "fedstar: random-walk steps of the structural embedding (landing probabilities)", bound=ge(1)
