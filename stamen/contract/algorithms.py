@@ -43,6 +43,8 @@ never from a second list:
   tables: ``global`` (the model the server keeps: FedAvg-like methods) or ``clients`` (each client's own
   model: what a personalised method is for). Left out: ``global`` where the server aggregates a whole
   model (``aggregates`` and not ``shares_encoder``), else ``clients``.
+- ``notes_when``: ``(key, value, note)``: a run with ``key=value`` carries ``note`` in its summary's ``notes``
+  (a setting that makes its figures mean something else, e.g. test labels used in model selection).
 - ``keys``: run-config keys the algorithm declares itself (a plug-in's options; :func:`stamen.contract.keys.option`):
   they take part in validation, ``stamen config``, sweeps, tune and every engine as the built-in keys do, and
   :meth:`stamen.contract.run_config.RunConfig.option` reads them.
@@ -104,6 +106,7 @@ class AlgorithmSpec:
     keys: tuple[Key, ...] = ()
     section: Section | None = None
     check: Callable[[RunConfig], None] | None = None
+    notes_when: tuple[tuple[str, bool | int | float | str, str], ...] = ()
     headline: Headline | None = None  # None: derived from aggregates and shares_encoder (the module docstring)
 
     def __post_init__(self) -> None:

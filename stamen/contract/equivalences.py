@@ -21,13 +21,15 @@ from stamen.contract.run_config import RunConfig
 
 
 def config_notes(config: RunConfig) -> list[str]:
-    """What ``config``'s algorithm equals under its settings, from its spec's ``equals_when`` (empty: nothing)."""
+    """What ``config``'s algorithm equals under its settings, from its spec's ``equals_when``, and what its settings
+    make of its figures, from its spec's ``notes_when`` (empty: nothing)."""
     spec = ALGORITHMS[config.algorithm]
+    notes = [note for key, value, note in spec.notes_when if config.option(key) == value]
     for key, value, why in spec.equals_when:
         if config.option(key) == value:
             shown = f"{value:g}" if isinstance(value, float) else value
-            return [f"{spec.name} with {key}={shown} is {spec.equals}: {why}"]
-    return []
+            return [f"{spec.name} with {key}={shown} is {spec.equals}: {why}", *notes]
+    return notes
 
 
 def run_notes(rows: list[dict[str, Any]]) -> list[str]:

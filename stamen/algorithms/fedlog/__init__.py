@@ -1,7 +1,39 @@
 """FedLoG: head/tail prototype branches and global synthetic nodes (Kim et al., ICLR 2025; docs/algorithms.md)."""
 
+from enum import StrEnum
+
 from stamen.contract.algorithms import AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, gt, option, within
+
+
+class FedLoGWarmupStop(StrEnum):
+    """Which nodes FedLoG's warm-up early-stops on (``fedlog-warmup-stop``; :mod:`stamen.models.fedlog_training`)."""
+
+    VALIDATION = "validation"  # the best validation epoch's weights (Stamen's)
+    TEST_MASK = "test-mask"  # the authors' code: stops on test accuracy; leaks test labels into model selection
+
+
+FEDLOG_WARMUP_STOPS = {
+    FedLoGWarmupStop.VALIDATION.value: "stop after fedlog-warmup-patience epochs without a validation accuracy at or "
+    "above the best, keep the best validation epoch's weights (the latest of ties)",
+    FedLoGWarmupStop.TEST_MASK.value: "the authors' code; leaks test labels into model selection: the same rule on "
+    "the test accuracy, keeping the last epoch's weights",
+}
+
+
+class FedLoGGenerators(StrEnum):
+    """Which generator gives a global synthetic node its neighbour (``fedlog-class-generators``)."""
+
+    SERVER = "server"  # the server's per-class averages of the clients' trained generators (the paper's)
+    UNTRAINED = "untrained"  # the authors' code: per-class generators that keep their seeded initial weights
+
+
+FEDLOG_GENERATORS = {
+    FedLoGGenerators.SERVER.value: "the server's per-class averages of the clients' pretrained generators (the paper)",
+    FedLoGGenerators.UNTRAINED.value: "the authors' code: per-class generators with seeded initial weights, never "
+    "trained (the server's averages are not read)",
+}
+
 
 SECTION = Section(
     "fedlog", "FedLoG's options (algorithm='fedlog'); local-epochs and weight-decay are shared", after="local"
@@ -34,6 +66,21 @@ SPEC = AlgorithmSpec(
         option("fedlog-warmup-patience", 10, "warm-up early stopping on validation: patience", bound=ge(0)),
         option("fedlog-generator-epochs", 100, "neighbour generator's pretraining epochs", bound=ge(0)),
         option("fedlog-generator-hidden", 256, "neighbour generator's hidden width", bound=ge(1)),
+        option("fedlog-warmup-stop", "validation", "what the warm-up early-stops on", choices=FEDLOG_WARMUP_STOPS),
+        option(
+            "fedlog-class-generators",
+            "server",
+            "what gives a global synthetic node its neighbour",
+            choices=FEDLOG_GENERATORS,
+        ),
+    ),
+    notes_when=(
+        (
+            "fedlog-warmup-stop",
+            FedLoGWarmupStop.TEST_MASK.value,
+            "fedlog-warmup-stop='test-mask' (the authors' code): each client's warm-up stopped on its test "
+            "accuracy, so test labels took part in model selection and the test figures are not held out",
+        ),
     ),
     section=SECTION,
 )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, RecordDict
 
+from stamen.algorithms.fedlog import FedLoGGenerators, FedLoGWarmupStop
 from stamen.algorithms.fedlog import messages as wire
 from stamen.algorithms.fedlog.model import SYNTHETIC_KEYS, FedLoGNet
 from stamen.algorithms.fedlog.neighbour_generator import NeighbourGenerator, train_generator
@@ -91,7 +92,25 @@ def _global_synthetic(job: LocalJob) -> GlobalSynthetic | None:
     record = record_tensors(job.state[wire.FEDLOG_GLOBAL])
     features = record[wire.GLOBAL_FEATURES].to(job.device)
     labels = record[wire.GLOBAL_LABELS].long().to(job.device)
-    return GlobalSynthetic(features, labels, _generators(job))
+    untrained = job.config.option("fedlog-class-generators") == FedLoGGenerators.UNTRAINED
+    return GlobalSynthetic(features, labels, _untrained_generators(job) if untrained else _generators(job))
+
+
+def _untrained_generators(job: LocalJob) -> list[NeighbourGenerator]:
+    """``fedlog-class-generators='untrained'``, the FedLoG authors' code: one generator per class with initial
+    weights drawn from the run's seed, the same at every client and never trained (their ``Client`` builds
+    ``neigh_cls_gen`` once and no line loads the server's ``Server_NeighGen_cls_weights`` into it). Drawn
+    from their own generator, so the run's other draws stay as they are."""
+
+    def build() -> list[NeighbourGenerator]:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(job.config.seed)
+            generators = [new_generator(job) for _ in range(int(job.data.num_classes))]
+        return [generator.eval().requires_grad_(False) for generator in generators]
+
+    config = job.config
+    key = ("fedlog-untrained-generators", str(job.device), config.seed, config.option("fedlog-generator-hidden"))
+    return kept(job.data, key, build)
 
 
 def _generators(job: LocalJob) -> list[NeighbourGenerator]:
@@ -131,6 +150,7 @@ def train(model: FedLoGNet, job: LocalJob, round_config: ConfigRecord) -> float:
             hyper,
             job.config.option("fedlog-warmup-epochs"),
             job.config.option("fedlog-warmup-patience"),
+            job.config.option("fedlog-warmup-stop") == FedLoGWarmupStop.TEST_MASK,
         )
         generator = new_generator(job)
         train_generator(

@@ -61,20 +61,31 @@ def _batches(train_mask: Tensor, batch_size: int) -> list[Tensor]:
 
 
 @torch.no_grad()
-def _validation_accuracy(model: nn.Module, data: Data) -> float:
+def _accuracy(model: nn.Module, data: Data, mask: Tensor) -> float:
     model.eval()
     predicted = model.classifier(model.encoder(data.x, data.edge_index)).argmax(-1)
-    return float((predicted[data.val_mask] == data.y[data.val_mask]).float().mean()) if data.val_mask.any() else 0.0
+    return float((predicted[mask] == data.y[mask]).float().mean()) if mask.any() else 0.0
 
 
-def warm_up(model: FedLoGNet, data: Data, hyper: FedLoGHyper, epochs: int, patience: int) -> int:
-    """Cross-entropy training of the encoder and the linear classifier, early-stopped on validation.
+def warm_up(
+    model: FedLoGNet,
+    data: Data,
+    hyper: FedLoGHyper,
+    epochs: int,
+    patience: int,
+    on_test: bool = False,
+) -> int:
+    """Cross-entropy training of the encoder and the linear classifier, early-stopped; returns the epochs run.
 
-    Keeps the weights of the best validation epoch (never looks at test nodes); returns
-    the number of epochs run.
+    By default it stops after ``patience`` epochs without a validation accuracy at least the best and keeps the
+    weights of the best validation epoch; it never looks at test nodes. ``on_test`` (``fedlog-warmup-stop=
+    'test-mask'``) is the FedLoG authors' code (``Client.pretrain`` of their ``model/client.py``): the same rule on
+    the *test* nodes (test labels decide when the warm-up ends), keeping the last epoch's weights, from which their
+    client trains on.
     """
     parameters = [*model.encoder.parameters(), *model.classifier.parameters()]
     optimizer = adam(parameters, hyper.lr, hyper.weight_decay)
+    mask = data.test_mask if on_test else data.val_mask
     best, best_state, waited, ran = -1.0, None, 0, 0
     while ran < epochs and waited < patience:
         ran += 1
@@ -84,9 +95,11 @@ def warm_up(model: FedLoGNet, data: Data, hyper: FedLoGHyper, epochs: int, patie
             logits = model.classifier(model.encoder(data.x, data.edge_index)[batch])
             nn.functional.cross_entropy(logits, data.y[batch]).backward()
             optimizer.step()
-        accuracy = _validation_accuracy(model, data)
+        accuracy = _accuracy(model, data, mask)
         if accuracy >= best:
-            best, best_state, waited = accuracy, copy.deepcopy(model.state_dict()), 0
+            best, waited = accuracy, 0
+            if not on_test:
+                best_state = copy.deepcopy(model.state_dict())
         else:
             waited += 1
     if best_state is not None:

@@ -4,8 +4,25 @@
 graph sets; the cluster assignment is server state outside the checkpoint: not resumable.
 """
 
+from enum import StrEnum
+
 from stamen.contract.algorithms import GRAPH_FL_TASK, AlgorithmSpec, Headline
 from stamen.contract.keys import Section, ge, option
+
+
+class GCFLMeasure(StrEnum):
+    """Which weights GCFL's update norms and similarities are computed over (``gcfl-measure``)."""
+
+    MODEL = "model"  # every weight the clients send (Stamen's: the whole model is a cluster's)
+    LAYERS = "layers"  # the message-passing layers only (the authors' server: their shared GIN layers)
+
+
+GCFL_MEASURES = {
+    GCFLMeasure.MODEL.value: "every weight of the model (the whole model is a cluster's)",
+    GCFLMeasure.LAYERS.value: "the message-passing layers only, the head's update left out (the authors' server "
+    "measures the GIN layers it shares)",
+}
+
 
 GRAPH_FL = Section(
     "graphfl",
@@ -36,6 +53,9 @@ SPEC = AlgorithmSpec(
             0,
             "gcfl: 0 plain GCFL (cosine of the updates); L > 0 GCFL+ (DTW over the last L update norms; authors: 5)",
             bound=ge(0),
+        ),
+        option(
+            "gcfl-measure", "model", "gcfl: the weights its update norms and similarities cover", choices=GCFL_MEASURES
         ),
     ),
     section=GRAPH_FL,

@@ -39,8 +39,12 @@ go to the lowest id: the same config and seed give the same clusters on every en
 
 Defaults (the authors' ``main_oneDS.py``): :math:`\varepsilon_1 = 0.05`, :math:`\varepsilon_2 = 0.1`,
 :math:`t_0 = 20` (``c_round > 20``), :math:`L = 5` for GCFL+. Differences: the whole model is a
-cluster's (the authors' share the GIN layers and keep each client's head; Stamen's graph classifier
-is GIN layers and one linear head, and a cluster of like clients gains from a shared head); GCFL+'s
+cluster's (the authors' share the GIN layers and keep each client's input projection and head; Stamen's
+graph classifier is GIN layers and one linear head, and a cluster of like clients gains from a shared
+head), and the updates the splits read are the whole model's (``gcfl-measure='model'``);
+``gcfl-measure='layers'`` reads the message-passing layers' only, as the authors' server does (its
+``compute_max_update_norm``, ``compute_mean_update_norm`` and ``compute_pairwise_similarities`` go over
+the keys of its ``serverGIN``, the GIN layers); GCFL+'s
 sequences are of the update norms (the authors' ``run_gcflplus_dWs``; their ``run_gcflplus`` uses
 the last step's gradient norm, which the server never sees). Round 1 gives no update (the clients
 start from the seeded model, which the server does not send), so clustering starts in round 2. A
@@ -60,6 +64,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDic
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from stamen.algorithms.gcfl import GCFLMeasure
 from stamen.algorithms.gcfl.cluster_split import cosine_similarities, dtw_matrix, min_cut
 from stamen.contract import protocol as p
 from stamen.contract.arrays import array_values
@@ -72,6 +77,7 @@ from stamen.server.rows import RowFigures
 from stamen.server.strategy_options import strategy_options
 
 log = logging.getLogger(__name__)
+LAYERS = "layers."  # the graph classifier's message-passing layers (stamen.models.graph_classifier)
 
 
 @dataclass(frozen=True)
@@ -140,12 +146,15 @@ class GCFL(PerNodeContent, RowFigures):
         eps2: its largest client update norm must be above it.
         warmup_rounds: no split in rounds ``<= warmup_rounds``.
         sequence_length: 0 plain GCFL; ``L > 0`` GCFL+ over the last ``L`` update norms.
+        measure: the weights an update covers (``gcfl-measure``): every weight, or the message-passing layers'.
         **strategy: Flower FedAvg's arguments.
     """
 
-    def __init__(self, eps1: float, eps2: float, warmup_rounds: int, sequence_length: int, **strategy) -> None:
+    def __init__(
+        self, eps1: float, eps2: float, warmup_rounds: int, sequence_length: int, measure: str = "model", **strategy
+    ) -> None:
         super().__init__(**strategy)
-        self.eps1, self.eps2 = eps1, eps2
+        self.eps1, self.eps2, self.measure = eps1, eps2, GCFLMeasure(measure)
         self.warmup_rounds, self.sequence_length = warmup_rounds, sequence_length
         self.clusters: list[tuple[int, ...]] = []  # partition ids, each cluster sorted; empty before round 1
         self.splits: list[Split] = []
@@ -221,8 +230,16 @@ class GCFL(PerNodeContent, RowFigures):
             sent = self.sent.get(reply.metadata.src_node_id)
             if sent is None or len(sent) == 0:
                 return None
-            rows.append(np.concatenate([_delta(record[name], sent[name]) for name in record]))
+            names = [name for name in record if self._measured(name)]
+            if not names:
+                raise ValueError("gcfl-measure='layers': the model has no 'layers.*' weights; use gcfl-measure='model'")
+            rows.append(np.concatenate([_delta(record[name], sent[name]) for name in names]))
         return np.stack(rows)
+
+    def _measured(self, name: str) -> bool:
+        """Whether weight ``name`` is in the updates the splits read: with ``measure='layers'`` only the
+        message-passing layers' (the graph classifier's ``layers.*``, not its ``head``)."""
+        return self.measure == GCFLMeasure.MODEL or name.startswith(LAYERS)
 
     def _split(self, server_round: int, ids: list[int], updates: np.ndarray) -> None:
         norms = np.linalg.norm(updates, axis=1)
@@ -302,5 +319,6 @@ def make_strategy(config: RunConfig) -> Strategy:
         eps2=config.option("gcfl-eps2"),
         warmup_rounds=config.option("gcfl-warmup-rounds"),
         sequence_length=config.option("gcfl-sequence-length"),
+        measure=config.option("gcfl-measure"),
         **strategy_options(config),
     )

@@ -104,14 +104,16 @@ class Recorded:
             run_rounds(grid, self.strategy, config.num_server_rounds, True, CLIENTS, 60.0, self.rows.append,
                        on_replies=on_replies)  # fmt: skip
 
-    def updates(self, server_round: int, sent: dict[int, ArrayRecord]) -> dict[int, np.ndarray]:
-        """Each client's update of ``server_round`` from the weights ``sent`` to it (by partition), flattened."""
+    def updates(self, server_round: int, sent: dict[int, ArrayRecord], prefix: str = "") -> dict[int, np.ndarray]:
+        """Each client's update of ``server_round`` from the weights ``sent`` to it (by partition), flattened: of
+        the weights whose names start with ``prefix``."""
         updates = {}
         for reply in self.replies[server_round]:
             partition = int(reply.content[p.METRICS][p.PARTITION_ID])
             arrays = reply.content[p.ARRAYS]
+            names = [n for n in arrays if n.startswith(prefix)]
             updates[partition] = np.concatenate(
-                [arrays[n].numpy().astype(np.float64).ravel() - sent[partition][n].numpy().ravel() for n in arrays]
+                [arrays[n].numpy().astype(np.float64).ravel() - sent[partition][n].numpy().ravel() for n in names]
             )
         return updates
 
@@ -156,6 +158,20 @@ def test_a_split_records_the_norms_of_the_clients_updates_and_the_least_cut():
     cut, (side, other) = nx.stoer_wagner(graph)
     assert split["cut_weight"] == pytest.approx(cut, rel=1e-5)
     assert sorted(map(sorted, split["parts"])) == sorted([sorted(side), sorted(other)])
+
+
+def test_measured_on_the_layers_a_split_reads_the_message_passing_layers_updates_only():
+    run = Recorded(**SPLITS_EARLY, **{"num-server-rounds": 2, "gcfl-measure": "layers"})
+    sent = dict.fromkeys(range(CLIENTS), _average(run.replies[1]))
+    names = list(run.replies[2][0].content[p.ARRAYS])
+    assert any(n.startswith("layers.") for n in names) and any(not n.startswith("layers.") for n in names)
+    layers, whole = run.updates(2, sent, prefix="layers."), run.updates(2, sent)
+    (split,) = run.rows[-1][CLUSTER_SPLITS]
+    for i in range(CLIENTS):
+        assert split["update_norms"][str(i)] == pytest.approx(float(np.linalg.norm(layers[i])), rel=1e-5)
+        assert np.linalg.norm(layers[i]) < np.linalg.norm(whole[i]) * (1 - 1e-6)  # the head's update left out
+    mean = np.linalg.norm(np.mean([layers[i] for i in range(CLIENTS)], axis=0))
+    assert split["mean_update_norm"] == pytest.approx(mean, rel=1e-4)
 
 
 def _dtw(a: list[float], b: list[float]) -> float:
