@@ -9,7 +9,7 @@
 # large bound; a DP-SGD run must stay below its accountant's epsilon.
 #
 # There is no Python function for the audit yet, so this calls the command itself
-# (`stamen.simulations.cli.main` returns its exit code) and reads the JSON it writes.
+# (`stamen.cli.main.main` returns its exit code) and reads the JSON it writes.
 
 # %%
 import json
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from stamen.simulations.cli import main as stamen_command
+from stamen.cli.main import main as stamen_command
 
 SMALL = os.environ.get("STAMEN_EXAMPLES_SMALL", "") == "1"
 OUT = Path(os.environ.get("STAMEN_EXAMPLES_OUT", "examples-out")) / "audit"

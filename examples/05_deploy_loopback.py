@@ -8,7 +8,7 @@
 # starts is stopped when it ends (or on Ctrl-C). The run directory is the same as `stamen run`'s,
 # so `stamen.load` reads it.
 #
-# No Python function starts a deployment, so this calls the command (`stamen.simulations.cli.main`).
+# No Python function starts a deployment, so this calls the command (`stamen.cli.main.main`).
 # It starts processes and takes a minute or more.
 
 # %%
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 import stamen
-from stamen.simulations.cli import main as stamen_command
+from stamen.cli.main import main as stamen_command
 
 SMALL = os.environ.get("STAMEN_EXAMPLES_SMALL", "") == "1"
 OUT = (Path(os.environ.get("STAMEN_EXAMPLES_OUT", "examples-out")) / "deploy").absolute()

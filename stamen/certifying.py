@@ -3,7 +3,7 @@
 :func:`certify` takes ``stamen certify``'s options as keyword arguments (``--csbm-nodes 40`` is
 ``csbm_nodes=40``), checks them with the command's own check (:meth:`stamen.contract.certify_config.
 CertifyConfig.from_values` and ``--out``) and calls the command's one path
-(:func:`stamen.simulations.commands.certify.certify_job`): the same journal in ``out`` (an interrupted
+(:func:`stamen.cli.commands.certify.certify_job`): the same journal in ``out`` (an interrupted
 call resumes), the same ``certificate.json``, plot and ``report.md``. Only the printing differs:
 nothing unless ``progress=True``.
 """
@@ -76,8 +76,8 @@ def certify(*, out: str | os.PathLike[str], progress: bool = False, **options: A
     """
     from rich.console import Console
 
+    from stamen.cli.commands.certify import certify_job, checked_config
     from stamen.contract.certify_config import OPTIONS
-    from stamen.simulations.commands.certify import certify_job, checked_config
     from stamen.simulations.errors import one_line
 
     by_attribute = {key.attribute: name for name, key in OPTIONS.items()}

@@ -1,6 +1,6 @@
 """One federated run from Python: :func:`run` trains, :func:`load` reads a run folder, both give a :class:`Run`.
 
-:func:`run` is ``stamen run``: the same function (:func:`stamen.simulations.commands.run.launch`)
+:func:`run` is ``stamen run``: the same function (:func:`stamen.simulations.launch.launch`)
 checks the config, takes the run directory's lock, trains on the engine asked for, and
 records the run's status and outputs; only the printing is the command's own.
 """
@@ -153,8 +153,8 @@ def run(
         stamen.simulations.errors.EnvironmentFailed: the machine failed the run (a full disk mid-run).
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
     """
-    from stamen.simulations.commands.run import launch
     from stamen.simulations.errors import one_line
+    from stamen.simulations.launch import launch
 
     items = run_config_items(config, overrides, output_dir=None if out is None else str(out))
     command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)

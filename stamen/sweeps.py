@@ -1,6 +1,6 @@
 """A sweep from Python: run-config values x seeds, as ``stamen sweep`` runs it (the same function), as a table.
 
-:func:`sweep` calls :func:`stamen.simulations.commands.sweep.run_sweep`: every config is checked
+:func:`sweep` calls :func:`stamen.cli.commands.sweep.run_sweep`: every config is checked
 before the first run, the sweep folder is locked, finished runs are skipped (the same call
 resumes a sweep), and ``sweep.json``, ``sweep.csv`` and ``sweep.png`` are written.
 """
@@ -82,9 +82,9 @@ def sweep(
     Raises:
         ValueError: bad input, before anything runs; the message is the line ``stamen sweep`` prints.
     """
-    from stamen.simulations.commands.sweep import SweepSpec, run_sweep
+    from stamen.cli.commands.sweep import SweepSpec, run_sweep
+    from stamen.experiments.sweep import check_set, grid_file
     from stamen.simulations.errors import one_line
-    from stamen.simulations.sweep import check_set, grid_file
 
     command = call_text("stamen.sweep", config, grid=grid, seeds=list(seeds), name=name or None, **overrides)
     try:

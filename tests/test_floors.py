@@ -21,8 +21,11 @@ FLOORS = {
     "contract": 3,
     "client": 4,
     "server": 4,
-    "simulations": 5,
-    FACE: 6,
+    "simulations": 5,  # the engines and transports
+    "experiments": 6,  # sweeps, tuning, the unlearning experiment, the privacy audit, certification jobs
+    "benches": 7,  # the dev-only benches: they run experiments and engines
+    "cli": 8,  # the command line: its commands parse the words and call every room below
+    FACE: 9,  # the public Python API (stamen/*.py); it calls the commands' functions
 }
 # The contract reads floor 0 (common) and, of floors 1 and 2, names and plain specs only, never code: the
 # datasets and partitioners, the federation's spec (a frozen value), the models and NTK architectures, and
@@ -105,7 +108,7 @@ def test_the_check_finds_sideways_and_upward_imports(tmp_path):
     assert _violations("graphs", root) == [
         "stamen/graphs/bad.py:2 imports stamen.server.loop (floor 4 from floor 1)",
         "stamen/graphs/bad.py:3 imports stamen.models (floor 1 from floor 1)",
-        "stamen/graphs/bad.py:4 imports stamen.runs (floor 6 from floor 1)",
+        "stamen/graphs/bad.py:4 imports stamen.runs (floor 9 from floor 1)",
     ]
     assert _violations("contract", root) == [
         "stamen/contract/bad.py:1 imports stamen.graphs.splits (the contract reads only: stamen.certify.names, "
@@ -113,6 +116,28 @@ def test_the_check_finds_sideways_and_upward_imports(tmp_path):
         "stamen/contract/bad.py:2 imports torch (the contract holds no torch)",
     ]
     assert _violations(FACE, root) == []  # the face may import every room; ``models`` is not Stamen's
+
+
+def test_the_engines_and_experiments_never_import_the_command_line(tmp_path):
+    root = tmp_path / "stamen"
+    for room, text in {
+        "simulations": "from stamen.experiments.sweep import expand\nfrom stamen.cli import main\n",
+        "experiments": "from stamen.cli.commands.run import federation_args\nfrom stamen.benches import records\n",
+        "benches": "def f():\n    from stamen.cli.commands import run\n",
+    }.items():
+        (root / room).mkdir(parents=True)
+        (root / room / "bad.py").write_text(text)
+    assert _violations("simulations", root) == [
+        "stamen/simulations/bad.py:1 imports stamen.experiments.sweep (floor 6 from floor 5)",
+        "stamen/simulations/bad.py:2 imports stamen.cli.main (floor 8 from floor 5)",
+    ]
+    assert _violations("experiments", root) == [
+        "stamen/experiments/bad.py:1 imports stamen.cli.commands.run (floor 8 from floor 6)",
+        "stamen/experiments/bad.py:2 imports stamen.benches.records (floor 7 from floor 6)",
+    ]
+    assert _violations("benches", root) == [
+        "stamen/benches/bad.py:2 imports stamen.cli.commands (floor 8 from floor 7)"
+    ]
 
 
 def test_no_generic_top_level_package_is_left():

@@ -19,7 +19,7 @@ models'), and at :math:`r^*` and at the final round
   FedPer, FedRep, Ditto, FED-PUB, FedGTA, FedProto, FedLoG and ``local``).
 
 Link prediction and graph classification tabulate their own figures
-(:mod:`stamen.simulations.benches.task_tables`); the rest of this docstring is node classification's.
+(:mod:`stamen.benches.task_tables`); the rest of this docstring is node classification's.
 
 The table gives, per algorithm, the mean and population standard deviation of each
 figure over the seeds, and the mean wall seconds per run. A setting an algorithm's
@@ -45,16 +45,16 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from stamen.benches import task_tables
+from stamen.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.figures import GLOBAL_TEST_ACC, GLOBAL_TEST_AUC, TEST_AUC
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import LINK_PREDICTION, NODE_CLASSIFICATION, TASKS, available
+from stamen.experiments.long_job import LongJob
+from stamen.experiments.sweep import parse_seeds
 from stamen.graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS
-from stamen.simulations.benches import task_tables
-from stamen.simulations.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
-from stamen.simulations.long_job import LongJob
 from stamen.simulations.overrides import parse_overrides
-from stamen.simulations.sweep import parse_seeds
 
 NAME = "algorithms"
 HELP = "every registered FL algorithm per dataset and partitioner, mean ± std over seeds"

@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from stamen.benches.records import final_acc, markdown_table, print_tables
 from stamen.client.attacks import Attack, check_attack
+from stamen.common.options import finite_float
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
 from stamen.contract.run_config import RunConfig
-from stamen.simulations.benches.records import final_acc, markdown_table, print_tables
+from stamen.experiments.long_job import LongJob
 from stamen.simulations.inprocess import run_in_process
-from stamen.simulations.long_job import LongJob
-from stamen.simulations.options import finite_float
 
 NAME = "attacks"
 HELP = "accuracy under label-flip, sign-flip and Gaussian attacks: FedAvg vs robust strategies; certificates"

@@ -31,19 +31,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stamen.benches.records import int_list, markdown_table, print_tables
+from stamen.benches.sim import per_round_breakdown
+from stamen.common.options import renamed
 from stamen.contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
 from stamen.contract.run_config import RunConfig
+from stamen.experiments.long_job import LongJob
 from stamen.graphs.node_data import export_partitions
 from stamen.simulations import lifetime
-from stamen.simulations.benches.records import int_list, markdown_table, print_tables
-from stamen.simulations.benches.sim import per_round_breakdown
-from stamen.simulations.commands.run import simulate
 from stamen.simulations.deploy.local import LocalDeployment
 from stamen.simulations.deploy.warm_clientapp import add_clientapps_option
 from stamen.simulations.deploy.workdir import held_workdir
 from stamen.simulations.flower import PeakMemory
-from stamen.simulations.long_job import LongJob
-from stamen.simulations.options import renamed
+from stamen.simulations.launch import simulate
 from stamen.simulations.preflight import prepare
 
 NAME = "deploy"

@@ -31,16 +31,16 @@ import torch
 from flwr.app import RecordDict
 from torch_geometric.data import Data
 
+from stamen.benches.records import markdown_table, print_tables
 from stamen.client.job import client_data
 from stamen.client.privacy import RowClassifier, load_accountant, propagated_rows, sample_rate, train_private
+from stamen.common.options import finite_float
 from stamen.contract.run_config import RunConfig
+from stamen.experiments.long_job import LongJob
 from stamen.models import build_model
 from stamen.models.dp_sgd import poisson_epoch
 from stamen.models.dp_sgd_opacus import OpacusRound, opacus_round
 from stamen.models.names import DECOUPLED_MODELS
-from stamen.simulations.benches.records import markdown_table, print_tables
-from stamen.simulations.long_job import LongJob
-from stamen.simulations.options import finite_float
 
 NAME = "dpsgd"
 HELP = "DP-SGD against the same Poisson batches without DP, per decoupled model (Stamen's and Opacus's)"

@@ -23,13 +23,13 @@ from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
 
+from stamen.benches.fedlog_selection import Selection, best_row
+from stamen.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
+from stamen.common.options import finite_float
 from stamen.contract.figures import TEST_ACC
 from stamen.contract.run_config import RunConfig
-from stamen.simulations.benches.fedlog_selection import Selection, best_row
-from stamen.simulations.benches.records import add_run_options, int_list, markdown_table, print_tables, run_in_processes
+from stamen.experiments.long_job import LongJob
 from stamen.simulations.inprocess import flower_log_level, run_in_process
-from stamen.simulations.long_job import LongJob
-from stamen.simulations.options import finite_float
 from stamen.simulations.overrides import parse_overrides
 
 NAME = "fedlog"
@@ -86,7 +86,7 @@ def run_config(args: argparse.Namespace, variant: str, num_clients: int, seed: i
 def at_best_validation(
     rows: list[dict[str, Any]], prefix: str, selection: Selection = Selection.STAMEN
 ) -> dict[str, float]:
-    """Each setting's accuracy at the round ``selection`` picks (:mod:`stamen.simulations.benches.fedlog_selection`)."""
+    """Each setting's accuracy at the round ``selection`` picks (:mod:`stamen.benches.fedlog_selection`)."""
     best = best_row(rows, selection, prefix)
     if best is None:
         return {}

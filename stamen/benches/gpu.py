@@ -22,11 +22,11 @@ from typing import Any
 
 import torch
 
+from stamen.benches.records import int_list, markdown_table, print_tables
 from stamen.contract.figures import GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from stamen.contract.run_config import RunConfig
-from stamen.simulations.benches.records import int_list, markdown_table, print_tables
+from stamen.experiments.long_job import LongJob
 from stamen.simulations.inprocess import flower_log_level, run_in_process
-from stamen.simulations.long_job import LongJob
 
 NAME = "gpu"
 HELP = "per-client training on a GPU against the CPU: seconds per round, accuracy, GPU memory"

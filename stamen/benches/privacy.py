@@ -25,17 +25,17 @@ from typing import Any
 import torch
 from flwr.app import RecordDict
 
+from stamen.benches.records import final_acc, markdown_table, print_tables
 from stamen.client.job import client_data
 from stamen.client.privacy import RowClassifier, load_accountant, noise_multiplier, propagated_rows, train_private
+from stamen.common.options import finite_float
 from stamen.contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC, GLOBAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 from stamen.contract.run_config import RunConfig
+from stamen.experiments.long_job import LongJob
 from stamen.models import build_model
 from stamen.models.training import fit
 from stamen.server.driver import build_driver
-from stamen.simulations.benches.records import final_acc, markdown_table, print_tables
 from stamen.simulations.inprocess import InProcessGrid, task_identity
-from stamen.simulations.long_job import LongJob
-from stamen.simulations.options import finite_float
 
 NAME = "privacy"
 HELP = "accuracy at epsilon 1, 2, 4, 8 and no DP (DP-SGD and client-level DP); DP-SGD seconds per epoch"

@@ -31,7 +31,7 @@ def final_acc(entry: dict[str, Any], part: str = "") -> Any:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """``-c/--run-config KEY=VALUE`` for every run of a bench, and ``--jobs N`` processes at once."""
-    from stamen.simulations.options import renamed
+    from stamen.common.options import renamed
 
     parser.add_argument(
         "--run-config",
@@ -144,7 +144,7 @@ def print_tables(tables: list[tuple[str, list[str], list[list[str]]]]) -> None:
     """
     from rich.table import Table
 
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     console = output_console()
     for title, columns, rows in tables:

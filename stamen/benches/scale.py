@@ -20,13 +20,12 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from stamen.benches.records import final_acc, int_list, markdown_table, print_tables
+from stamen.common.options import add_ray_address, finite_float
 from stamen.contract import strict_json
 from stamen.contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
+from stamen.experiments.long_job import LongJob
 from stamen.simulations import lifetime
-from stamen.simulations.benches.records import final_acc, int_list, markdown_table, print_tables
-from stamen.simulations.commands.run import add_ray_address
-from stamen.simulations.long_job import LongJob
-from stamen.simulations.options import finite_float
 
 NAME = "scale"
 HELP = "time to partition, per round and peak memory against graph size and client count, both engines"
@@ -48,7 +47,7 @@ def _job(args: argparse.Namespace, nodes: int, clients: int, engine: str, out: P
         f"csbm-nodes={nodes} num-server-rounds={args.rounds} partitioner='{args.partitioner}' "
         f"output-dir='{out}' run-name='{name}' min-clients=1"
     )
-    command = [sys.executable, "-m", "stamen.simulations.cli", "run", "--quiet", "--engine", engine]
+    command = [sys.executable, "-m", "stamen.cli.main", "run", "--quiet", "--engine", engine]
     command += ["--clients", str(clients), "-c", config]
     if engine == "flower" and args.ray_address:
         command += ["--ray-address", args.ray_address]

@@ -4,9 +4,9 @@ Per algorithm and client count: ``stamen run`` on the Flower engine (a real ``fl
 run``), ``stamen run --engine inprocess`` (the same ServerApp and ClientApp in one
 process, a round's clients trained together), the same with ``--in-turn`` (the clients
 answered one after another), and, for FedAvg, a plain PyTorch FedAvg loop over the same federation
-(:mod:`stamen.simulations.benches.baseline`, the yardstick of in-process libraries), and, beside
+(:mod:`stamen.benches.baseline`, the yardstick of in-process libraries), and, beside
 the Flower engine, the Flower floor: a minimal Flower app that only moves the model's weights
-for the same rounds and clients, run the same way (:mod:`stamen.simulations.benches.floor`; its
+for the same rounds and clients, run the same way (:mod:`stamen.benches.floor`; its
 column: its wall time and the Flower engine's over it; with ``--library-floor`` also the floor whose
 clients import PyTorch and PyG first, the least any PyG app costs on Flower). Each runs
 as its own command in a fresh process, timed from the command's start: its wall time,
@@ -30,15 +30,16 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from stamen.benches.floor import LIBRARIES, floor_run, model_shapes
+from stamen.benches.records import int_list
+from stamen.benches.sim_tables import markdown, print_table, sim_rows  # noqa: F401  (the bench's tables)
+from stamen.common.options import add_ray_address
 from stamen.contract import strict_json
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.figures import FINAL_TEST_ACC, TEST_ACC_AT_BEST_VAL, headline
+from stamen.experiments.long_job import LongJob
 from stamen.simulations import lifetime
-from stamen.simulations.benches.floor import LIBRARIES, floor_run, model_shapes
-from stamen.simulations.benches.records import int_list
-from stamen.simulations.benches.sim_tables import markdown, print_table, sim_rows  # noqa: F401  (the bench's tables)
-from stamen.simulations.commands.run import add_ray_address, ray_address_for
-from stamen.simulations.long_job import LongJob
+from stamen.simulations.launch import ray_address_for
 from stamen.simulations.preflight import prepare
 from stamen.simulations.progress import read_rows
 
@@ -130,7 +131,7 @@ def _baseline(overrides: dict[str, Any], num_clients: int) -> dict[str, Any]:
     code = (
         "import json, sys, torch; torch.set_num_threads(1);"
         "from stamen.contract.run_config import RunConfig;"
-        "from stamen.simulations.benches.baseline import in_process_fedavg;"
+        "from stamen.benches.baseline import in_process_fedavg;"
         f"print(json.dumps(in_process_fedavg(RunConfig.from_flower(json.loads(sys.argv[1])), {num_clients})))"
     )
     result = lifetime.run(
@@ -153,7 +154,7 @@ def _command(
     command = [
         sys.executable,
         "-m",
-        "stamen.simulations.cli",
+        "stamen.cli.main",
         "run",
         "--quiet",
         "--engine",
@@ -218,7 +219,7 @@ def _flower_unit(
     """One unit: the CLI's checks timed, then ``flwr run``; its summary and per-round breakdown; then, with
     ``floor``, the Flower floor for the same rounds, clients and Ray settings (none for an algorithm without a
     global model: no weights to move), and with ``library_floor`` the floor whose clients import
-    :data:`~stamen.simulations.benches.floor.LIBRARIES` first. ``suffix``: the folder name after the job's stem."""
+    :data:`~stamen.benches.floor.LIBRARIES` first. ``suffix``: the folder name after the job's stem."""
     checking = time.perf_counter()
     check = [*timed.run_overrides, f"run-name='{timed.stem}-check'"]
     prepared = prepare(check, federation_overrides, timed.ray_address)  # the CLI's checks

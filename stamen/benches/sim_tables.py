@@ -1,11 +1,11 @@
-"""The tables of ``stamen bench sim`` (:mod:`stamen.simulations.benches.sim`): one row per job, and where a steady
+"""The tables of ``stamen bench sim`` (:mod:`stamen.benches.sim`): one row per job, and where a steady
 round's seconds went."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from stamen.simulations.benches.records import markdown_table, print_tables
+from stamen.benches.records import markdown_table, print_tables
 
 
 def sim_rows(record: dict[str, Any]) -> list[list[str]]:

@@ -1,6 +1,6 @@
 """``stamen bench unlearn``: forgetting a class, a client and some nodes, against retraining.
 
-For each request, :func:`stamen.simulations.unlearn_experiment.run_request` trains the original model
+For each request, :func:`stamen.experiments.unlearn_experiment.run_request` trains the original model
 per seed (the app's round loop and ClientApp in-process, shared by every request), retrains from
 scratch without the
 forgotten data, runs every method and evaluates them all. The record holds each
@@ -13,8 +13,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from stamen.simulations.benches.records import markdown_table
-from stamen.simulations.long_job import LongJob
+from stamen.benches.records import markdown_table
+from stamen.experiments.long_job import LongJob
 
 NAME = "unlearn"
 HELP = "unlearning requests (class, client, nodes) against retraining"
@@ -35,11 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
-    """One :func:`~stamen.simulations.unlearn_experiment.run_request` per request (a unit); the original models (and
+    """One :func:`~stamen.experiments.unlearn_experiment.run_request` per request (a unit); the original models (and
     their recorded updates) shared across the requests one command runs (trained again after a resume:
     the same seeds give the same originals)."""
     from stamen.contract.run_config import RunConfig
-    from stamen.simulations.unlearn_experiment import parse_methods, parse_seeds, run_request
+    from stamen.experiments.unlearn_experiment import parse_methods, parse_seeds, run_request
 
     config = RunConfig.from_flower(
         {
@@ -100,7 +100,7 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
     from stamen.unlearn.report import mia_gap_line, rich_table, targets_table
 
     console = output_console()

@@ -1,4 +1,4 @@
-"""The ``stamen`` command line: one subcommand per module in :mod:`stamen.simulations.commands`."""
+"""The ``stamen`` command line: one subcommand per module in :mod:`stamen.cli.commands`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from stamen.simulations.errors import (
     os_error_line,
 )
 
-# The commands (modules of stamen.simulations.commands) and their one-line help. A command's module
+# The commands (modules of stamen.cli.commands) and their one-line help. A command's module
 # is imported only when that command runs, so `stamen --help` and `stamen config` load no
 # PyTorch; a test keeps these lines equal to the modules' own help.
 SUMMARIES: dict[str, str] = {
@@ -53,8 +53,8 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
 
     def format_help(self) -> str:
-        """The help, with the docstrings' Sphinx markup as plain text (:func:`stamen.simulations.helptext.plain`)."""
-        from stamen.simulations.helptext import plain
+        """The help, with the docstrings' Sphinx markup as plain text (:func:`stamen.cli.helptext.plain`)."""
+        from stamen.cli.helptext import plain
 
         return plain(super().format_help())
 
@@ -76,9 +76,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is None and isinstance(entry, str):
             subparsers.add_parser(name, help=SUMMARIES[name], add_help=False)
         elif only is None or name == only:
-            module = (
-                importlib.import_module(f"stamen.simulations.commands.{entry}") if isinstance(entry, str) else entry
-            )
+            module = importlib.import_module(f"stamen.cli.commands.{entry}") if isinstance(entry, str) else entry
             module.add_parser(subparsers)
     return parser
 

@@ -42,3 +42,14 @@ class _Renamed(argparse.Action):
 def renamed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, old: str, new: str) -> None:
     """``old`` is refused with one line naming ``new`` (hidden from ``--help``)."""
     parser.add_argument(old, action=_Renamed, new=new, dest=f"renamed_{old.strip('-').replace('-', '_')}")
+
+
+def add_ray_address(parser: argparse.ArgumentParser) -> None:
+    """``--ray-address``, for every command that runs the Flower engine."""
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="flower engine: run the simulation on the Ray cluster whose head listens there (`ray start --head "
+        "--port PORT`; default: $RAY_ADDRESS if set, else a Ray instance of the run's own); see docs/deployment.md",
+    )

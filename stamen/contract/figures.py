@@ -154,7 +154,7 @@ ROW_KEYS: dict[str, str] = {
 def setting_nodes(setting: str) -> str:
     """A client's node count of an evaluation setting (``missing-class`` -> ``missing_class_nodes``): the
     weights of a pooled figure, and of FedLoG's authors' round selection
-    (:mod:`stamen.simulations.benches.fedlog_selection`)."""
+    (:mod:`stamen.benches.fedlog_selection`)."""
     return setting.replace("-", "_") + "_nodes"
 
 

@@ -19,7 +19,7 @@ from stamen.certify.pipeline import Finished, run
 from stamen.certify.report import CertificateReport
 from stamen.certify.task import CertificationTask
 from stamen.contract.certify_config import CertifyConfig
-from stamen.simulations.certify_progress import CertifyProgress
+from stamen.experiments.certify_progress import CertifyProgress
 
 #: options that change no answer (where things are and how they are shown), left out of the job's digest;
 #: --graph and --kernel are in it by their content, not their path

@@ -15,7 +15,7 @@ from types import TracebackType
 from rich.console import Console
 
 from stamen.certify.pipeline import Stage
-from stamen.simulations.unit_progress import live_bar
+from stamen.experiments.unit_progress import live_bar
 
 
 class CertifyProgress:

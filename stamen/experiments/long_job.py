@@ -1,7 +1,7 @@
 """A long command made of units: the units its journal kept, each new one kept and shown as it finishes.
 
-:class:`LongJob` joins a :class:`stamen.simulations.journal.UnitJournal` (``None``: nothing is kept,
-e.g. ``stamen audit privacy`` without ``--output``) and a :class:`stamen.simulations.unit_progress.UnitProgress`.
+:class:`LongJob` joins a :class:`stamen.experiments.journal.UnitJournal` (``None``: nothing is kept,
+e.g. ``stamen audit privacy`` without ``--output``) and a :class:`stamen.experiments.unit_progress.UnitProgress`.
 A command declares its units' keys (:meth:`LongJob.begin`), then for each unit either takes
 the kept value or runs it (:meth:`LongJob.run`, or :meth:`LongJob.finish` for units that run
 elsewhere, e.g. in worker processes). A finished unit is in the journal before anything else
@@ -19,9 +19,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stamen.experiments.journal import UnitJournal
+from stamen.experiments.unit_progress import UnitProgress
 from stamen.simulations.errors import RunInterrupted
-from stamen.simulations.journal import UnitJournal
-from stamen.simulations.unit_progress import UnitProgress
 
 
 class LongJob:
@@ -86,7 +86,7 @@ def long_job(journal: UnitJournal | None, title: str, command: str) -> Iterator[
     The journal is closed (not removed) when the block fails or is interrupted; on success it
     stays open: the caller writes its output, then removes it.
     """
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     with UnitProgress(output_console(stderr=True), title) as screen:
         for note in journal.notes if journal is not None else ():

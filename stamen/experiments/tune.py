@@ -5,7 +5,7 @@ RDB storage: each trial's start, reported rounds and end are transactions, so a 
 loses at most its running trial and never a finished one; a JournalStorage file would be
 append-only JSON as well, but a torn last line of it is Optuna's to repair, not ours), one run
 directory per trial (``trial-0007/``, as ``stamen run`` writes it), and the study's tables
-``tune.json``, ``tune.csv`` and ``tune.png`` (:mod:`stamen.simulations.tune_outputs`). The folder's
+``tune.json``, ``tune.csv`` and ``tune.png`` (:mod:`stamen.experiments.tune_outputs`). The folder's
 lock (:mod:`stamen.server.runlock`) is held for the study's life: one writer.
 
 Objective. Trial :math:`t` trains the run config with the trial's values and is scored by
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
-from stamen.simulations.tune_space import Dimension
+from stamen.experiments.tune_space import Dimension
 
 STUDY_FILE = "study.db"
 STUDY_NAME = "stamen"
@@ -66,7 +66,7 @@ class TuneSpec:
     """One study, as ``stamen tune`` and :func:`stamen.tune` give it.
 
     Attributes:
-        space: the searched keys (:mod:`stamen.simulations.tune_space`).
+        space: the searched keys (:mod:`stamen.experiments.tune_space`).
         trials: the study's trials in all (a re-run continues up to this many).
         run_config: fixed ``-c`` items (``key=value`` strings and experiment files).
         federation_config: Flower's federation overrides (``--clients`` folded in).
@@ -166,8 +166,8 @@ def run_tune(spec: TuneSpec, show: bool = True) -> TuneResult:
 
 
 def _check(spec: TuneSpec) -> None:
+    from stamen.experiments.tune_space import UNSEARCHABLE, check_space
     from stamen.simulations.overrides import parse_overrides
-    from stamen.simulations.tune_space import UNSEARCHABLE, check_space
 
     fixed = parse_overrides(spec.run_config)
     for key in fixed:
@@ -212,7 +212,7 @@ def _probe(spec: TuneSpec, folder: Path) -> None:
 
 
 def _items(spec: TuneSpec, folder: Path, run_name: str, params: dict[str, Any]) -> list[str]:
-    from stamen.simulations.sweep import toml_value
+    from stamen.experiments.sweep import toml_value
 
     own = {"output-dir": str(folder), "run-name": run_name, **params}
     return [*spec.run_config, " ".join(f"{key}={toml_value(value)}" for key, value in own.items())]
@@ -278,9 +278,9 @@ def _sampler(optuna: Any, spec: TuneSpec, counted: int) -> Any:
 
 
 def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) -> TuneResult:
-    from stamen.simulations.screen import output_console
-    from stamen.simulations.tune_outputs import print_table, write_outputs
-    from stamen.simulations.unit_progress import UnitProgress
+    from stamen.common.screen import output_console
+    from stamen.experiments.tune_outputs import print_table, write_outputs
+    from stamen.experiments.unit_progress import UnitProgress
 
     distributions = {item.key: item.distribution() for item in spec.space}
     counted = sum(record.outcome is not TrialOutcome.INTERRUPTED for record in records(study))
@@ -312,8 +312,8 @@ def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) ->
     """Run ``trial`` and tell the study how it ended; returns a few words saying so."""
     from stamen.server.loop import RunPruned
     from stamen.server.rundir import RunDirectory
-    from stamen.simulations.commands.run import launch
     from stamen.simulations.errors import RunFailed, RunInterrupted, one_line
+    from stamen.simulations.launch import launch
 
     run_name = f"trial-{trial.number:04d}"
     trial.set_user_attr("run_dir", str(folder / run_name))

@@ -1,7 +1,7 @@
 """A study's tables: ``tune.json`` (with provenance), ``tune.csv``, ``tune.png`` and the table on screen.
 
 Written after every trial (atomically: a reader sees the last whole table), from the study's
-own records (:func:`stamen.simulations.tune.records`): every trial with its values, how it ended
+own records (:func:`stamen.experiments.tune.records`): every trial with its values, how it ended
 (complete, pruned, failed, interrupted), its objective ``best_val_acc`` (the validation
 accuracy at its best round; for a pruned or failed trial the best of the rounds it ran),
 ``test_acc_at_best_val`` beside it (never used to select), ``final_val_acc`` (a config that peaks
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 
 if TYPE_CHECKING:
-    from stamen.simulations.tune import TrialRecord, TuneResult, TuneSpec
+    from stamen.experiments.tune import TrialRecord, TuneResult, TuneSpec
 
 
 def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> None:
     """``tune.json``, ``tune.csv`` and ``tune.png`` of the trials ``found`` into ``folder``."""
     from stamen.contract import strict_json
     from stamen.contract.provenance import provenance
+    from stamen.experiments.tune import top_trials
     from stamen.server.rundir import atomic_write
-    from stamen.simulations.tune import top_trials
 
     record = {
         "provenance": provenance(seeds=[spec.sampler_seed]),
@@ -64,8 +64,8 @@ def _plot(folder: Path, found: list[TrialRecord]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from stamen.experiments.tune import TrialOutcome
     from stamen.server.rundir import atomic_write
-    from stamen.simulations.tune import TrialOutcome
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for outcome, marker in ((TrialOutcome.COMPLETE, "o"), (TrialOutcome.PRUNED, "x"), (TrialOutcome.FAILED, "v")):
@@ -97,7 +97,7 @@ def print_table(result: TuneResult, spec: TuneSpec) -> None:
 
     from rich.table import Table
 
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     keys = [item.key for item in spec.space]
     table = Table(title=f"study {result.folder.name}: the best {len(result.top)} of {len(result.trials)} trials")

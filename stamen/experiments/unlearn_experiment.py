@@ -20,7 +20,7 @@ For each seed :func:`run_request`
    client state;
 4. evaluates every model with :func:`stamen.unlearn.evaluate.evaluate_unlearning`.
 
-Means, spreads and targets: :mod:`stamen.simulations.unlearn_targets`.
+Means, spreads and targets: :mod:`stamen.experiments.unlearn_targets`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from flwr.app import ArrayRecord
 
 from stamen.contract.requests import Request, parse_request
 from stamen.contract.run_config import RunConfig
+from stamen.experiments.unlearn_targets import check_targets, gap_closure, mean_row, mia_gap, std_row
 from stamen.graphs import build_federation
 from stamen.models import NodeClassifier, build_model
 from stamen.server.algorithms import server_algorithm
@@ -43,7 +44,6 @@ from stamen.server.loop import RunHealth, seed_server_draws
 from stamen.server.unlearning import METHODS as REGISTRY
 from stamen.server.unlearning import RETRAIN, Forgetting, forget
 from stamen.simulations.inprocess import InProcessGrid, task_identity
-from stamen.simulations.unlearn_targets import check_targets, gap_closure, mean_row, mia_gap, std_row
 from stamen.unlearn.evaluate import evaluate_unlearning
 from stamen.unlearn.federaser import UpdateHistory
 from stamen.unlearn.requests import ForgetSplit, split_federation

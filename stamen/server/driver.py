@@ -2,7 +2,7 @@ r"""The one federated driver: a run's rounds, built from its config and a grid.
 
 Every caller that trains a federation builds it here and nowhere else: the ServerApp
 (:func:`stamen.server.app.serve`, on Flower's grid or the in-process one), the in-process engine,
-every bench, the privacy audit, the unlearning experiment (:mod:`stamen.simulations.unlearn_experiment`)
+every bench, the privacy audit, the unlearning experiment (:mod:`stamen.experiments.unlearn_experiment`)
 and the unlearning methods' own rounds. :func:`build_driver` wires, from the validated
 :class:`~stamen.contract.run_config.RunConfig`:
 

@@ -158,7 +158,7 @@ class FolderLock:
 
 
 def _command_line() -> str:
-    """This process's command line as its user typed it (``python -m stamen.simulations.cli`` is ``stamen``)."""
+    """This process's command line as its user typed it (``python -m stamen.cli.main`` is ``stamen``)."""
     if not sys.argv or not sys.argv[0]:
         return ""
     program = Path(sys.argv[0]).name

@@ -3,7 +3,7 @@
 ``stamen run -c exp.toml -c "lr=0.1"`` (or ``-c "exp.toml lr=0.1"``) reads ``exp.toml``'s
 top-level keys as if they were typed as overrides at that place: later ones win. Flower's
 ``flwr run --run-config`` reads a ``.toml`` path too, but only alone; Stamen mixes them.
-``stamen sweep --grid grid.toml`` reads its ``[grid]`` table (:func:`stamen.simulations.sweep.grid_file`).
+``stamen sweep --grid grid.toml`` reads its ``[grid]`` table (:func:`stamen.experiments.sweep.grid_file`).
 
 Every problem with a file (missing, unreadable, not a regular file, over :data:`MAX_BYTES`,
 not TOML, empty, a value that no run-config key can hold) is a ``ValueError`` of one line that

@@ -105,7 +105,7 @@ class RunProgress:
     def __enter__(self) -> RunProgress:
         if not self.enabled:
             return self
-        from stamen.simulations.screen import output_console
+        from stamen.common.screen import output_console
 
         console = output_console(stderr=True)
         self.terminal = console.is_terminal

@@ -3,10 +3,10 @@ one line naming why, before any work."""
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.run_config import KEYS, RunConfig
 from stamen.contract.tasks import LINK_PREDICTION, TASKS, available
-from stamen.simulations.cli import main as stamen
 
 
 def test_node_classification_is_the_default_and_admits_every_algorithm_not_made_for_another_task():

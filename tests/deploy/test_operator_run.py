@@ -90,7 +90,7 @@ def test_a_busy_superlink_is_asked_again(fake_flower, monkeypatch: pytest.Monkey
 
 def test_stamen_deploy_run_follows_the_run_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
     """``stamen deploy run`` (a real deployment's operator) ends with the run, not with flwr run's stream."""
-    from stamen.simulations.commands import deploy
+    from stamen.cli.commands import deploy
 
     statuses = iter(["running", "running", "finished:failed"])
     calls = {}

@@ -4,13 +4,13 @@ import pytest
 import torch
 from flwr.app import Message, MessageType
 
+from stamen.cli.main import main as stamen
 from stamen.client.fedsage import GENERATOR
 from stamen.client.job import private_tensors
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
-from stamen.simulations.cli import main as stamen
 from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 CLIENTS = 3

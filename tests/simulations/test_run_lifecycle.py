@@ -27,7 +27,7 @@ FEDERATION = ["--federation-config", "num-supernodes=3"]
 
 def _stamen(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "stamen.simulations.cli", *args], env=env, text=True, **kwargs)
+    return subprocess.Popen([sys.executable, "-m", "stamen.cli.main", *args], env=env, text=True, **kwargs)
 
 
 def _files(folder: Path) -> dict[str, tuple[int, str]]:
@@ -131,7 +131,7 @@ def test_a_run_that_never_wrote_its_folder_points_at_its_own_log_not_anothers(tm
     """A ServerApp that stopped before writing (another command finished the run meanwhile) leaves the folder's
     run.log to that command: the failure quotes this command's own log instead of pointing there."""
     from stamen.server.rundir import RunDirectory
-    from stamen.simulations.commands.run import _where
+    from stamen.simulations.launch import _where
 
     folder = tmp_path / "r"
     folder.mkdir()

@@ -40,6 +40,7 @@ from torch_geometric.data import Data
 
 from stamen.client.data_source import data_source
 from stamen.client.job import client_data
+from stamen.common.options import finite_float, renamed
 from stamen.contract import strict_json
 from stamen.contract.figures import GLOBAL_TEST_ACC
 from stamen.contract.run_config import RunConfig
@@ -48,7 +49,6 @@ from stamen.models import build_model
 from stamen.server.driver import build_driver
 from stamen.server.rundir import atomic_write
 from stamen.simulations.inprocess import InProcessGrid, flower_log_level, task_identity
-from stamen.simulations.options import finite_float, renamed
 from stamen.unlearn.privacy_audit import (
     canary_scores,
     epsilon_lower_bound,
@@ -204,8 +204,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "privacy",
         help="one-run canary audit: empirical lower bound on epsilon beside the accountant's (Steinke et al. 2023)",
     )
+    from stamen.cli.helptext import HelpFormatter
     from stamen.contract.run_config import CLIPPINGS, KEYS
-    from stamen.simulations.helptext import HelpFormatter
 
     privacy.formatter_class = HelpFormatter
 
@@ -283,8 +283,8 @@ def _audited(config: RunConfig, args: argparse.Namespace) -> dict:
 
 def main(args: argparse.Namespace) -> int:
     """Audit each run (a unit); with ``--out``, each is kept in its journal as it finishes and resumed from it."""
-    from stamen.simulations.journal import UnitJournal
-    from stamen.simulations.long_job import long_job
+    from stamen.experiments.journal import UnitJournal
+    from stamen.experiments.long_job import long_job
 
     output = _output(args.out)
     runs = configs(args)

@@ -1,13 +1,13 @@
 """``stamen bench``: the project's headline figures, measured, into ``benchmarks/``.
 
-Each benchmark (a module of :mod:`stamen.simulations.benches`) writes ``<out>/<name>.json``
+Each benchmark (a module of :mod:`stamen.benches`) writes ``<out>/<name>.json``
 and its table as ``<out>/<name>.md``;
 ``<out>/README.md`` is regenerated from every record there. Benchmarks report what
 the code measured on that run; nothing here is a pass/fail test.
 
 A bench is a long job of units (one federated run, one setting, one repeat: each bench's
 ``run`` says): each finished unit is kept in ``<out>/<name>.partial.jsonl``
-(:mod:`stamen.simulations.journal`) as it completes, and the same command again resumes from
+(:mod:`stamen.experiments.journal`) as it completes, and the same command again resumes from
 it; Ctrl-C keeps what is finished. The journal is removed once the record holds it all.
 """
 
@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+from stamen.benches import algorithms, attacks, deploy, dpsgd, fedlog, gpu, privacy, scale, sim, unlearn
+from stamen.benches.records import header, new_record, write_readme
 from stamen.contract import strict_json
-from stamen.simulations.benches import algorithms, attacks, deploy, dpsgd, fedlog, gpu, privacy, scale, sim, unlearn
-from stamen.simulations.benches.records import header, new_record, write_readme
 
 BENCHES: tuple[ModuleType, ...] = (sim, fedlog, algorithms, privacy, dpsgd, unlearn, deploy, gpu, attacks, scale)
 
@@ -61,9 +61,9 @@ def check_replaceable(out: Path, name: str) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Measure one bench, keeping each finished unit in its journal; write its record, table and the README."""
+    from stamen.experiments.journal import UnitJournal
+    from stamen.experiments.long_job import long_job
     from stamen.server.rundir import atomic_write, check_output_dir, check_run_name
-    from stamen.simulations.journal import UnitJournal
-    from stamen.simulations.long_job import long_job
 
     check_run_name(args.name)
     out = check_output_dir(args.out)

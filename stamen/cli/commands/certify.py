@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stamen.common.options import finite_float, renamed
 from stamen.contract import strict_json
 from stamen.contract.certify_config import OPTIONS, PAPER_CSBM, SECTIONS, CertifyConfig
 from stamen.contract.keys import Key
-from stamen.simulations.options import finite_float, renamed
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -221,7 +221,7 @@ class Certified:
 def main(args: argparse.Namespace) -> int:
     """Run the certificate (:func:`certify_job`), print its tables; returns the exit code (ValueError on bad input)."""
     from stamen.certify.report import print_tables
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     config = _validate(args)
     done = certify_job(config, command=args.invocation, screen=output_console(stderr=True))
@@ -248,8 +248,8 @@ def certify_job(config: CertifyConfig, *, command: str, screen: Console) -> Cert
     """
     from stamen.certify.journal import Journal
     from stamen.certify.report import clean_floats, write_outputs
-    from stamen.simulations.certify_job import certify_arch, job_digest, job_options
-    from stamen.simulations.certify_progress import CertifyProgress
+    from stamen.experiments.certify_job import certify_arch, job_digest, job_options
+    from stamen.experiments.certify_progress import CertifyProgress
     from stamen.simulations.errors import RunInterrupted
 
     out = Path(str(config.out))

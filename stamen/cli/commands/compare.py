@@ -157,7 +157,7 @@ def main(args: argparse.Namespace) -> int:
 def _print(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     table = Table(title="comparison (mean ± std over a sweep config's seeds)")
     columns = ("line", "runs", "algorithm", "dataset", "clients", "rounds", "final test acc", "global model",

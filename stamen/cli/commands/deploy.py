@@ -30,6 +30,7 @@ import socket
 import sys
 from pathlib import Path
 
+from stamen.common.options import renamed
 from stamen.contract.run_config import RunConfig
 from stamen.simulations import lifetime
 from stamen.simulations.deploy.certs import (
@@ -55,7 +56,6 @@ from stamen.simulations.deploy.warm_clientapp import add_clientapps_option, prep
 from stamen.simulations.deploy.workdir import check_output_folder, held_workdir
 from stamen.simulations.errors import RunFailed
 from stamen.simulations.flower import flower_environment, flower_state, flwr_run
-from stamen.simulations.options import renamed
 from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.run_follow import RunIdSink, follow_run
 

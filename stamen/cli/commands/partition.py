@@ -6,10 +6,10 @@ import argparse
 
 import numpy as np
 
+from stamen.common.options import finite_float, renamed
 from stamen.contract import strict_json
 from stamen.graphs import DATASETS, FederationSpec, build_federation
 from stamen.graphs.names import RUN_PARTITIONERS, client_datasets, is_dataset_list, is_graph_set
-from stamen.simulations.options import finite_float, renamed
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     table = Table(title=f"{args.dataset}: {args.clients} clients by {args.method} (seed {args.seed})")
     graph_set = "num_graphs" in report

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stamen.cli.commands.run import federation_args
+from stamen.cli.helptext import HelpFormatter
+from stamen.common.options import add_ray_address
 from stamen.contract import strict_json
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
-from stamen.simulations.commands.run import add_ray_address, federation_args, ray_address_for
-from stamen.simulations.helptext import HelpFormatter
-from stamen.simulations.sweep import (
+from stamen.experiments.sweep import (
     FIGURES,
     Group,
     SweepRun,
@@ -45,7 +46,8 @@ from stamen.simulations.sweep import (
     parse_set,
     run_figures,
 )
-from stamen.simulations.unit_progress import UnitProgress
+from stamen.experiments.unit_progress import UnitProgress
+from stamen.simulations.launch import ray_address_for
 
 DEFAULT_OUT = "sweeps"
 
@@ -225,7 +227,7 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
                     command = [
                         sys.executable,
                         "-m",
-                        "stamen.simulations.cli",
+                        "stamen.cli.main",
                         "run",
                         "--quiet",
                         "--engine",
@@ -260,8 +262,8 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
 
 def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
     """Run ``todo`` one after another in this process on the in-process engine."""
-    from stamen.simulations.commands.run import simulate
     from stamen.simulations.errors import RunFailed
+    from stamen.simulations.launch import simulate
     from stamen.simulations.preflight import prepare
 
     failed = []
@@ -280,7 +282,7 @@ def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: boo
 @contextlib.contextmanager
 def _screen(show: bool, runs: int) -> Iterator[UnitProgress]:
     """The sweep's progress on stderr (``show=False``: none): a bar on a terminal, plain lines elsewhere."""
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     with UnitProgress(output_console(stderr=True), "sweep", enabled=show) as screen:
         screen.begin(runs, 0)
@@ -388,7 +390,7 @@ def _plot(folder: Path, found: list[Group]) -> None:
 def _print(found: list[Group], folder: Path) -> None:
     from rich.table import Table
 
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     table = Table(title=f"sweep {folder.name}: mean ± std over seeds")
     table.add_column("config", overflow="fold")

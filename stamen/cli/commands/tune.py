@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from stamen.simulations.commands.run import HelpFormatter, federation_args
-from stamen.simulations.tune import DEFAULT_OUT, TuneSpec, run_tune
-from stamen.simulations.tune_space import parse_dimension, space_file
+from stamen.cli.commands.run import federation_args
+from stamen.cli.helptext import HelpFormatter
+from stamen.experiments.tune import DEFAULT_OUT, TuneSpec, run_tune
+from stamen.experiments.tune_space import parse_dimension, space_file
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

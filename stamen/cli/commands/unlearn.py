@@ -7,7 +7,7 @@ from the config with that many clients. For the run's own seed (``seed`` in
 ``--seeds`` the original model is trained in-process with the run's algorithm and
 config, initialised from that seed (the partition and splits stay those of the run).
 Retraining from scratch, every method and the evaluation then run in-process
-(:func:`stamen.simulations.unlearn_experiment.run_request`: the app's round loop and ClientApp over an
+(:func:`stamen.experiments.unlearn_experiment.run_request`: the app's round loop and ClientApp over an
 in-process grid, and the server's unlearning flow for every method). ``federaser`` replays the clients'
 recorded training updates, which a run directory does not hold, so ``--methods all`` leaves it out here (and
 says so); ``stamen bench unlearn`` runs it on originals trained in-process.
@@ -27,11 +27,11 @@ from typing import Any
 
 import torch
 
+from stamen.common.options import renamed
 from stamen.contract import strict_json
 from stamen.contract.provenance import provenance
 from stamen.contract.requests import parse_request
-from stamen.simulations.options import renamed
-from stamen.simulations.unlearn_experiment import (
+from stamen.experiments.unlearn_experiment import (
     METHODS,
     NEEDS_HISTORY,
     check_algorithm,
@@ -104,7 +104,7 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
 
 def main(args: argparse.Namespace) -> int:
     """Unlearn (:func:`unlearn_run`), then print each request's tables (``--json``: the results on stdout)."""
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
     from stamen.unlearn.report import mia_gap_line, rich_table, targets_table
 
     done = unlearn_run(
@@ -161,7 +161,7 @@ def unlearn_run(
 def _unlearn(
     run_dir: Path, texts: list[str], method: str, seed_text: str, overwrite: bool, command: str, show: bool
 ) -> list[tuple[Path, dict[str, Any]]]:
-    from stamen.simulations.screen import output_console
+    from stamen.common.screen import output_console
 
     config, num_clients, state = load_run(run_dir)
     check_algorithm(config.algorithm)
@@ -184,7 +184,7 @@ def _unlearn(
             raise FileExistsError(f"{out} already holds results; pass --overwrite to replace them")
         out_dirs.append(out)
     # check the saved weights fit the rebuilt model before any long work
-    from stamen.simulations.unlearn_experiment import new_model
+    from stamen.experiments.unlearn_experiment import new_model
 
     try:
         new_model(config, federation.clients[0].num_features, num_classes, config.seed).load_state_dict(state)
