@@ -175,7 +175,7 @@ def write_readme(out: Path, sections: dict[str, Callable[[dict[str, Any]], list[
         render = sections.get(record.get("bench", "sim" if _is_sim(record) else ""))
         if render is not None:
             lines += header(record) + render(record) + [""]
-    from stamen.server.rundir import atomic_write
+    from stamen.common.file_writes import atomic_write
 
     atomic_write(out / "README.md", "\n".join(lines) + "\n")
 

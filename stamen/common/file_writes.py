@@ -10,15 +10,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
+def atomic_write(path: Path, data: str | bytes, mode: int = 0o666) -> None:
     """Write ``data`` to ``path`` through a fsync-ed temporary file in the same folder, rename, fsync the folder.
 
-    Until the rename the old file stays whole; the temporary file is removed whatever fails.
+    Until the rename the old file stays whole; the temporary file is removed whatever fails. ``mode``: the
+    new file's permissions (the umask applies), set before the rename, e.g. ``0o700`` for a script.
     """
     raw = data.encode() if isinstance(data, str) else data
     staging = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
-        handle = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)  # the umask applies
+        handle = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)  # the umask applies
     except OSError as error:  # named by the file the caller asked for, not the temporary one
         raise type(error)(error.errno, error.strerror, str(path)) from error
     try:

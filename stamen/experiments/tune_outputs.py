@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 
 def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> None:
     """``tune.json``, ``tune.csv`` and ``tune.png`` of the trials ``found`` into ``folder``."""
+    from stamen.common.file_writes import atomic_write
     from stamen.contract import strict_json
     from stamen.contract.provenance import provenance
     from stamen.experiments.tune import top_trials
-    from stamen.server.rundir import atomic_write
 
     record = {
         "provenance": provenance(seeds=[spec.sampler_seed]),
@@ -64,8 +64,8 @@ def _plot(folder: Path, found: list[TrialRecord]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from stamen.common.file_writes import atomic_write
     from stamen.experiments.tune import TrialOutcome
-    from stamen.server.rundir import atomic_write
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for outcome, marker in ((TrialOutcome.COMPLETE, "o"), (TrialOutcome.PRUNED, "x"), (TrialOutcome.FAILED, "v")):

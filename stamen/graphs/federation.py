@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
+import io
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from torch_geometric.data import Data
 
+from stamen.common.file_writes import atomic_write
 from stamen.graphs.datasets import cache_dir, load_dataset
 from stamen.graphs.names import is_graph_set
 from stamen.graphs.partition import client_subgraphs, cut_edges, partition_nodes
@@ -117,9 +118,9 @@ def cached_partition(graph: Data, num_parts: int, method: str, seed: int, alpha:
             return stored
     parts = partition_nodes(graph, num_parts, method, seed=seed, alpha=alpha)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(f".{os.getpid()}.npz")
-    np.savez(staging, nodes=np.concatenate(parts), bounds=np.cumsum([part.size for part in parts])[:-1])
-    os.replace(staging, path)  # atomic: a concurrent reader sees the whole file or none
+    packed = io.BytesIO()
+    np.savez(packed, nodes=np.concatenate(parts), bounds=np.cumsum([part.size for part in parts])[:-1])
+    atomic_write(path, packed.getvalue())  # a concurrent reader sees the whole file or none
     return parts
 
 

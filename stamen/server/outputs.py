@@ -17,6 +17,7 @@ from typing import Any
 
 from flwr.app import ArrayRecord
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract.equivalences import config_notes, run_notes
 from stamen.contract.figures import (
     CLIENT_DP_EPSILON,
@@ -38,7 +39,7 @@ from stamen.contract.tasks import LINK_PREDICTION, TASKS, examples
 from stamen.graphs.names import client_datasets, is_dataset_list
 from stamen.server.curves import curves_svg
 from stamen.server.loop import FailureCategory, Row
-from stamen.server.rundir import CURVES_FILE, atomic_write
+from stamen.server.rundir import CURVES_FILE
 
 
 def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[str, Any]:

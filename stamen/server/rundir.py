@@ -55,10 +55,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from stamen.common.file_writes import atomic_write, rewrite_in_place
 from stamen.contract.provenance import provenance
 from stamen.contract.run_config import RunConfig
 from stamen.graphs.names import dataset_slug
-from stamen.server.file_writes import atomic_write, rewrite_in_place
 
 Row = dict[str, Any]
 

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract.algorithms import plugin_keys
 from stamen.contract.provenance import BUILD_FILE, code_version, stamen_version
 from stamen.simulations import lifetime
@@ -191,10 +192,7 @@ def simulation_shim(flwr_home: Path) -> Path:
     folder = flwr_home / "bin"
     folder.mkdir(mode=0o700, exist_ok=True)
     shim = folder / "flwr-simulation"
-    partial = folder / f".flwr-simulation.{os.getpid()}"
-    partial.write_text(SIMULATION_SHIM.format(python=sys.executable, module=link_state.__file__))
-    partial.chmod(0o700)
-    partial.replace(shim)
+    atomic_write(shim, SIMULATION_SHIM.format(python=sys.executable, module=link_state.__file__), mode=0o700)
     return folder
 
 

@@ -40,6 +40,7 @@ from torch_geometric.data import Data
 
 from stamen.client.data_source import data_source
 from stamen.client.job import client_data
+from stamen.common.file_writes import atomic_write
 from stamen.common.options import finite_float, renamed
 from stamen.contract import strict_json
 from stamen.contract.figures import GLOBAL_TEST_ACC
@@ -47,7 +48,6 @@ from stamen.contract.run_config import RunConfig
 from stamen.graphs import FederationSpec
 from stamen.models import build_model
 from stamen.server.driver import build_driver
-from stamen.server.rundir import atomic_write
 from stamen.simulations.inprocess import InProcessGrid, flower_log_level, task_identity
 from stamen.unlearn.privacy_audit import (
     canary_scores,

@@ -61,9 +61,10 @@ def check_replaceable(out: Path, name: str) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Measure one bench, keeping each finished unit in its journal; write its record, table and the README."""
+    from stamen.common.file_writes import atomic_write
     from stamen.experiments.journal import UnitJournal
     from stamen.experiments.long_job import long_job
-    from stamen.server.rundir import atomic_write, check_output_dir, check_run_name
+    from stamen.server.rundir import check_output_dir, check_run_name
 
     check_run_name(args.name)
     out = check_output_dir(args.out)

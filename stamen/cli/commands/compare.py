@@ -189,7 +189,8 @@ def _plot(lines: list[Line], path: Path) -> None:
     import numpy as np
     from matplotlib.ticker import MaxNLocator
 
-    from stamen.server.rundir import RunDirectory, atomic_write
+    from stamen.common.file_writes import atomic_write
+    from stamen.server.rundir import RunDirectory
 
     if path.suffix.lower() != ".png":
         raise ValueError(f"--plot {path}: give a .png file name")

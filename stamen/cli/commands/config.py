@@ -11,10 +11,10 @@ PyTorch or Flower, so it answers at once.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
+from stamen.common.file_writes import atomic_write
 from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import ALGORITHMS, plugin_keys
 from stamen.contract.keys import Key
@@ -138,9 +138,7 @@ def update_table(path: Path | None = None) -> bool:
     text = "\n".join([*lines[:start], *markdown_table().split("\n"), *lines[end:]])
     if text == path.read_text():
         return False
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
+    atomic_write(path, text)
     return True
 
 

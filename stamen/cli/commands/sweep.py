@@ -294,8 +294,8 @@ def _outcome(name: str, failed: bool) -> str:
 
 
 def _write(folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Group], failed: list[str]) -> None:
+    from stamen.common.file_writes import atomic_write
     from stamen.contract.provenance import provenance
-    from stamen.server.rundir import atomic_write
 
     seeds = sorted({run.seed for run in runs})
     record = {
@@ -340,7 +340,8 @@ def _plot(folder: Path, found: list[Group]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from stamen.server.rundir import RunDirectory, atomic_write
+    from stamen.common.file_writes import atomic_write
+    from stamen.server.rundir import RunDirectory
 
     figure, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
     for group in found:

@@ -219,7 +219,7 @@ def _unlearn(
         result["run_dir"] = str(run_dir)
         result["provenance"] = provenance(seeds=seeds)
         out.mkdir(parents=True, exist_ok=True)
-        from stamen.server.rundir import atomic_write
+        from stamen.common.file_writes import atomic_write
         from stamen.unlearn.report import bar_plot, markdown
 
         atomic_write(out / "result.json", strict_json.dumps(result, indent=2) + "\n")

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract import strict_json
-from stamen.server.rundir import atomic_write
 
 
 @dataclass
