@@ -84,7 +84,8 @@ def tune(
         ValueError: bad input, before any trial; the message is the line ``stamen tune`` prints.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished trials are kept (the same call goes on).
     """
-    from stamen.experiments.tune import TuneSpec, run_tune
+    from stamen.experiments.tune import run_tune
+    from stamen.experiments.tune_trials import TuneSpec
     from stamen.simulations.errors import one_line
 
     command = call_text("stamen.tune", config, space=space, trials=trials, name=name or None, **overrides)

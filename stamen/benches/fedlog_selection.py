@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Any
 
-from stamen.contract.figures import VAL_ACC, setting_nodes
-
-Row = dict[str, Any]
+from stamen.contract.figures import VAL_ACC, Row, setting_nodes
 
 
 class Selection(StrEnum):

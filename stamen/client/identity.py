@@ -4,7 +4,7 @@
 Stamen (version, commit) against its own (:func:`stamen.contract.identity.identity_problem`), its
 data root (a folder on this machine), and, when the head sent a partition digest and this
 client cuts the partition itself, the digest of its own cut
-(:attr:`stamen.graphs.federation.Federation.digest`). Each difference is one line (a
+(:attr:`stamen.graphs.federation_data.Federation.digest`). Each difference is one line (a
 :class:`HeadMismatch`); the handler fails with it, the server records the client as failed
 and the run as degraded. The check is repeated for every message, at the cost of a few
 string comparisons: the federation is built once per process anyway.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
 
 if TYPE_CHECKING:
-    from stamen.experiments.tune import TrialRecord, TuneResult, TuneSpec
+    from stamen.experiments.tune_trials import TrialRecord, TuneResult, TuneSpec
 
 
 def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> None:
@@ -28,7 +28,7 @@ def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> Non
     from stamen.common.file_writes import atomic_write
     from stamen.contract import strict_json
     from stamen.contract.provenance import provenance
-    from stamen.experiments.tune import top_trials
+    from stamen.experiments.tune_trials import top_trials
 
     record = {
         "provenance": provenance(seeds=[spec.sampler_seed]),
@@ -65,7 +65,7 @@ def _plot(folder: Path, found: list[TrialRecord]) -> None:
     import matplotlib.pyplot as plt
 
     from stamen.common.file_writes import atomic_write
-    from stamen.experiments.tune import TrialOutcome
+    from stamen.experiments.tune_trials import TrialOutcome
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for outcome, marker in ((TrialOutcome.COMPLETE, "o"), (TrialOutcome.PRUNED, "x"), (TrialOutcome.FAILED, "v")):

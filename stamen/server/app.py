@@ -13,7 +13,7 @@ from flwr.app import Context
 from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
 
-from stamen.contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS
+from stamen.contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS, Row
 from stamen.contract.provenance import provenance
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tracking import missing_tracker
@@ -29,7 +29,7 @@ from stamen.server.checkpoint import (
 )
 from stamen.server.divergence import DivergedError
 from stamen.server.driver import Driver, build_driver
-from stamen.server.loop import Row, RunPruned, TooFewClientsError
+from stamen.server.loop import RunPruned, TooFewClientsError
 from stamen.server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from stamen.server.runlock import writer_of
 from stamen.server.runlog import run_log

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 from xml.sax.saxutils import escape
 
 from stamen.contract.figures import (
@@ -39,11 +38,10 @@ from stamen.contract.figures import (
     TRAIN_LOSS,
     VAL_ACC,
     VAL_AUC,
+    Row,
     headline_keys,
     link_figure,
 )
-
-Row = dict[str, Any]
 
 ACCURACIES = (
     (GLOBAL_TEST_ACC, "global test accuracy", "#1f77b4"),

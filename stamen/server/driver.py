@@ -33,11 +33,13 @@ from flwr.app import ArrayRecord, ConfigRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from stamen.contract.figures import Row
 from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import server_algorithm
 from stamen.server.checkpoint import Checkpoint
-from stamen.server.loop import Row, RunHealth, run_rounds, seed_server_draws
+from stamen.server.loop import RunHealth, run_rounds, seed_server_draws
 from stamen.server.privacy import private_setup
+from stamen.server.update_history import history_recorder
 
 if TYPE_CHECKING:
     from stamen.unlearn.federaser import UpdateHistory
@@ -92,8 +94,6 @@ class Driver:
         if resume is not None and resume.random_state() is not None:
             random.setstate(resume.random_state())
         if history is not None:
-            from stamen.server.unlearning import history_recorder
-
             on_replies = history_recorder(history)
         else:
             on_replies = None

@@ -28,6 +28,7 @@ from stamen.contract.figures import (
     SUMMARY_FIGURES,
     TEST_ACC,
     VAL_ACC,
+    Row,
     headline,
     headline_keys,
     link_figure,
@@ -38,7 +39,7 @@ from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import LINK_PREDICTION, TASKS, examples
 from stamen.graphs.names import client_datasets, is_dataset_list
 from stamen.server.curves import curves_svg
-from stamen.server.loop import FailureCategory, Row
+from stamen.server.loop import FailureCategory
 from stamen.server.rundir import CURVES_FILE
 
 

@@ -56,11 +56,11 @@ from pathlib import Path
 from typing import Any
 
 from stamen.common.file_writes import atomic_write, rewrite_in_place
+from stamen.contract.figures import Row
 from stamen.contract.provenance import provenance
 from stamen.contract.run_config import RunConfig
 from stamen.graphs.names import dataset_slug
-
-Row = dict[str, Any]
+from stamen.server.runlock import TOKEN_ENV, lock_path
 
 STATUS_FILE = "status.json"
 CONFIG_FILE = "config.json"
@@ -87,8 +87,6 @@ RUN_FILES = frozenset(
     }
 )
 EVENTS_PREFIX = "events.out.tfevents."  # TensorBoard's event files (tracking='tensorboard')
-# The environment variable through which a command hands its run a token (see the module docstring).
-TOKEN_ENV = "STAMEN_RUN_TOKEN"
 # Keys a resumed run may change: they decide how long and where, not what is trained.
 RESUMABLE_KEYS = frozenset(
     {
@@ -185,8 +183,6 @@ class RunDirectory:
         check_run_name(config.run_name)
         root = check_output_dir(config.output_dir)
         if not config.run_name:
-            from stamen.server.runlock import lock_path  # (runlock reads this module's token name)
-
             # the dataset as a plain name: 'tu:MUTAG', 'pyg:Amazon/Computers' hold ':' and '/'
             stem = f"{dataset_slug(config.dataset)}-{config.algorithm}-{time.strftime('%Y%m%d-%H%M%S')}"
             path, suffix = root / stem, 1

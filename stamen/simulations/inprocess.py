@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from flwr.app import Context, Error, Message, RecordDict
 
 from stamen.client.app import app as client_app
+from stamen.contract.figures import Row
 from stamen.contract.run_config import RunConfig
 from stamen.server.driver import build_driver
-from stamen.server.loop import Row
 
 
 class InProcessGrid:

@@ -25,7 +25,7 @@ from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.simulations.overrides import parse_overrides
 
 if TYPE_CHECKING:
-    from stamen.graphs.federation import Federation
+    from stamen.graphs.federation_data import Federation
 
 # Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
 # CPUs per client would run one client at a time on a two-core machine).
@@ -148,7 +148,8 @@ def _federation_value_problem(kind: type, value: object) -> str:
 
 def check_with_data(config: RunConfig, num_clients: int) -> str:
     """The checks that need the clients' data: the unlearning request and the privacy budget. Returns the
-    partition's digest (:attr:`stamen.graphs.federation.Federation.digest`), which the clients check theirs against."""
+    partition's digest (:attr:`stamen.graphs.federation_data.Federation.digest`), which the clients check theirs
+    against."""
     with warnings.catch_warnings():  # Opacus's accountant warns about its alpha grid while searching
         warnings.simplefilter("ignore")
         return _check_with_data(config, num_clients)

@@ -13,7 +13,7 @@ import stamen
 from stamen.cli.main import main as stamen_cli
 from stamen.contract.run_config import RunConfig
 from stamen.graphs import FederationSpec, build_federation
-from stamen.graphs.graph_federation import load_graph_set
+from stamen.graphs.graph_set_clients import load_graph_set
 from stamen.graphs.graph_sets import MAX_DEGREE, NUM_FEATURES
 from stamen.graphs.names import client_datasets
 from tests.graphs.test_tu_folder import write_tu

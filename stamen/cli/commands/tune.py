@@ -21,8 +21,9 @@ import sys
 
 from stamen.cli.commands.run import federation_args
 from stamen.cli.helptext import HelpFormatter
-from stamen.experiments.tune import DEFAULT_OUT, TuneSpec, run_tune
+from stamen.experiments.tune import run_tune
 from stamen.experiments.tune_space import parse_dimension, space_file
+from stamen.experiments.tune_trials import DEFAULT_OUT, TuneSpec
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -19,10 +19,10 @@ The clients' side of every message is :mod:`stamen.client.unlearning`.
 """
 
 from stamen.server.unlearning.base import MethodResult, UnlearningJob, UnlearningMethod
-from stamen.server.unlearning.federaser import history_recorder
 from stamen.server.unlearning.flow import Forgetting, forget, unlearn_federation
 from stamen.server.unlearning.registry import METHODS, RETRAIN, unlearning_method
 from stamen.server.unlearning.results import UnlearningResult
+from stamen.server.update_history import history_recorder
 
 __all__ = [
     "METHODS",
