@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from stamen.config import call_text
+from stamen.contract.certify_config import OPTIONS
+from stamen.simulations.errors import one_line
 
 
 @dataclass(frozen=True)
@@ -74,11 +78,8 @@ def certify(*, out: str | os.PathLike[str], progress: bool = False, **options: A
         FileNotFoundError: a ``graph`` or ``kernel`` file, or the dataset's files, are missing.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished units stay in ``out`` for the same call.
     """
-    from rich.console import Console
-
+    # on use: numpy stays out of this module's import
     from stamen.cli.commands.certify import certify_job, checked_config
-    from stamen.contract.certify_config import OPTIONS
-    from stamen.simulations.errors import one_line
 
     by_attribute = {key.attribute: name for name, key in OPTIONS.items()}
     values: dict[str, Any] = {"out": _option_value("out", out), "workers": 1}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
 from stamen.contract.figures import headline_key
 from stamen.server.rundir import RunDirectory, RunStatus, TornLastRow
+from stamen.simulations.errors import one_line
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def run(
         stamen.simulations.errors.EnvironmentFailed: the machine failed the run (a full disk mid-run).
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
     """
-    from stamen.simulations.errors import one_line
+    # on use: flwr, numpy stay out of this module's import
     from stamen.simulations.launch import launch
 
     items = run_config_items(config, overrides, output_dir=None if out is None else str(out))

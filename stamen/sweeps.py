@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
 from stamen.contract.key_spelling import key_name
+from stamen.experiments.sweep import check_set, grid_file
+from stamen.runs import load
+from stamen.simulations.errors import one_line
+from stamen.simulations.experiment_file import is_scalar
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -43,8 +47,6 @@ class Sweep:
 
     def runs(self) -> list[Run]:
         """Every run of the sweep that wrote a folder, read (:func:`stamen.load`)."""
-        from stamen.runs import load
-
         return [load(path.parent) for path in sorted(self.dir.glob("*/config.json"))]
 
     def to_pandas(self) -> pandas.DataFrame:
@@ -82,9 +84,8 @@ def sweep(
     Raises:
         ValueError: bad input, before anything runs; the message is the line ``stamen sweep`` prints.
     """
+    # on use: flwr, numpy stay out of this module's import
     from stamen.cli.commands.sweep import SweepSpec, run_sweep
-    from stamen.experiments.sweep import check_set, grid_file
-    from stamen.simulations.errors import one_line
 
     command = call_text("stamen.sweep", config, grid=grid, seeds=list(seeds), name=name or None, **overrides)
     try:
@@ -118,8 +119,6 @@ def sweep(
 
 
 def _values(key: str, values: object) -> list[Any]:
-    from stamen.simulations.experiment_file import is_scalar
-
     if isinstance(values, str) or not isinstance(values, Sequence) or not values or not all(map(is_scalar, values)):
         raise ValueError(f"grid {key}: give a list of values, e.g. {{{key!r}: [1, 2]}}; got {values!r}")
     return list(values)

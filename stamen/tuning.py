@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
 from stamen.contract.key_spelling import key_name
+from stamen.experiments.tune import run_tune
+from stamen.experiments.tune_space import dimension, parse_dimension, space_file
+from stamen.experiments.tune_trials import TuneSpec
+from stamen.simulations.errors import one_line
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -84,10 +88,6 @@ def tune(
         ValueError: bad input, before any trial; the message is the line ``stamen tune`` prints.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished trials are kept (the same call goes on).
     """
-    from stamen.experiments.tune import run_tune
-    from stamen.experiments.tune_trials import TuneSpec
-    from stamen.simulations.errors import one_line
-
     command = call_text("stamen.tune", config, space=space, trials=trials, name=name or None, **overrides)
     try:
         spec = TuneSpec(
@@ -112,8 +112,6 @@ def tune(
 
 
 def _space(space: Space) -> list[Any]:
-    from stamen.experiments.tune_space import dimension, parse_dimension, space_file
-
     if isinstance(space, str | os.PathLike):
         return space_file(os.fspath(space))
     if isinstance(space, Mapping):

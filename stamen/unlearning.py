@@ -14,6 +14,7 @@ from typing import Any
 
 from stamen.config import call_text
 from stamen.runs import Run
+from stamen.simulations.errors import one_line
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,8 @@ def unlearn(
         ValueError: bad input, before any slow work; the message is the line ``stamen unlearn`` prints.
         FileNotFoundError: not a finished run's folder; FileExistsError: results exist (``overwrite``).
     """
+    # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
     from stamen.cli.commands.unlearn import unlearn_run
-    from stamen.simulations.errors import one_line
 
     folder = run.dir if isinstance(run, Run) else Path(os.fspath(run))
     requests = [request] if isinstance(request, str) else list(request) if isinstance(request, Sequence) else []

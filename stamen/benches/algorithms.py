@@ -55,6 +55,7 @@ from stamen.experiments.long_job import LongJob
 from stamen.experiments.sweep import parse_seeds
 from stamen.graphs.names import GRAPH_SET_PARTITIONERS, GRAPH_SETS
 from stamen.simulations.overrides import parse_overrides
+from stamen.simulations.preflight import check_with_data
 
 NAME = "algorithms"
 HELP = "every registered FL algorithm per dataset and partitioner, mean ± std over seeds"
@@ -203,8 +204,6 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, int]], lis
 
     A setting that fails for the reference algorithm (FedAvg) too is bad input: ValueError.
     """
-    from stamen.simulations.preflight import check_with_data
-
     algorithms = chosen_algorithms(args.algorithms, args.task)
     seeds = parse_seeds(args.seeds)
     if args.jobs < 1 or args.clients < 1 or args.rounds < 1:
@@ -270,6 +269,7 @@ def _order(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
 
 def one_run(values: dict[str, Any], num_clients: int) -> AlgorithmRun:
     """One federated run in process; its figures are the app's summary of its rows."""
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.outputs import summarize
     from stamen.simulations.inprocess import flower_log_level, run_in_process
 

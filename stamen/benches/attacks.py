@@ -36,12 +36,14 @@ from typing import Any
 import numpy as np
 
 from stamen.benches.records import final_acc, markdown_table, print_tables
+from stamen.certify.data import build_instance
 from stamen.client.attacks import Attack, check_attack
 from stamen.common.options import finite_float
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.figures import FINAL_TEST_ACC, GLOBAL_TEST_ACC
 from stamen.contract.run_config import RunConfig
 from stamen.experiments.long_job import LongJob
+from stamen.graphs import build_federation
 from stamen.simulations.inprocess import run_in_process
 
 NAME = "attacks"
@@ -129,11 +131,10 @@ def _skip_reason(algorithm: str, malicious: int, clients: int) -> str | None:
 
 def label_flip_certificate(args: argparse.Namespace, config: RunConfig, malicious: frozenset[int]) -> dict[str, Any]:
     """The federated label-flip certificate against the coalition of the malicious clients."""
-    from stamen.certify.data import build_instance
+    # on use: pulp stays out of this module's import
     from stamen.certify.pipeline import run
     from stamen.certify.solvers import SolverSpec
     from stamen.certify.task import CertificationTask
-    from stamen.graphs import build_federation
 
     federation = build_federation(config.federation(args.clients))
     # a seed of its own: the partitioners draw from the run's seed too, and the same stream would deal the

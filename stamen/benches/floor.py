@@ -38,6 +38,7 @@ LIBRARIES = "torch,torch_geometric"  # what every Stamen client process imports 
 
 def model_shapes(run_dir: Path) -> str:
     """The global model's array shapes in ``run_dir``'s checkpoint as the floor's ``shapes`` (``""``: none)."""
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.checkpoint import load_checkpoint
 
     arrays = load_checkpoint(run_dir).arrays

@@ -15,8 +15,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
+from stamen.common.file_writes import atomic_write
+from stamen.common.options import renamed
+from stamen.common.screen import output_console
 from stamen.contract.figures import EARLIER_FINAL_TEST_ACC, FINAL_TEST_ACC
 from stamen.contract.provenance import code_version, provenance
+from stamen.simulations.lifetime import die_with_parent, kill_tree
 
 
 def final_acc(entry: dict[str, Any], part: str = "") -> Any:
@@ -31,8 +37,6 @@ def final_acc(entry: dict[str, Any], part: str = "") -> Any:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """``-c/--run-config KEY=VALUE`` for every run of a bench, and ``--jobs N`` processes at once."""
-    from stamen.common.options import renamed
-
     parser.add_argument(
         "--run-config",
         "-c",
@@ -59,9 +63,8 @@ def run_in_processes(
     before the interrupt goes on, so nothing of the bench runs or writes afterwards.
     (A pool left to close itself would first finish every task already queued.)
     """
+    # on use: psutil stays out of this module's import
     import psutil
-
-    from stamen.simulations.lifetime import die_with_parent, kill_tree
 
     # A worker dies with this process (kill -9 included); what it starts is under reapers watching it.
     pool = ProcessPoolExecutor(
@@ -90,6 +93,7 @@ def int_list(text: str, what: str) -> list[int]:
 
 
 def machine_description() -> dict[str, Any]:
+    # on use: torch, torch_geometric, flwr stay out of this module's import
     import flwr
     import torch
     import torch_geometric
@@ -142,9 +146,6 @@ def print_tables(tables: list[tuple[str, list[str], list[list[str]]]]) -> None:
 
     A narrow terminal folds a long cell over lines rather than cutting it short.
     """
-    from rich.table import Table
-
-    from stamen.common.screen import output_console
 
     console = output_console()
     for title, columns, rows in tables:
@@ -175,7 +176,6 @@ def write_readme(out: Path, sections: dict[str, Callable[[dict[str, Any]], list[
         render = sections.get(record.get("bench", "sim" if _is_sim(record) else ""))
         if render is not None:
             lines += header(record) + render(record) + [""]
-    from stamen.common.file_writes import atomic_write
 
     atomic_write(out / "README.md", "\n".join(lines) + "\n")
 

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from stamen.benches.records import markdown_table
+from stamen.common.screen import output_console
+from stamen.contract.run_config import RunConfig
 from stamen.experiments.long_job import LongJob
+from stamen.unlearn.report import method_lines, mia_gap_line, rich_table, target_lines, targets_table, title
 
 NAME = "unlearn"
 HELP = "unlearning requests (class, client, nodes) against retraining"
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
     """One :func:`~stamen.experiments.unlearn_experiment.run_request` per request (a unit); the original models (and
     their recorded updates) shared across the requests one command runs (trained again after a resume:
     the same seeds give the same originals)."""
-    from stamen.contract.run_config import RunConfig
+    # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
     from stamen.experiments.unlearn_experiment import parse_methods, parse_seeds, run_request
 
     config = RunConfig.from_flower(
@@ -74,8 +77,6 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
 
 
 def markdown(record: dict[str, Any]) -> list[str]:
-    from stamen.unlearn.report import method_lines, mia_gap_line, target_lines, title
-
     lines: list[str] = []
     for result in record["results"]:
         lines += [f"### {result['request']}", "", title(result) + ".", ""]
@@ -100,9 +101,6 @@ def markdown(record: dict[str, Any]) -> list[str]:
 
 
 def print_table(record: dict[str, Any]) -> None:
-    from stamen.common.screen import output_console
-    from stamen.unlearn.report import mia_gap_line, rich_table, targets_table
-
     console = output_console()
     for result in record["results"]:
         console.print(rich_table(result))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
+from rich.table import Table
 
 from stamen.certify.outcome import BudgetOutcome, CollectiveOutcome, Status
 from stamen.common.file_writes import atomic_write
@@ -126,8 +127,6 @@ class CertificateReport:
 
 def print_tables(payload: dict, console) -> None:
     """One rich table per budget (rows: architectures)."""
-    from rich.table import Table
-
     for k in payload["budgets"]:
         table = Table(title=f"budget k = {k} ({payload['mode']}, {payload['model']})")
         if payload["mode"] == "collective":
@@ -163,6 +162,7 @@ def print_tables(payload: dict, console) -> None:
 
 def plot(payload: dict, path: Path | BinaryIO) -> None:
     """Certified accuracy (sample-wise) or certified share (collective) vs budget."""
+    # on use: matplotlib stays out of this module's import
     import matplotlib
 
     matplotlib.use("Agg")

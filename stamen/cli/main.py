@@ -8,9 +8,11 @@ import os
 import shlex
 import signal
 import sys
+from importlib import metadata
 from types import ModuleType
 from typing import NoReturn
 
+from stamen.cli.helptext import plain
 from stamen.contract.provenance import handed_down
 from stamen.simulations.errors import (
     EXIT_ENVIRONMENT,
@@ -54,15 +56,11 @@ class OneLineParser(argparse.ArgumentParser):
 
     def format_help(self) -> str:
         """The help, with the docstrings' Sphinx markup as plain text (:func:`stamen.cli.helptext.plain`)."""
-        from stamen.cli.helptext import plain
-
         return plain(super().format_help())
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command (``only=None``: the commands listed, none imported) or of ``only`` alone."""
-    from importlib import metadata
-
     parser = OneLineParser(
         prog="stamen",
         description="Stamen: federated graph learning on Flower (simulations, certificates, unlearning, privacy).",

@@ -26,6 +26,7 @@ from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import ALGORITHMS, FEDSAGE_SCHEDULES, plugin_keys
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
+from stamen.contract.rules import check_rules
 from stamen.contract.tasks import TASKS, with_task_defaults
 from stamen.contract.tracking import trackers, translate_retired
 from stamen.contract.unlearn_methods import UNLEARN_METHOD_SPECS
@@ -394,8 +395,6 @@ class RunConfig:
 
     def validate(self) -> None:
         """Each key's constraint, then the rules between keys (:mod:`stamen.contract.rules`)."""
-        from stamen.contract.rules import check_rules
-
         for key in KEYS.values():
             key.check(getattr(self, key.attribute))
         for name, key in plugin_keys().items():

@@ -19,6 +19,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stamen.common.screen import output_console
 from stamen.experiments.journal import UnitJournal
 from stamen.experiments.unit_progress import UnitProgress
 from stamen.simulations.errors import RunInterrupted
@@ -86,8 +87,6 @@ def long_job(journal: UnitJournal | None, title: str, command: str) -> Iterator[
     The journal is closed (not removed) when the block fails or is interrupted; on success it
     stays open: the caller writes its output, then removes it.
     """
-    from stamen.common.screen import output_console
-
     with UnitProgress(output_console(stderr=True), title) as screen:
         for note in journal.notes if journal is not None else ():
             screen.note(note)

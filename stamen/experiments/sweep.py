@@ -29,6 +29,7 @@ from stamen.contract.figures import (
     headline,
     model_figure,
 )
+from stamen.simulations.experiment_file import is_scalar, read_toml
 from stamen.simulations.overrides import parse_overrides
 
 # Figures a sweep reports per run (from its summary.json), and their labels.
@@ -78,8 +79,6 @@ def check_set(key: str, values: list[Any], where: str, what: str) -> None:
 def grid_file(path: str) -> list[tuple[str, list[Any]]]:
     """The ``[grid]`` table of the TOML file ``path`` (``lr = [0.01, 0.005]``: a key and the values it takes),
     as :func:`parse_set` gives ``--set``; ValueError in one line naming the file and the problem."""
-    from stamen.simulations.experiment_file import is_scalar, read_toml
-
     document = read_toml(path)
     table = document.get("grid")
     if not isinstance(table, dict) or not table:

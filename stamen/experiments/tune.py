@@ -41,9 +41,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from stamen.common.screen import output_console
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
+from stamen.contract.run_config import RunConfig
+from stamen.experiments.sweep import toml_value
 from stamen.experiments.tune_outputs import print_table, write_outputs
+from stamen.experiments.tune_space import UNSEARCHABLE, check_space
 from stamen.experiments.tune_trials import TrialOutcome, TrialRecord, TuneResult, TuneSpec, top_trials
+from stamen.experiments.unit_progress import UnitProgress
+from stamen.server.rundir import RunDirectory, check_output_dir, check_run_name
+from stamen.server.runlock import FolderLock
+from stamen.simulations.errors import RunFailed, RunInterrupted, one_line
+from stamen.simulations.overrides import parse_overrides
+from stamen.simulations.preflight import default_run_config, prepare
 
 STUDY_FILE = "study.db"
 STUDY_NAME = "stamen"
@@ -58,9 +68,6 @@ def run_tune(spec: TuneSpec, show: bool = True) -> TuneResult:
         FolderLocked: another process writes the study.
         RunInterrupted: Ctrl-C; the finished trials are kept, the tables written, the command resumes.
     """
-    from stamen.server.rundir import check_output_dir, check_run_name
-    from stamen.server.runlock import FolderLock
-
     _check(spec)
     name = spec.name or time.strftime("tune-%Y%m%d-%H%M%S")
     check_run_name(name)
@@ -76,9 +83,6 @@ def run_tune(spec: TuneSpec, show: bool = True) -> TuneResult:
 
 
 def _check(spec: TuneSpec) -> None:
-    from stamen.experiments.tune_space import UNSEARCHABLE, check_space
-    from stamen.simulations.overrides import parse_overrides
-
     fixed = parse_overrides(spec.run_config)
     for key in fixed:
         if key in UNSEARCHABLE[1:]:
@@ -103,10 +107,6 @@ def _check_folder(folder: Path) -> None:
 def _probe(spec: TuneSpec, folder: Path) -> None:
     """Every value that bounds the space, in the fixed run config (the rules between keys included), then one
     whole run's checks with the data (:func:`stamen.simulations.preflight.prepare`): all before anything is written."""
-    from stamen.contract.run_config import RunConfig
-    from stamen.simulations.overrides import parse_overrides
-    from stamen.simulations.preflight import default_run_config, prepare
-
     base = default_run_config()
     base.update(parse_overrides(spec.run_config))
     if not (base.get("val-frac", 0) or 0) > 0:
@@ -122,14 +122,13 @@ def _probe(spec: TuneSpec, folder: Path) -> None:
 
 
 def _items(spec: TuneSpec, folder: Path, run_name: str, params: dict[str, Any]) -> list[str]:
-    from stamen.experiments.sweep import toml_value
-
     own = {"output-dir": str(folder), "run-name": run_name, **params}
     return [*spec.run_config, " ".join(f"{key}={toml_value(value)}" for key, value in own.items())]
 
 
 def _optuna() -> Any:
     try:
+        # on use: optuna stays out of this module's import
         import optuna
     except ImportError:
         raise ValueError("stamen tune needs Optuna: pip install 'stamen[tune]'") from None
@@ -181,6 +180,7 @@ def _pruner(optuna: Any, spec: TuneSpec) -> Any:
 
 
 def _sampler(optuna: Any, spec: TuneSpec, counted: int) -> Any:
+    # on use: numpy stays out of this module's import
     import numpy as np
 
     seed = int(np.random.SeedSequence([spec.sampler_seed, counted]).generate_state(1)[0])
@@ -188,9 +188,6 @@ def _sampler(optuna: Any, spec: TuneSpec, counted: int) -> Any:
 
 
 def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) -> TuneResult:
-    from stamen.common.screen import output_console
-    from stamen.experiments.unit_progress import UnitProgress
-
     distributions = {item.key: item.distribution() for item in spec.space}
     counted = sum(record.outcome is not TrialOutcome.INTERRUPTED for record in records(study))
     if show:
@@ -219,9 +216,8 @@ def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) ->
 
 def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) -> str:
     """Run ``trial`` and tell the study how it ended; returns a few words saying so."""
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.loop import RunPruned
-    from stamen.server.rundir import RunDirectory
-    from stamen.simulations.errors import RunFailed, RunInterrupted, one_line
     from stamen.simulations.launch import launch
 
     run_name = f"trial-{trial.number:04d}"
@@ -290,6 +286,7 @@ def _repeat(study: Any, trial: Any, earlier: Any) -> str:
 
 def _observer(optuna: Any, trial: Any, spec: TuneSpec) -> Callable[[dict], None]:
     """Each round's headline validation accuracy reported to ``trial``; the pruner may end the run there."""
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.loop import RunPruned
 
     best = -math.inf

@@ -14,10 +14,18 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.table import Table
+
+from stamen.common.file_writes import atomic_write
+from stamen.common.screen import output_console
+from stamen.contract import strict_json
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
+from stamen.contract.provenance import provenance
+from stamen.experiments.tune_trials import TrialOutcome, top_trials
 
 if TYPE_CHECKING:
     from stamen.experiments.tune_trials import TrialRecord, TuneResult, TuneSpec
@@ -25,11 +33,6 @@ if TYPE_CHECKING:
 
 def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> None:
     """``tune.json``, ``tune.csv`` and ``tune.png`` of the trials ``found`` into ``folder``."""
-    from stamen.common.file_writes import atomic_write
-    from stamen.contract import strict_json
-    from stamen.contract.provenance import provenance
-    from stamen.experiments.tune_trials import top_trials
-
     record = {
         "provenance": provenance(seeds=[spec.sampler_seed]),
         "setting": {**spec.setting(), "trials": spec.trials},
@@ -59,13 +62,11 @@ def _cell(value: object) -> object:
 
 
 def _plot(folder: Path, found: list[TrialRecord]) -> None:
+    # on use: matplotlib stays out of this module's import
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from stamen.common.file_writes import atomic_write
-    from stamen.experiments.tune_trials import TrialOutcome
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for outcome, marker in ((TrialOutcome.COMPLETE, "o"), (TrialOutcome.PRUNED, "x"), (TrialOutcome.FAILED, "v")):
@@ -93,11 +94,6 @@ def _plot(folder: Path, found: list[TrialRecord]) -> None:
 
 def print_table(result: TuneResult, spec: TuneSpec) -> None:
     """The best ``top`` completed trials, and how many trials ended how."""
-    from collections import Counter
-
-    from rich.table import Table
-
-    from stamen.common.screen import output_console
 
     keys = [item.key for item in spec.space]
     table = Table(title=f"study {result.folder.name}: the best {len(result.top)} of {len(result.trials)} trials")

@@ -28,6 +28,7 @@ from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import plugin_keys
 from stamen.contract.keys import Key
 from stamen.contract.run_config import KEYS
+from stamen.simulations.experiment_file import read_toml
 
 EXAMPLES = '--space "lr=log:1e-3..1e-1" --space "local-epochs=int:1..5" --space "partitioner=cat:louvain,metis"'
 UNSEARCHABLE = ("seed", "run-name", "output-dir", "overwrite", "resume-from")
@@ -64,6 +65,7 @@ class Dimension:
 
     def distribution(self) -> Any:
         """The Optuna distribution of the dimension."""
+        # on use: optuna stays out of this module's import
         from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
         if self.kind is Kind.CAT:
@@ -126,8 +128,6 @@ def dimension(key: str, kind_text: str, values: str | list[Any], where: str = "-
 
 def space_file(path: str) -> list[Dimension]:
     """The ``[space]`` table of the TOML file ``path``: ``lr = "log:1e-3..1e-1"``, ``model = ["gcn", "sage"]``."""
-    from stamen.simulations.experiment_file import read_toml
-
     document = read_toml(path)
     table = document.get("space")
     if not isinstance(table, dict) or not table:

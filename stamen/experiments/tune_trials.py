@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from stamen.experiments.tune_space import Dimension
+from stamen.simulations.overrides import parse_overrides
 
 DEFAULT_OUT = "tunes"
 
@@ -56,8 +57,6 @@ class TuneSpec:
 
     def setting(self) -> dict[str, Any]:
         """What makes the study this study: a resumed one must give the same."""
-        from stamen.simulations.overrides import parse_overrides
-
         return {
             "space": [item.text() for item in self.space],
             "run_config": parse_overrides(self.run_config),  # as values: -c "a=1 b=2" is -c a=1 -c b=2

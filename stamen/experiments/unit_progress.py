@@ -14,6 +14,7 @@ import time
 from types import TracebackType
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 LINE_INTERVAL = 10.0  # seconds between two lines outside a terminal while a unit runs
 
@@ -27,15 +28,6 @@ def live_bar(console: Console, noun: str = "units"):  # rich.progress.Progress, 
 
     ``noun`` is the text after the count (a rich field such as ``{task.fields[noun]}`` too).
     """
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),

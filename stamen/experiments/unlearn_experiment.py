@@ -43,7 +43,7 @@ from stamen.server.driver import build_driver
 from stamen.server.loop import RunHealth, seed_server_draws
 from stamen.server.unlearning import METHODS as REGISTRY
 from stamen.server.unlearning import RETRAIN, Forgetting, forget
-from stamen.simulations.inprocess import InProcessGrid, task_identity
+from stamen.simulations.inprocess import InProcessGrid, flower_log_level, task_identity
 from stamen.unlearn.evaluate import evaluate_unlearning
 from stamen.unlearn.federaser import UpdateHistory
 from stamen.unlearn.requests import ForgetSplit, split_federation
@@ -167,8 +167,6 @@ def _model_of(config: RunConfig, split: ForgetSplit, state: State) -> NodeClassi
 
 def run_request(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """See :func:`_run_request`; Flower's per-round INFO lines stay out of the way (warnings still show)."""
-    from stamen.simulations.inprocess import flower_log_level
-
     with flower_log_level(logging.WARNING):
         return _run_request(*args, **kwargs)
 

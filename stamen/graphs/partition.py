@@ -155,6 +155,7 @@ def _adjacency_lists(data: Data) -> list[np.ndarray]:
 
 
 def _louvain(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
+    # on use: networkx stays out of this module's import
     import networkx as nx
 
     graph = nx.Graph()
@@ -215,6 +216,7 @@ _GATHER = 1 << 22  # edges gathered at a time into METIS's adjacency lists
 
 
 def _metis(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
+    # on use: pymetis stays out of this module's import
     import pymetis
 
     if num_parts == 1:

@@ -213,6 +213,7 @@ def train_and_report(
 
     initial, history = driver.initial, None
     if config.unlearn_request and unlearning_method(config.unlearn_method).needs_history:  # record updates
+        # on use: torch stays out of this module's import
         from stamen.unlearn.federaser import UpdateHistory
 
         if initial is None:  # the replay starts from the seeded initial model: the server must know it

@@ -39,6 +39,7 @@ from stamen.server.algorithms import server_algorithm
 from stamen.server.checkpoint import Checkpoint
 from stamen.server.loop import RunHealth, run_rounds, seed_server_draws
 from stamen.server.privacy import private_setup
+from stamen.server.secagg import SecureAggregationGrid
 from stamen.server.update_history import history_recorder
 
 if TYPE_CHECKING:
@@ -128,8 +129,6 @@ def build_driver(
     is lowered to it. ``strategy_factory``: the algorithm's ``make_strategy`` by default.
     ``seeded=False``: the rounds go on with the server's draws as they stand.
     """
-    from stamen.server.secagg import SecureAggregationGrid
-
     algorithm = server_algorithm(config.algorithm)
     min_clients = config.min_clients if clients is None else min(config.min_clients, clients)
     setup = private_setup((strategy_factory or algorithm.make_strategy)(config), config, grid)

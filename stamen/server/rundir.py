@@ -49,6 +49,7 @@ import json
 import os
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -59,6 +60,8 @@ from stamen.common.file_writes import atomic_write, rewrite_in_place
 from stamen.contract.figures import Row
 from stamen.contract.provenance import provenance
 from stamen.contract.run_config import RunConfig
+from stamen.contract.strict_json import dumps
+from stamen.contract.tracking import translate_retired
 from stamen.graphs.names import dataset_slug
 from stamen.server.runlock import TOKEN_ENV, lock_path
 
@@ -153,15 +156,11 @@ class TornLastRow(ValueError):
 
 def row_line(row: Row) -> str:
     """One round's row as its line of ``metrics.jsonl``: strict JSON, a non-finite figure as ``null``."""
-    from stamen.contract.strict_json import dumps
-
     return dumps(row) + "\n"
 
 
 def _json(value: Any) -> str:
     """A run file's JSON (strict: a non-finite figure as ``null``, :mod:`stamen.contract.strict_json`)."""
-    from stamen.contract.strict_json import dumps
-
     return dumps(value, indent=2) + "\n"
 
 
@@ -265,8 +264,6 @@ class RunDirectory:
 
     def check_resume(self, config: RunConfig) -> None:
         """Refuse to resume with a run config that changes what is trained (before anything is touched)."""
-        from stamen.contract.tracking import translate_retired
-
         started = translate_retired(self.config())  # a run of an earlier version: its keys as read now
         current = config.to_flower()
         changed = sorted(k for k in (set(started) | set(current)) - RESUMABLE_KEYS if started.get(k) != current.get(k))
@@ -438,8 +435,6 @@ def _is_run_file(name: str) -> bool:
 @contextlib.contextmanager
 def run_token() -> Iterator[str]:
     """A fresh token in ``STAMEN_RUN_TOKEN`` for the processes started inside the block."""
-    import uuid
-
     token = uuid.uuid4().hex
     saved = os.environ.get(TOKEN_ENV)
     os.environ[TOKEN_ENV] = token

@@ -117,6 +117,7 @@ class TensorBoardTracker:
     name = "tensorboard"
 
     def __init__(self, run_dir: Path, resumed_round: int | None) -> None:
+        # on use: tensorboardX stays out of this module's import
         from tensorboardX.event_file_writer import EventsWriter
         from tensorboardX.proto.event_pb2 import Event, SessionLog
 
@@ -128,6 +129,7 @@ class TensorBoardTracker:
         self._events.flush()
 
     def record(self, row: dict[str, Any]) -> None:
+        # on use: tensorboardX stays out of this module's import
         from tensorboardX.proto.event_pb2 import Event
         from tensorboardX.proto.summary_pb2 import Summary
 
@@ -146,6 +148,7 @@ class MlflowTracker:
     name = "mlflow"
 
     def __init__(self, run_dir: Path, config: RunConfig, status: dict[str, Any]) -> None:
+        # on use: mlflow stays out of this module's import
         from mlflow.tracking import MlflowClient
 
         self.uri = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(run_dir / MLFLOW_DB).resolve()}"
@@ -163,6 +166,7 @@ class MlflowTracker:
 
     def _continued(self, run_id: str) -> str | None:
         """``run_id`` set running again, or None when the store does not hold it."""
+        # on use: mlflow stays out of this module's import
         from mlflow.exceptions import MlflowException
 
         try:
@@ -174,6 +178,7 @@ class MlflowTracker:
 
     def _log_params(self, config: RunConfig) -> None:
         """The run config as params; a resumed run's changed keys (MLflow keeps a param's first value) as tags."""
+        # on use: mlflow stays out of this module's import
         from mlflow.entities import Param, RunTag
 
         logged = self._client.get_run(self.run_id).data.params
@@ -184,6 +189,7 @@ class MlflowTracker:
             self._client.log_batch(self.run_id, params=params[start : start + 100], tags=tags[start : start + 100])
 
     def record(self, row: dict[str, Any]) -> None:
+        # on use: mlflow stays out of this module's import
         from mlflow.entities import Metric
 
         step, stamp = int(row[ROUND]), int(time.time() * 1000)

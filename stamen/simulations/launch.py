@@ -8,6 +8,9 @@ judges its outcome from the run directory's ``status.json``, written by this run
 
 from __future__ import annotations
 
+import io
+import logging
+import os
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -17,11 +20,14 @@ from pathlib import Path
 from stamen.common.registry import check_engine
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.models.names import MODEL_SPECS
+from stamen.server.app import serve
 from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory, RunStatus, run_token
 from stamen.server.runlock import FolderLock
-from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
+from stamen.simulations.cluster import ray_address
+from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted, os_error_line
 from stamen.simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
+from stamen.simulations.inprocess import InProcessGrid, task_identity
 from stamen.simulations.preflight import PreparedRun, prepare
 from stamen.simulations.progress import RunProgress
 
@@ -114,12 +120,6 @@ def _serve_in_process(
 
     A failure is judged from the run's status, as a Flower run's is.
     """
-    import io
-    import logging
-    import os
-
-    from stamen.server.app import serve
-    from stamen.simulations.inprocess import InProcessGrid, task_identity
 
     logger = logging.getLogger("flwr")
     handlers, buffer = list(logger.handlers), io.StringIO()
@@ -172,8 +172,6 @@ def _judge(run_dir: RunDirectory, token: str, where: str) -> None:
 
 def _os_failure(run_dir: RunDirectory, error: OSError, resume_hint: str) -> str:
     """A run that an OS error ended (the ServerApp recorded it as failed): the error in one line, then how to go on."""
-    from stamen.simulations.errors import os_error_line
-
     if not (run_dir.path / "checkpoint.npz").is_file():
         return os_error_line(error)
     return f"{os_error_line(error)}; then resume with: {resume_hint} -c \"resume-from='{run_dir.path}'\""
@@ -254,8 +252,6 @@ def launch(
 
 def ray_address_for(engine: str, option: str | None) -> str:
     """The cluster a run on ``engine`` joins (``""``: none); ``--ray-address`` with the in-process engine is refused."""
-    from stamen.simulations.cluster import ray_address
-
     if option and engine != "flower":
         raise ValueError("--ray-address applies to the flower engine only; drop it or add --engine flower")
     return ray_address(option) if engine == "flower" else ""

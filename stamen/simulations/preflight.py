@@ -14,15 +14,23 @@ partition cache.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stamen.common.suggest import did_you_mean
+from stamen.contract.requests import parse_request
 from stamen.contract.run_config import RunConfig
+from stamen.contract.tasks import GRAPH_CLASSIFICATION, LINK_PREDICTION, examples
+from stamen.contract.tracking import missing_tracker
+from stamen.graphs import build_federation
 from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.simulations.cluster import check_cluster_federation, check_ray_address, cluster_environment
+from stamen.simulations.flower import APP_CONFIG_DIR, FEDERATION_KEYS
 from stamen.simulations.overrides import parse_overrides
+from stamen.simulations.size_check import check_size
 
 if TYPE_CHECKING:
     from stamen.graphs.federation_data import Federation
@@ -54,13 +62,11 @@ class PreparedRun:
 
     def environment(self) -> dict[str, str]:
         """What this run adds to Flower's environment (:func:`stamen.simulations.cluster.cluster_environment`)."""
-        from stamen.simulations.cluster import cluster_environment
-
         return cluster_environment(self.ray_address, self.partition_digest)
 
 
 def default_run_config() -> dict[str, object]:
-    from stamen.simulations.flower import APP_CONFIG_DIR
+    # on use: flwr stays out of this module's import
     from stamen.simulations.flower_internals.project_config import get_project_config
 
     return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
@@ -72,8 +78,8 @@ def prepare(run_overrides: list[str], federation_overrides: list[str], ray_addre
     ``ray_address``: the Ray cluster the Flower simulation joins (:mod:`stamen.simulations.cluster`), checked here:
     ``HOST:PORT`` where something listens, and no federation key that a cluster refuses.
     """
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.app import check_run_config, resume_target
-    from stamen.simulations.cluster import check_cluster_federation, check_ray_address
 
     values = default_run_config()
     values.update(parse_overrides(run_overrides))
@@ -103,8 +109,6 @@ def check_federation(federation: dict[str, object], on_cluster: bool = False) ->
     """Flower's federation config: only the keys Flower's simulation accepts (:data:`FEDERATION_KEYS`,
     a suggestion for a typo), each of its type; returns the number of clients. ValueError in one line.
     ``on_cluster``: the run joins a Ray cluster, whose size no ``init-args-*`` key sets (none is suggested)."""
-    from stamen.simulations.flower import FEDERATION_KEYS
-
     unknown = [key for key in federation if key not in FEDERATION_KEYS]
     if len(unknown) == 1:
         key = unknown[0]
@@ -133,8 +137,6 @@ def check_federation(federation: dict[str, object], on_cluster: bool = False) ->
 
 def _federation_value_problem(kind: type, value: object) -> str:
     """What a value of ``kind`` must be, in words, when ``value`` is not that (``""``: it is)."""
-    import math
-
     if kind is bool:
         return "" if isinstance(value, bool) else "true or false"
     if kind is str:
@@ -156,30 +158,25 @@ def check_with_data(config: RunConfig, num_clients: int) -> str:
 
 
 def _check_with_data(config: RunConfig, num_clients: int) -> str:
-    from stamen.contract.tracking import missing_tracker
-
     missing = missing_tracker(config.tracking)
     if missing:
         raise ValueError(missing)
     if config.data_root and not Path(config.data_root).expanduser().is_dir():
         raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
-    from stamen.graphs import build_federation
-    from stamen.simulations.size_check import check_size
 
     check_size(config)  # before the graph is read or generated
     federation = build_federation(config.federation(num_clients))
     check_task_data(config, federation)
     if config.unlearn_request:
-        from stamen.contract.requests import parse_request
-
         parse_request(config.unlearn_request, num_clients, int(federation.graph.num_classes))
     if config.privacy == "client-dp":
+        # on use: flwr, numpy stay out of this module's import
         from stamen.server.privacy import client_noise_multiplier
 
         client_noise_multiplier(config, num_clients)
     if config.privacy == "dp-sgd":
+        # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
         from stamen.client.privacy import noise_multiplier, sample_rate
-        from stamen.contract.tasks import examples
 
         for index, client in enumerate(federation.clients):  # train_mask: over nodes, or over a graph set's graphs
             try:
@@ -187,6 +184,7 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
                 noise_multiplier(config, int(client.train_mask.sum()))
             except ValueError as error:
                 raise ValueError(f"client {index}: {error}") from None
+    # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
     from stamen.client.attacks import check_attack
     from stamen.server.algorithms import server_algorithm
 
@@ -199,8 +197,6 @@ def check_task_data(config: RunConfig, federation: Federation) -> None:
     """What the run's task needs of the clients' data, before anything is written (ValueError in one line):
     two classes or more to classify; for graph classification, graphs to train on in every client; for link
     prediction, edges to train on in every client."""
-    from stamen.contract.tasks import GRAPH_CLASSIFICATION, LINK_PREDICTION
-
     if config.task != LINK_PREDICTION:
         labels = federation.graph.y
         classes = int(labels.unique().numel()) if labels is not None else 0
@@ -212,6 +208,7 @@ def check_task_data(config: RunConfig, federation: Federation) -> None:
         if config.task == GRAPH_CLASSIFICATION:
             check_training_graphs(config, federation)
         return
+    # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
     from stamen.client.link_prediction import link_split
 
     for index, client in enumerate(federation.clients):

@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 COLUMNS = (
     ("acc_remaining", "Dr acc"),
     ("acc_forget", "Df acc"),
@@ -45,8 +47,6 @@ def title(result: dict[str, Any]) -> str:
 
 
 def rich_table(result: dict[str, Any]):
-    from rich.table import Table
-
     table = Table(title=title(result))
     table.add_column("method", overflow="fold")
     for _, label in columns(result):
@@ -58,8 +58,6 @@ def rich_table(result: dict[str, Any]):
 
 
 def targets_table(result: dict[str, Any]):
-    from rich.table import Table
-
     table = Table(title="targets")
     for name in ("method", "target", "value", "threshold", "met", "missed by"):
         table.add_column(name, overflow="fold")
@@ -129,6 +127,7 @@ def markdown(result: dict[str, Any], command: str = "") -> str:
 
 
 def bar_plot(result: dict[str, Any], path: Path) -> None:
+    # on use: matplotlib, numpy stay out of this module's import
     import matplotlib
 
     matplotlib.use("Agg")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import stamen.simulations.relay
 from stamen.simulations import run_follow
 from stamen.simulations.deploy import processes
 
@@ -29,7 +28,7 @@ def fake_flower(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         state["asked"] += 1
         return state["statuses"].pop(0)
 
-    monkeypatch.setattr(stamen.simulations.relay, "relayed_call", relayed_call)
+    monkeypatch.setattr(processes, "relayed_call", relayed_call)
     monkeypatch.setattr(processes, "run_status", run_status)
     monkeypatch.setattr(processes, "stage_app", lambda flwr_home: tmp_path / "app")
     monkeypatch.setattr(run_follow, "STATUS_WAIT", 0.0)

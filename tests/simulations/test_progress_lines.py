@@ -67,10 +67,10 @@ def test_the_first_line_comes_with_the_first_row_then_one_per_interval(capsys, t
 def test_a_terminal_shows_the_bar_and_no_lines(capsys, tmp_path, monkeypatch):
     from rich.console import Console
 
-    from stamen.common import screen
+    from stamen.simulations import progress as progress_module
 
     console = Console(file=io.StringIO(), force_terminal=True, width=150)
-    monkeypatch.setattr(screen, "output_console", lambda stderr=False: console)
+    monkeypatch.setattr(progress_module, "output_console", lambda stderr=False: console)
     _rows(tmp_path, range(0, 6))
     with RunProgress(tmp_path, 10) as progress:
         progress.update()

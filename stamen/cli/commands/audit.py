@@ -18,124 +18,26 @@ expected; a value *above* it means the guarantee fails.
 
 The clients read their data through :func:`stamen.client.data_source.partition_data`; for the
 length of a run this command opens a data source that hands them the planted copies
-(:func:`planted_federation`) and counts the reads, so a run whose clients never saw the
+(:func:`stamen.experiments.privacy_audit.planted_federation`) and counts the reads, so a run whose clients never saw the
 canaries is refused, not reported.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import logging
 import math
 import os
-import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-import torch
-from torch_geometric.data import Data
-
-from stamen.client.data_source import data_source
-from stamen.client.job import client_data
+from stamen.cli.helptext import HelpFormatter
 from stamen.common.file_writes import atomic_write
 from stamen.common.options import finite_float, renamed
 from stamen.contract import strict_json
-from stamen.contract.figures import GLOBAL_TEST_ACC
-from stamen.contract.run_config import RunConfig
-from stamen.graphs import FederationSpec
-from stamen.models import build_model
-from stamen.server.driver import build_driver
-from stamen.simulations.inprocess import InProcessGrid, flower_log_level, task_identity
-from stamen.unlearn.privacy_audit import (
-    canary_scores,
-    epsilon_lower_bound,
-    guess_membership,
-    plant_canaries,
-)
-
-CPU = torch.device("cpu")
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    """One audited run: the accountant's epsilon beside the empirical lower bound (``None``: no DP, no accountant)."""
-
-    privacy: str
-    target_epsilon: float | None
-    accountant_epsilon: float | None
-    lower_bound: float
-    canaries: int
-    guesses: int
-    correct: int
-    global_test_acc: float
-    seconds: float
-
-
-@contextlib.contextmanager
-def planted_federation(spec: FederationSpec, planted: dict[int, Data]) -> Iterator[list[int]]:
-    """While open, the ClientApp reads ``planted[i]`` as partition ``i`` of ``spec``; yields the reads made."""
-    reads: list[int] = []
-
-    def read(partition_id: int) -> Data:
-        reads.append(partition_id)
-        return planted[partition_id]
-
-    with data_source(spec, read):  # the ClientApp's own hook (stamen.client.data_source), nothing patched
-        yield reads
-
-
-def audit_run(
-    config: RunConfig, num_clients: int, per_client: int, strength: float, confidence: float, guess_fraction: float
-) -> AuditResult:
-    """Train ``config`` over ``num_clients`` in-process clients with canaries; audit the final global model."""
-    started = time.perf_counter()
-    spec = config.federation(num_clients)
-    rng = np.random.default_rng(config.seed)
-    planted, canaries = {}, {}
-    for i in range(num_clients):
-        planted[i], canaries[i] = plant_canaries(client_data(spec, i, CPU), per_client, strength, rng)
-    torch.manual_seed(config.seed)
-    rows: list[dict] = []
-    # Flower's per-round INFO lines stay out of the audit's output (its progress lines and table)
-    with task_identity(), flower_log_level(logging.WARNING), planted_federation(spec, planted) as reads:
-        grid = InProcessGrid(config, num_clients)
-        setup = build_driver(config, grid, clients=num_clients)
-        arrays = setup.run(rows.append)
-    if set(reads) != set(range(num_clients)):
-        raise RuntimeError(f"only partitions {sorted(set(reads))} trained on their canaries; the audit is void")
-    model = build_model(
-        config.model,
-        planted[0].num_features,
-        int(planted[0].num_classes),
-        hidden=config.hidden,
-        num_layers=config.num_layers,
-        dropout=0.0,
-    )
-    model.load_state_dict(arrays.to_torch_state_dict())
-    scores = np.concatenate([canary_scores(model, planted[i], canaries[i]) for i in range(num_clients)])
-    included = np.concatenate([canaries[i].included for i in range(num_clients)])
-    k = int(len(scores) * guess_fraction / 2)
-    guesses = guess_membership(scores, included, k, k)
-    if config.privacy == "dp-sgd":
-        accountant: float | None = float(rows[-1]["epsilon_max"])
-    elif config.privacy == "client-dp" and setup.epsilon_after is not None:
-        accountant = setup.epsilon_after(config.num_server_rounds)
-    else:
-        accountant = None
-    return AuditResult(
-        privacy=config.privacy,
-        target_epsilon=config.target_epsilon if config.privacy != "none" else None,
-        accountant_epsilon=accountant,
-        lower_bound=epsilon_lower_bound(guesses, config.target_delta, confidence),
-        canaries=guesses.canaries,
-        guesses=guesses.guesses,
-        correct=guesses.correct,
-        global_test_acc=float(rows[-1].get(GLOBAL_TEST_ACC, math.nan)),
-        seconds=time.perf_counter() - started,
-    )
+from stamen.contract.run_config import CLIPPINGS, KEYS, RunConfig
+from stamen.experiments.journal import UnitJournal
+from stamen.experiments.long_job import long_job
+from stamen.experiments.privacy_audit import AuditResult, audit_run, table
 
 
 def _epsilons(text: str, flag: str) -> list[float]:
@@ -204,8 +106,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "privacy",
         help="one-run canary audit: empirical lower bound on epsilon beside the accountant's (Steinke et al. 2023)",
     )
-    from stamen.cli.helptext import HelpFormatter
-    from stamen.contract.run_config import CLIPPINGS, KEYS
 
     privacy.formatter_class = HelpFormatter
 
@@ -250,26 +150,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     privacy.set_defaults(func=main)
 
 
-def table(results: list[AuditResult]) -> str:
-    """The results as an aligned text table."""
-    header = ("privacy", "budget", "accountant eps", "empirical eps >=", "correct/guesses", "test acc", "seconds")
-    lines = [header]
-    for r in results:
-        lines.append(
-            (
-                r.privacy,
-                "-" if r.target_epsilon is None else f"{r.target_epsilon:g}",
-                "inf (no DP)" if r.accountant_epsilon is None else f"{r.accountant_epsilon:.3f}",
-                f"{r.lower_bound:.3f}",
-                f"{r.correct}/{r.guesses} of {r.canaries}",
-                f"{r.global_test_acc:.3f}",
-                f"{r.seconds:.1f}",
-            )
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)) for line in lines)
-
-
 def _unit_key(config: RunConfig) -> str:
     """The key of an audited run: its privacy and budget."""
     return config.privacy if config.privacy == "none" else f"{config.privacy}/{config.target_epsilon:g}"
@@ -283,9 +163,6 @@ def _audited(config: RunConfig, args: argparse.Namespace) -> dict:
 
 def main(args: argparse.Namespace) -> int:
     """Audit each run (a unit); with ``--out``, each is kept in its journal as it finishes and resumed from it."""
-    from stamen.experiments.journal import UnitJournal
-    from stamen.experiments.long_job import long_job
-
     output = _output(args.out)
     runs = configs(args)
     if not 0 < args.guess_fraction <= 1:
@@ -328,6 +205,3 @@ def main(args: argparse.Namespace) -> int:
         if journal is not None:
             journal.close()
     return 0
-
-
-__all__ = ["AuditResult", "audit_run", "planted_federation"]

@@ -20,7 +20,11 @@ from types import ModuleType
 
 from stamen.benches import algorithms, attacks, deploy, dpsgd, fedlog, gpu, privacy, scale, sim, unlearn
 from stamen.benches.records import header, new_record, write_readme
+from stamen.common.file_writes import atomic_write
 from stamen.contract import strict_json
+from stamen.experiments.journal import UnitJournal
+from stamen.experiments.long_job import long_job
+from stamen.server.rundir import check_output_dir, check_run_name
 
 BENCHES: tuple[ModuleType, ...] = (sim, fedlog, algorithms, privacy, dpsgd, unlearn, deploy, gpu, attacks, scale)
 
@@ -61,11 +65,6 @@ def check_replaceable(out: Path, name: str) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Measure one bench, keeping each finished unit in its journal; write its record, table and the README."""
-    from stamen.common.file_writes import atomic_write
-    from stamen.experiments.journal import UnitJournal
-    from stamen.experiments.long_job import long_job
-    from stamen.server.rundir import check_output_dir, check_run_name
-
     check_run_name(args.name)
     out = check_output_dir(args.out)
     bench: ModuleType = args.module

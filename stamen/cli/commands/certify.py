@@ -24,6 +24,7 @@ first of ``--classes a,b`` becomes +1) and drops nodes isolated in that subgraph
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stamen.certify.data import build_instance, instance_from_arrays, load_graph_npz
+from stamen.certify.journal import JOURNAL_FILE, Journal
+from stamen.certify.parallel import available_cores
+from stamen.certify.partition import random_label_split
+from stamen.certify.report import STAGING_PREFIXES, clean_floats, print_tables, write_outputs
 from stamen.common.options import finite_float, renamed
+from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.certify_config import OPTIONS, PAPER_CSBM, SECTIONS, CertifyConfig
 from stamen.contract.keys import Key
+from stamen.contract.provenance import provenance
+from stamen.graphs import load_dataset
+from stamen.simulations.errors import RunInterrupted
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -97,10 +107,6 @@ def _check_out(config: CertifyConfig) -> None:
     resume (whether it is this job's is checked when the journal is opened); anything
     else in it needs ``--overwrite``.
     """
-    import os
-
-    from stamen.certify.journal import JOURNAL_FILE
-    from stamen.certify.report import STAGING_PREFIXES
 
     out = Path(str(config.out)).expanduser()
     if out.exists():
@@ -132,18 +138,15 @@ def _load_instance(config: CertifyConfig):
     seed; every other dataset (``stamen run``'s: ``cora``, ``npz:STEM``, ``pyg:...``,
     ``ogb:...``) is read by graphs' loaders from ``--data-root`` (else ``$STAMEN_DATA``).
     """
-    from stamen.certify.data import build_instance, instance_from_arrays, load_graph_npz
-
     if config.graph is not None:
         arrays = load_graph_npz(config.graph)
         return instance_from_arrays(arrays, config.class_ids(), config.binary), Path(config.graph).name
     if config.dataset == PAPER_CSBM:
+        # on use: torch, torch_geometric stay out of this module's import
         from stamen.graphs.csbm import make_paper_csbm
 
         data = make_paper_csbm(num_nodes=config.csbm_nodes, seed=config.seed)
     else:
-        from stamen.graphs import load_dataset
-
         data = load_dataset(config.dataset, root=config.data_root, seed=config.seed)
     # the paper drops isolated nodes of real graphs but keeps them in its CSBM experiments
     inst = build_instance(
@@ -165,9 +168,8 @@ def _owners(config: CertifyConfig, inst) -> np.ndarray | None:
     if config.clients is None:
         return None
     if config.partitioner == "random":
-        from stamen.certify.partition import random_label_split
-
         return random_label_split(len(inst.labeled), config.clients, config.seed)
+    # on use: torch, torch_geometric stay out of this module's import
     import torch
     from torch_geometric.data import Data
 
@@ -189,8 +191,6 @@ class _StdoutToStderr:
     ``--json`` output on stdout stays parseable."""
 
     def __enter__(self) -> _StdoutToStderr:
-        import os
-
         sys.stdout.flush()
         try:
             self.saved = os.dup(1)
@@ -200,8 +200,6 @@ class _StdoutToStderr:
         return self
 
     def __exit__(self, *exc: object) -> bool:
-        import os
-
         if self.saved is not None:
             sys.stdout.flush()
             os.dup2(self.saved, 1)
@@ -220,9 +218,6 @@ class Certified:
 
 def main(args: argparse.Namespace) -> int:
     """Run the certificate (:func:`certify_job`), print its tables; returns the exit code (ValueError on bad input)."""
-    from stamen.certify.report import print_tables
-    from stamen.common.screen import output_console
-
     config = _validate(args)
     done = certify_job(config, command=args.invocation, screen=output_console(stderr=True))
     if config.json:
@@ -246,11 +241,9 @@ def certify_job(config: CertifyConfig, *, command: str, screen: Console) -> Cert
     finished and says how to resume. The journal is removed once the final outputs are
     written: they hold all of it.
     """
-    from stamen.certify.journal import Journal
-    from stamen.certify.report import clean_floats, write_outputs
+    # on use: pulp stays out of this module's import
     from stamen.experiments.certify_job import certify_arch, job_digest, job_options
     from stamen.experiments.certify_progress import CertifyProgress
-    from stamen.simulations.errors import RunInterrupted
 
     out = Path(str(config.out))
     journal = None
@@ -283,7 +276,6 @@ def certify_job(config: CertifyConfig, *, command: str, screen: Console) -> Cert
         if journal is not None:
             journal.close()  # the finished units stay for a later run
         raise
-    from stamen.contract.provenance import provenance
 
     payload["provenance"] = provenance(seeds=[config.seed])
     payload = clean_floats(payload)
@@ -323,7 +315,7 @@ def _payload(config: CertifyConfig, inst, dataset_name: str, command: str) -> di
 
 def _tasks(config: CertifyConfig, inst, owner: np.ndarray | None) -> list:
     """One :class:`stamen.certify.task.CertificationTask` per architecture."""
-    from stamen.certify.parallel import available_cores
+    # on use: pulp stays out of this module's import
     from stamen.certify.solvers import SolverSpec
     from stamen.certify.task import CertificationTask
 

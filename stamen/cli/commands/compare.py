@@ -12,12 +12,17 @@ with what they share.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
+from stamen.common.file_writes import atomic_write
+from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import (
@@ -28,6 +33,7 @@ from stamen.contract.figures import (
     headline,
     model_figure,
 )
+from stamen.server.rundir import RunDirectory
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -117,8 +123,6 @@ def plot_labels(lines: list[Line]) -> tuple[list[str], str]:
 
 def lines_of(path: Path) -> list[Line]:
     """The lines one argument stands for (one for a run, one per config for a sweep)."""
-    from stamen.server.rundir import RunDirectory
-
     if (path / "sweep.json").is_file():
         record = json.loads((path / "sweep.json").read_text())
         return [
@@ -134,8 +138,6 @@ def lines_of(path: Path) -> list[Line]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from stamen.server.rundir import RunDirectory
-
     lines = [line for text in args.paths for line in lines_of(Path(text).expanduser())]
     for line in lines:
         line.summaries = [RunDirectory(run).summary() for run in line.runs]
@@ -155,9 +157,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    from stamen.common.screen import output_console
 
     table = Table(title="comparison (mean ± std over a sweep config's seeds)")
     columns = ("line", "runs", "algorithm", "dataset", "clients", "rounds", "final test acc", "global model",
@@ -180,17 +179,13 @@ def _print(rows: list[dict[str, Any]]) -> None:
 
 
 def _plot(lines: list[Line], path: Path) -> None:
-    import io
-
+    # on use: matplotlib, numpy stay out of this module's import
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.ticker import MaxNLocator
-
-    from stamen.common.file_writes import atomic_write
-    from stamen.server.rundir import RunDirectory
 
     if path.suffix.lower() != ".png":
         raise ValueError(f"--plot {path}: give a .png file name")

@@ -56,7 +56,9 @@ from stamen.simulations.deploy.warm_clientapp import add_clientapps_option, prep
 from stamen.simulations.deploy.workdir import check_output_folder, held_workdir
 from stamen.simulations.errors import RunFailed
 from stamen.simulations.flower import flower_environment, flower_state, flwr_run
+from stamen.simulations.flower_internals import check_flower_version
 from stamen.simulations.overrides import parse_overrides
+from stamen.simulations.preflight import default_run_config
 from stamen.simulations.run_follow import RunIdSink, follow_run
 
 OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
@@ -142,8 +144,8 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _checked_config(texts: list[str]) -> RunConfig:
     """The run config of ``--run-config`` over the project's defaults, checked once."""
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.app import check_run_config
-    from stamen.simulations.preflight import default_run_config
 
     values = default_run_config()
     values.update(parse_overrides(texts))
@@ -178,6 +180,7 @@ def certs_main(args: argparse.Namespace) -> int:
 
 
 def partition_main(args: argparse.Namespace) -> int:
+    # on use: torch, torch_geometric, scipy, numpy stay out of this module's import
     from stamen.graphs.node_data import PARTITION_FILE, export_partitions
 
     out = check_output_folder(args.out, "--out")
@@ -199,8 +202,6 @@ def partition_main(args: argparse.Namespace) -> int:
 
 def superlink_main(args: argparse.Namespace) -> int:
     """Check the files and the port, then run the SuperLink in the foreground (it dies with this command)."""
-    from stamen.simulations.flower_internals import check_flower_version
-
     check_flower_version()  # the gated SuperLink is built by the Flower adapter: another Flower, one line, now
     files = DeploymentFiles(args.certs)
     check_certificate(files.ca_certificate, "the CA certificate ca.pem", "--certs")
@@ -229,8 +230,6 @@ def register_main(args: argparse.Namespace) -> int:
 def check_supernode(args: argparse.Namespace) -> None:
     """Everything ``deploy supernode`` can check before it starts a process; one-line errors (exit 2)."""
     if args.clientapps == "resident":  # served through the Flower adapter: another Flower, one line, now
-        from stamen.simulations.flower_internals import check_flower_version
-
         check_flower_version()
     if args.num_partitions < 1:
         raise ValueError(f"--num-partitions {args.num_partitions}: give the number of SuperNodes (1 or more)")
@@ -291,8 +290,8 @@ def supernode_main(args: argparse.Namespace) -> int:
 
 
 def run_main(args: argparse.Namespace) -> int:
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.app import check_run_config
-    from stamen.simulations.preflight import default_run_config
 
     write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
     overrides = parse_overrides(args.run_config)
@@ -316,6 +315,7 @@ def run_main(args: argparse.Namespace) -> int:
 
 
 def local_main(args: argparse.Namespace) -> int:
+    # on use: torch, torch_geometric, scipy, numpy stay out of this module's import
     from stamen.graphs.node_data import export_partitions
 
     config = _checked_config(args.run_config)

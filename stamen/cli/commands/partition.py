@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from rich.table import Table
 
 from stamen.common.options import finite_float, renamed
+from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.graphs import DATASETS, FederationSpec, build_federation
 from stamen.graphs.names import RUN_PARTITIONERS, client_datasets, is_dataset_list, is_graph_set
@@ -69,9 +71,6 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(strict_json.dumps(report))
         return 0
-    from rich.table import Table
-
-    from stamen.common.screen import output_console
 
     table = Table(title=f"{args.dataset}: {args.clients} clients by {args.method} (seed {args.seed})")
     graph_set = "num_graphs" in report

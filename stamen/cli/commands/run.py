@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import argparse
 
+from rich.table import Table
+
 from stamen.cli.helptext import HelpFormatter
 from stamen.common.options import add_ray_address
+from stamen.common.screen import output_console
+from stamen.server.outputs import summary_lines, summary_table
 from stamen.simulations.launch import ENGINES, launch
 from stamen.simulations.preflight import PreparedRun
 
@@ -113,10 +117,6 @@ def _announce(run: PreparedRun, engine: str) -> None:
 
 def print_summary(summary: dict) -> None:
     """One table of the figures the run was for, then its privacy, certificates, unlearning and clients."""
-    from rich.table import Table
-
-    from stamen.common.screen import output_console
-    from stamen.server.outputs import summary_lines, summary_table
 
     model = "" if _own_model(summary["algorithm"]) else f" / {summary['model']}"
     title = f"{summary['algorithm']}{model} on {summary['dataset']}, {summary['clients']} clients"
@@ -154,6 +154,7 @@ def _seconds(summary: dict, who: str) -> str:
 
 def _own_model(algorithm: str) -> bool:
     """The algorithm trains a model of its own (FedLoG's), not the run's ``model``."""
+    # on use: torch, torch_geometric, scipy stay out of this module's import
     from stamen.client.algorithms import ClientAlgorithm, client_algorithm
 
     _, part = client_algorithm(algorithm)

@@ -28,12 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from rich.table import Table
+
 from stamen.cli.commands.run import federation_args
 from stamen.cli.helptext import HelpFormatter
+from stamen.common.file_writes import atomic_write
 from stamen.common.options import add_ray_address
+from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
+from stamen.contract.provenance import provenance
 from stamen.experiments.sweep import (
     FIGURES,
     Group,
@@ -47,7 +53,13 @@ from stamen.experiments.sweep import (
     run_figures,
 )
 from stamen.experiments.unit_progress import UnitProgress
-from stamen.simulations.launch import ray_address_for
+from stamen.server.rundir import RunDirectory, RunStatus, check_output_dir, check_run_name
+from stamen.server.runlock import FolderLock
+from stamen.simulations import lifetime
+from stamen.simulations.errors import RunFailed
+from stamen.simulations.launch import ray_address_for, simulate
+from stamen.simulations.overrides import parse_overrides
+from stamen.simulations.preflight import prepare
 
 DEFAULT_OUT = "sweeps"
 
@@ -151,9 +163,6 @@ def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
 
     Nothing is written before every check of the grid passed; the sweep folder's lock is held throughout.
     """
-    from stamen.server.rundir import check_output_dir, check_run_name
-    from stamen.simulations.overrides import parse_overrides
-
     check_own_keys(parse_overrides(spec.run_config), "-c/--run-config")
     runs = grid(spec.grid, spec.seeds)  # before the lock: nothing written
     if spec.engine not in ("flower", "inprocess"):
@@ -164,7 +173,6 @@ def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
     name = spec.name or time.strftime("sweep-%Y%m%d-%H%M%S")
     check_run_name(name)
     folder = check_output_dir(spec.out) / name
-    from stamen.server.runlock import FolderLock
 
     with FolderLock(folder, "sweep folder"):  # two sweeps of one name: the second is refused, naming the first
         return _sweep(spec, folder, runs, show)
@@ -172,9 +180,6 @@ def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
 
 def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool) -> SweepResult:
     """The sweep in ``folder``, its lock held: every config checked, the unfinished runs run, the table."""
-    from stamen.server.rundir import RunDirectory, RunStatus
-    from stamen.simulations.preflight import prepare
-
     todo: list[SweepRun] = []
     for run in runs:  # every config is checked before the first run starts
         run_dir = folder / run.name
@@ -208,8 +213,6 @@ def _config_args(spec: SweepSpec, run: SweepRun, folder: Path) -> list[str]:
 
 def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
     """Run ``todo`` (``--jobs`` at a time); return the names of the runs that failed."""
-    from stamen.simulations import lifetime
-
     failed: list[str] = []
     if not todo:
         return failed
@@ -262,10 +265,6 @@ def _execute(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = T
 
 def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True) -> list[str]:
     """Run ``todo`` one after another in this process on the in-process engine."""
-    from stamen.simulations.errors import RunFailed
-    from stamen.simulations.launch import simulate
-    from stamen.simulations.preflight import prepare
-
     failed = []
     with _screen(show, len(todo)) as screen:
         for run in todo:
@@ -282,8 +281,6 @@ def _execute_here(todo: list[SweepRun], spec: SweepSpec, folder: Path, show: boo
 @contextlib.contextmanager
 def _screen(show: bool, runs: int) -> Iterator[UnitProgress]:
     """The sweep's progress on stderr (``show=False``: none): a bar on a terminal, plain lines elsewhere."""
-    from stamen.common.screen import output_console
-
     with UnitProgress(output_console(stderr=True), "sweep", enabled=show) as screen:
         screen.begin(runs, 0)
         yield screen
@@ -294,9 +291,6 @@ def _outcome(name: str, failed: bool) -> str:
 
 
 def _write(folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Group], failed: list[str]) -> None:
-    from stamen.common.file_writes import atomic_write
-    from stamen.contract.provenance import provenance
-
     seeds = sorted({run.seed for run in runs})
     record = {
         "provenance": provenance(seeds=seeds),
@@ -335,13 +329,11 @@ def bar_text(value: float | None) -> str:
 
 
 def _plot(folder: Path, found: list[Group]) -> None:
+    # on use: matplotlib stays out of this module's import
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from stamen.common.file_writes import atomic_write
-    from stamen.server.rundir import RunDirectory
 
     figure, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
     for group in found:
@@ -351,8 +343,6 @@ def _plot(folder: Path, found: list[Group]) -> None:
             series.append([r.get(GLOBAL_TEST_ACC, r.get(TEST_ACC)) for r in rows if r.get("round", 0) >= 1])
         length = min((len(s) for s in series), default=0)
         if length:
-            import numpy as np
-
             values = np.array([[v if v is not None else np.nan for v in s[:length]] for s in series], dtype=float)
             mean, std = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
             rounds = np.arange(1, length + 1)
@@ -389,9 +379,6 @@ def _plot(folder: Path, found: list[Group]) -> None:
 
 
 def _print(found: list[Group], folder: Path) -> None:
-    from rich.table import Table
-
-    from stamen.common.screen import output_console
 
     table = Table(title=f"sweep {folder.name}: mean ± std over seeds")
     table.add_column("config", overflow="fold")

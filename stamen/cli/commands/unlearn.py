@@ -21,24 +21,34 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from stamen.common.file_writes import atomic_write
 from stamen.common.options import renamed
+from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.provenance import provenance
 from stamen.contract.requests import parse_request
+from stamen.contract.run_config import RunConfig
+from stamen.contract.tasks import NODE_CLASSIFICATION
 from stamen.experiments.unlearn_experiment import (
     METHODS,
     NEEDS_HISTORY,
     check_algorithm,
+    new_model,
     parse_methods,
     parse_seeds,
     run_request,
 )
+from stamen.graphs import build_federation
+from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.server.runlock import FolderLock
+from stamen.unlearn.report import bar_plot, markdown, mia_gap_line, rich_table, targets_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -65,10 +75,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
     """``(RunConfig, number of clients, saved state dict)`` of a run directory."""
-    from stamen.contract.run_config import RunConfig
-    from stamen.contract.tasks import NODE_CLASSIFICATION
-    from stamen.server.rundir import RunDirectory, RunStatus
-
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} not found")
     run = RunDirectory.open(run_dir)
@@ -104,9 +110,6 @@ def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
 
 def main(args: argparse.Namespace) -> int:
     """Unlearn (:func:`unlearn_run`), then print each request's tables (``--json``: the results on stdout)."""
-    from stamen.common.screen import output_console
-    from stamen.unlearn.report import mia_gap_line, rich_table, targets_table
-
     done = unlearn_run(
         args.run_dir,
         args.request,
@@ -145,9 +148,6 @@ def unlearn_run(
     earlier ones); ``command`` is named in the report; ``show``: progress on stderr. Returns each
     request's folder and result, in order.
     """
-    import os
-
-    from stamen.server.runlock import FolderLock
 
     folder = Path(run_dir).expanduser().resolve()
     if not folder.is_dir():
@@ -161,15 +161,12 @@ def unlearn_run(
 def _unlearn(
     run_dir: Path, texts: list[str], method: str, seed_text: str, overwrite: bool, command: str, show: bool
 ) -> list[tuple[Path, dict[str, Any]]]:
-    from stamen.common.screen import output_console
-
     config, num_clients, state = load_run(run_dir)
     check_algorithm(config.algorithm)
     methods = parse_methods(method)
     left_out = [m for m in methods if m in NEEDS_HISTORY] if method.strip() == "all" else []
     methods = [m for m in methods if m not in left_out]
     seeds = parse_seeds(seed_text) if seed_text else [config.seed]
-    from stamen.graphs import build_federation
 
     federation = build_federation(config.federation(num_clients))
     num_classes = int(federation.clients[0].num_classes)
@@ -184,8 +181,6 @@ def _unlearn(
             raise FileExistsError(f"{out} already holds results; pass --overwrite to replace them")
         out_dirs.append(out)
     # check the saved weights fit the rebuilt model before any long work
-    from stamen.experiments.unlearn_experiment import new_model
-
     try:
         new_model(config, federation.clients[0].num_features, num_classes, config.seed).load_state_dict(state)
     except RuntimeError as error:
@@ -219,8 +214,6 @@ def _unlearn(
         result["run_dir"] = str(run_dir)
         result["provenance"] = provenance(seeds=seeds)
         out.mkdir(parents=True, exist_ok=True)
-        from stamen.common.file_writes import atomic_write
-        from stamen.unlearn.report import bar_plot, markdown
 
         atomic_write(out / "result.json", strict_json.dumps(result, indent=2) + "\n")
         atomic_write(out / "report.md", markdown(result, command))

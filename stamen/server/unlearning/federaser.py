@@ -27,6 +27,7 @@ class FedEraser(UnlearningMethod):
     name = "federaser"
 
     def run(self, job: UnlearningJob) -> MethodResult:
+        # on use: torch stays out of this module's import
         from stamen.unlearn.federaser import check_clients, replay_step
 
         history = job.history
