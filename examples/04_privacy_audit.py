@@ -10,6 +10,8 @@
 #
 # `stamen.audit` is the command's audit from Python: it takes the command's options in snake_case
 # and returns the report; with `out` it writes the same JSON as `stamen audit privacy --out`.
+# There is no Python function for the audit yet, so this calls the command itself
+# (`stamen.cli.main.main` returns its exit code) and reads the JSON it writes.
 
 # %%
 import json

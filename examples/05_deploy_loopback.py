@@ -10,6 +10,8 @@
 #
 # `stamen.deploy.local` is the command from Python: the run config as `stamen.run` takes it. It
 # starts processes and takes a minute or more.
+# No Python function starts a deployment, so this calls the command (`stamen.cli.main.main`).
+# It starts processes and takes a minute or more.
 
 # %%
 import os

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 # in the whole API.
 _EXPORTS = {
     "AlgorithmSpec": "stamen.contract.algorithms",
-    "AuditReport": "stamen.simulations.commands.audit",
-    "AuditResult": "stamen.simulations.commands.audit",
-    "AuditSettings": "stamen.simulations.commands.audit",
+    "AuditReport": "stamen.cli.commands.audit",
+    "AuditResult": "stamen.cli.commands.audit",
+    "AuditSettings": "stamen.cli.commands.audit",
     "audit": "stamen.auditing",
     "Certificates": "stamen.certifying",
     "deploy": "stamen.deploy",
-    "Deployed": "stamen.simulations.commands.deploy",
+    "Deployed": "stamen.cli.commands.deploy",
     "ModelSpec": "stamen.models.names",
     "option": "stamen.contract.keys",
     "PartitionerSpec": "stamen.graphs.names",
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from stamen import deploy
     from stamen.auditing import audit
     from stamen.certifying import Certificates
+    from stamen.cli.commands.audit import AuditReport, AuditResult, AuditSettings
+    from stamen.cli.commands.deploy import Deployed
     from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
     from stamen.contract.keys import option
     from stamen.contract.tasks import Pooling, TaskSpec, register_task
@@ -67,8 +69,6 @@ if TYPE_CHECKING:
     from stamen.models.names import ModelSpec, register_model
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
-    from stamen.simulations.commands.audit import AuditReport, AuditResult, AuditSettings
-    from stamen.simulations.commands.deploy import Deployed
     from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
     from stamen.sweeps import Sweep, sweep
     from stamen.tuning import Tuned, tune

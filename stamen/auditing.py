@@ -5,7 +5,7 @@
 
 Each audited run trains through the federated engine with canaries planted in the clients' training
 nodes and turns membership guesses into an empirical lower bound on epsilon
-(:func:`stamen.simulations.commands.audit.audit_privacy`); with ``out`` each audited run is kept as it
+(:func:`stamen.cli.commands.audit.audit_privacy`); with ``out`` each audited run is kept as it
 finishes and the same call resumes an interrupted audit.
 """
 
@@ -16,7 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from stamen.simulations.commands.audit import AuditReport, AuditResult, AuditSettings
+    from stamen.cli.commands.audit import AuditReport, AuditResult, AuditSettings
 
 __all__ = ["AuditReport", "AuditResult", "AuditSettings", "audit"]
 
@@ -42,8 +42,8 @@ def audit(
         ValueError: bad input, before any run; the message is the line ``stamen audit privacy`` prints.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; with ``out``, the finished runs are kept.
     """
+    from stamen.cli.commands.audit import AuditSettings, _output, audit_privacy
     from stamen.config import call_text
-    from stamen.simulations.commands.audit import AuditSettings, _output, audit_privacy
     from stamen.simulations.errors import one_line
 
     command = call_text("stamen.audit", settings, out=out, **options)

@@ -3,7 +3,7 @@
 :func:`certify` takes ``stamen certify``'s options as keyword arguments (``--csbm-nodes 40`` is
 ``csbm_nodes=40``), checks them with the command's own check (:meth:`stamen.contract.certify_config.
 CertifyConfig.from_values` and ``--out``) and calls the command's one path
-(:func:`stamen.simulations.commands.certify.certify_job`): the same journal in ``out`` (an interrupted
+(:func:`stamen.cli.commands.certify.certify_job`): the same journal in ``out`` (an interrupted
 call resumes), the same ``certificate.json``, plot and ``report.md``. Only the printing differs:
 nothing unless ``progress=True``.
 """
@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from stamen.config import call_text
+from stamen.contract.certify_config import OPTIONS
+from stamen.simulations.errors import one_line
 
 
 @dataclass(frozen=True)
@@ -74,11 +78,8 @@ def certify(*, out: str | os.PathLike[str], progress: bool = False, **options: A
         FileNotFoundError: a ``graph`` or ``kernel`` file, or the dataset's files, are missing.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished units stay in ``out`` for the same call.
     """
-    from rich.console import Console
-
-    from stamen.contract.certify_config import OPTIONS
-    from stamen.simulations.commands.certify import certify_job, checked_config
-    from stamen.simulations.errors import one_line
+    # on use: numpy stays out of this module's import
+    from stamen.cli.commands.certify import certify_job, checked_config
 
     by_attribute = {key.attribute: name for name, key in OPTIONS.items()}
     values: dict[str, Any] = {"out": _option_value("out", out), "workers": 1}

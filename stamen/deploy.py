@@ -6,8 +6,8 @@
 
 Each call takes the run config as :func:`stamen.run` does (a dict of kebab- or snake_case keys, a
 TOML file, keyword overrides), checks it (:meth:`stamen.contract.run_config.RunConfig.from_mapping`)
-and calls the function the command calls (:func:`stamen.simulations.commands.deploy.deploy_local`,
-:func:`~stamen.simulations.commands.deploy.deploy_run`); nothing is printed unless ``progress``.
+and calls the function the command calls (:func:`stamen.cli.commands.deploy.deploy_local`,
+:func:`~stamen.cli.commands.deploy.deploy_run`); nothing is printed unless ``progress``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from stamen.config import Config, run_config
 
 if TYPE_CHECKING:
-    from stamen.simulations.commands.deploy import Deployed
+    from stamen.cli.commands.deploy import Deployed
 
 __all__ = ["Deployed", "local", "run"]
 
@@ -53,7 +53,7 @@ def local(
         ValueError: bad input, before anything starts; the message is the line ``stamen deploy local`` prints.
         stamen.simulations.errors.RunFailed: the deployed run failed or was stopped.
     """
-    from stamen.simulations.commands.deploy import deploy_local
+    from stamen.cli.commands.deploy import deploy_local
     from stamen.simulations.errors import one_line
     from stamen.simulations.flower import flower_state
     from stamen.simulations.preflight import check_config
@@ -91,7 +91,7 @@ def run(
         ValueError: bad input, before anything is submitted.
         stamen.simulations.errors.RunFailed: the run failed, or was stopped from outside (recorded as such).
     """
-    from stamen.simulations.commands.deploy import deploy_run
+    from stamen.cli.commands.deploy import deploy_run
     from stamen.simulations.deploy.local import SUPERLINK_PORT
     from stamen.simulations.errors import RunFailed, one_line
     from stamen.simulations.preflight import check_config

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from stamen.config import Config, call_text, federation_config, run_config
 from stamen.contract.figures import headline_key
 from stamen.server.rundir import RunDirectory, RunStatus, TornLastRow
+from stamen.simulations.errors import one_line
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -157,7 +158,8 @@ def run(
     """
     from stamen.contract.provenance import Provenance
     from stamen.simulations import runner
-    from stamen.simulations.errors import one_line
+
+    # on use: flwr, numpy stay out of this module's import
 
     command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)
     try:

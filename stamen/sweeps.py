@@ -1,6 +1,6 @@
 """A sweep from Python: run-config values x seeds, as ``stamen sweep`` runs it (the same function), as a table.
 
-:func:`sweep` calls :func:`stamen.simulations.commands.sweep.run_sweep`: every config is checked
+:func:`sweep` calls :func:`stamen.cli.commands.sweep.run_sweep`: every config is checked
 before the first run, the sweep folder is locked, finished runs are skipped (the same call
 resumes a sweep), and ``sweep.json``, ``sweep.csv`` and ``sweep.png`` are written.
 """
@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, config_values, federation_values
 from stamen.contract.key_spelling import key_name
+from stamen.experiments.sweep import check_set, grid_file
+from stamen.runs import load
+from stamen.simulations.errors import one_line
+from stamen.simulations.experiment_file import is_scalar
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -43,8 +47,6 @@ class Sweep:
 
     def runs(self) -> list[Run]:
         """Every run of the sweep that wrote a folder, read (:func:`stamen.load`)."""
-        from stamen.runs import load
-
         return [load(path.parent) for path in sorted(self.dir.glob("*/config.json"))]
 
     def to_pandas(self) -> pandas.DataFrame:
@@ -83,10 +85,10 @@ def sweep(
     Raises:
         ValueError: bad input, before anything runs; the message is the line ``stamen sweep`` prints.
     """
+    from stamen.cli.commands.sweep import SweepSpec, run_sweep
     from stamen.contract.provenance import Provenance
-    from stamen.simulations.commands.sweep import SweepSpec, run_sweep
-    from stamen.simulations.errors import one_line
-    from stamen.simulations.sweep import check_set, fixed_file_keys, grid_file
+    from stamen.experiments.sweep import fixed_file_keys
+    # on use: flwr, numpy stay out of this module's import
 
     command = call_text("stamen.sweep", config, grid=grid, seeds=list(seeds), name=name or None, **overrides)
     try:
@@ -120,8 +122,6 @@ def sweep(
 
 
 def _values(key: str, values: object) -> list[Any]:
-    from stamen.simulations.experiment_file import is_scalar
-
     if isinstance(values, str) or not isinstance(values, Sequence) or not values or not all(map(is_scalar, values)):
         raise ValueError(f"grid {key}: give a list of values, e.g. {{{key!r}: [1, 2]}}; got {values!r}")
     return list(values)

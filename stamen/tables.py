@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 def data_frame(rows: Sequence[dict[str, Any]], who: str) -> pandas.DataFrame:
     """``rows`` (dicts of one shape) as a DataFrame, one row each; ImportError naming the extra without pandas."""
     try:
+        # on use: pandas stays out of this module's import
         import pandas
     except ImportError:
         raise ImportError(f"{who} needs pandas: pip install 'stamen[pandas]'") from None

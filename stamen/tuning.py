@@ -1,6 +1,6 @@
 """Hyper-parameter search from Python: run-config keys searched with Optuna, as ``stamen tune`` does.
 
-:func:`tune` calls the command's own :func:`stamen.simulations.tune.run_tune`: the same checks of the
+:func:`tune` calls the command's own :func:`stamen.experiments.tune.run_tune`: the same checks of the
 space against the run config's declared keys, the study folder's lock, the seeded TPE sampler
 and median pruner, ``study.db`` (the same call with more ``trials`` goes on), ``tune.json``,
 ``tune.csv`` and ``tune.png``.
@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, config_values, federation_values
 from stamen.contract.key_spelling import key_name
+from stamen.experiments.tune import run_tune
+from stamen.experiments.tune_space import dimension, parse_dimension, space_file
+from stamen.simulations.errors import one_line
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -85,8 +88,7 @@ def tune(
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished trials are kept (the same call goes on).
     """
     from stamen.contract.provenance import Provenance
-    from stamen.simulations.errors import one_line
-    from stamen.simulations.tune import TuneSpec, run_tune
+    from stamen.experiments.tune import TuneSpec
 
     command = call_text("stamen.tune", config, space=space, trials=trials, name=name or None, **overrides)
     try:
@@ -111,8 +113,6 @@ def tune(
 
 
 def _space(space: Space) -> list[Any]:
-    from stamen.simulations.tune_space import dimension, parse_dimension, space_file
-
     if isinstance(space, str | os.PathLike):
         return space_file(os.fspath(space))
     if isinstance(space, Mapping):

@@ -1,6 +1,6 @@
 """Unlearning from Python: forget a client, some nodes or a class from a finished run, as ``stamen unlearn`` does.
 
-:func:`unlearn` calls the command's own :func:`stamen.simulations.commands.unlearn.unlearn_run`: the
+:func:`unlearn` calls the command's own :func:`stamen.cli.commands.unlearn.unlearn_run`: the
 same checks, the run directory's lock, the same results written to ``RUN_DIR/unlearn/<request>/``.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from stamen.config import call_text
 from stamen.runs import Run
+from stamen.simulations.errors import one_line
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,8 @@ def unlearn(
         ValueError: bad input, before any slow work; the message is the line ``stamen unlearn`` prints.
         FileNotFoundError: not a finished run's folder; FileExistsError: results exist (``overwrite``).
     """
-    from stamen.simulations.commands.unlearn import unlearn_run
-    from stamen.simulations.errors import one_line
+    # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
+    from stamen.cli.commands.unlearn import unlearn_run
 
     folder = run.dir if isinstance(run, Run) else Path(os.fspath(run))
     requests = [request] if isinstance(request, str) else list(request) if isinstance(request, Sequence) else []

@@ -226,7 +226,7 @@ def keep_signal_handlers():
 @pytest.fixture
 def interrupt_long_job(monkeypatch: pytest.MonkeyPatch):
     """``interrupt(n)``: Ctrl-C right after the ``n``-th unit of a bench or audit is journaled; returns the undo."""
-    from stamen.simulations.long_job import LongJob
+    from stamen.experiments.long_job import LongJob
 
     def interrupt(units: int):
         original, calls = LongJob.finish, []

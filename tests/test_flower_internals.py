@@ -182,7 +182,7 @@ def test_every_flower_reference_is_listed():
     listed = [ref for path in source_files() for ref in references(path)]
     public = {(ref.path, ref.module, ref.name) for ref in listed if ref.public}
     assert ("stamen/server/app.py", "flwr.serverapp", "ServerApp") in public
-    assert ("stamen/simulations/benches/records.py", "flwr", "") in public  # flwr.__version__
+    assert ("stamen/benches/records.py", "flwr", "") in public  # flwr.__version__
     internal = {ref.module for ref in listed if not ref.public}
     assert {"flwr.supercore.task_identity", "flwr.proto.fleet_pb2", "flwr.common.config"} <= internal
     assert all(ref.path.startswith(ADAPTER.as_posix() + "/") for ref in listed if not ref.public)
@@ -278,7 +278,7 @@ def test_importing_the_adapter_checks_the_version(monkeypatch):
 
 
 def test_the_cli_says_it_in_one_line(monkeypatch, capsys, tmp_path):
-    from stamen.simulations.cli import main
+    from stamen.cli.main import main
 
     monkeypatch.setattr(flwr, "__version__", "1.43.0")
     _forget_the_adapter(monkeypatch)

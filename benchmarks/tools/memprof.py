@@ -66,7 +66,7 @@ thread.start()
 sys.argv = ["stamen", *args]
 code = 0
 try:
-    from stamen.simulations.cli import main
+    from stamen.cli.main import main
 
     code = main(args) or 0
 except SystemExit as exit_:

@@ -23,6 +23,7 @@ on the KKT residual).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -74,8 +75,6 @@ def sweep(
     clean_alpha: np.ndarray | None = None,
 ) -> Sweep:
     """Retrain on every flip set of size ``<= budget`` (allowed positions only)."""
-    import time
-
     t0 = time.perf_counter()
     k_ll = np.asarray(k_ll, dtype=np.float64)
     k_tl = np.asarray(k_tl, dtype=np.float64)

@@ -36,8 +36,10 @@ pairwise margin :math:`\le 0` is "not certified").
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from itertools import combinations, product
+from math import comb
 
 import numpy as np
 
@@ -48,8 +50,6 @@ Relabelling = tuple[tuple[int, int], ...]  # sorted (position, new class) pairs
 
 def num_relabellings(num_flippable: int, budget: int, num_classes: int) -> int:
     r""":math:`\sum_{j\le k}\binom{m}{j}(c-1)^j`: relabellings of at most ``budget`` nodes."""
-    from math import comb
-
     return sum(comb(int(num_flippable), j) * (num_classes - 1) ** j for j in range(max(int(budget), 0) + 1))
 
 
@@ -111,8 +111,6 @@ class SweepResult:
 
 def sweep(cache: RelabelCache, rows: np.ndarray, budget: int, flippable: np.ndarray | None = None) -> SweepResult:
     """Every relabelling of at most ``budget`` allowed positions against the target ``rows`` (see above)."""
-    import time
-
     t0 = time.perf_counter()
     rows = np.asarray(rows, dtype=np.int64)
     m, nc = len(cache.labels), cache.num_classes

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
+from rich.table import Table
 
 from stamen.certify.outcome import BudgetOutcome, CollectiveOutcome, Status
+from stamen.common.file_writes import atomic_write
 
 if TYPE_CHECKING:
     from stamen.certify.task import CertificationTask
@@ -127,8 +127,6 @@ class CertificateReport:
 
 def print_tables(payload: dict, console) -> None:
     """One rich table per budget (rows: architectures)."""
-    from rich.table import Table
-
     for k in payload["budgets"]:
         table = Table(title=f"budget k = {k} ({payload['mode']}, {payload['model']})")
         if payload["mode"] == "collective":
@@ -164,6 +162,8 @@ def print_tables(payload: dict, console) -> None:
 
 def plot(payload: dict, path: Path | BinaryIO) -> None:
     """Certified accuracy (sample-wise) or certified share (collective) vs budget."""
+    # on use: matplotlib stays out of this module's import
+
     from stamen.common.pictures import DPI, MARKERS, PALETTE, new_figure
 
     fig = new_figure(5.5, 3.8)
@@ -242,25 +242,15 @@ def write_outputs(out_dir: Path, payload: dict) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     # Strict JSON (Stamen's rule, as in stamen.contract.strict_json): a non-finite float is null, never a bare NaN
     text = json.dumps(clean_floats(payload), indent=1, default=_json_default, allow_nan=False)
-    _atomic_write(out_dir / "certificate.json", text.encode())
+    atomic_write(out_dir / "certificate.json", text.encode())
     picture = io.BytesIO()  # drawn in memory: only the atomic write below touches the folder
     plot(payload, picture)
-    _atomic_write(out_dir / "certified_accuracy.png", picture.getvalue())
-    _atomic_write(out_dir / "report.md", markdown(payload).encode())
+    atomic_write(out_dir / "certified_accuracy.png", picture.getvalue())
+    atomic_write(out_dir / "report.md", markdown(payload).encode())
 
 
+# The temporary files of atomic_write (``.NAME.<random>.tmp``) that a killed writer may leave
 STAGING_PREFIXES = tuple(f".{name}." for name in ("certificate.json", "certified_accuracy.png", "report.md"))
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # a STAGING_PREFIXES name
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _json_default(o: object) -> object:

@@ -44,6 +44,7 @@ class _WarmHiGHS(pulp.HiGHS):
 
     def callSolver(self, lp):  # PuLP's name
         if self.warm_start:
+            # on use: highspy stays out of this module's import
             import highspy
 
             variables = lp.variables()

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stamen.certify.data import Instance
+from stamen.certify.names import ENUMERATE_LIMIT, METHODS, MODELS, MODES
 from stamen.certify.ntk import validate_kernel
-from stamen.certify.registry import ENUMERATE_LIMIT, METHODS, MODELS, MODES
 from stamen.certify.solvers import SolverSpec
 
 

@@ -27,6 +27,7 @@ app = ClientApp()
 
 @app.train(mods=[packed_records_mod, secure_aggregation_mod, client_dp_mod])
 def train(message: Message, context: Context) -> Message:
+    # on use: torch, torch_geometric, scipy stay out of this module's import
     from stamen.client.handlers import train
 
     return train(message, context)
@@ -34,6 +35,7 @@ def train(message: Message, context: Context) -> Message:
 
 @app.evaluate(mods=[packed_records_mod])
 def evaluate(message: Message, context: Context) -> Message:
+    # on use: torch, torch_geometric, scipy stay out of this module's import
     from stamen.client.handlers import evaluate_received
 
     return evaluate_received(message, context)
@@ -41,6 +43,7 @@ def evaluate(message: Message, context: Context) -> Message:
 
 @app.query(mods=[packed_records_mod])
 def query(message: Message, context: Context) -> Message:
+    # on use: torch, torch_geometric, scipy stay out of this module's import
     from stamen.client.handlers import query
 
     return query(message, context)

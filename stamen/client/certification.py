@@ -57,6 +57,7 @@ def client_task(data: Data, config: RunConfig, partition_id: int) -> Certificati
 
 def client_certificate(data: Data, config: RunConfig, partition_id: int) -> CertificateReport | None:
     """This client's certificate, target by target (``None`` when it has nothing to certify)."""
+    # on use: pulp, numpy stay out of this module's import
     from stamen.certify.pipeline import run
 
     task = client_task(data, config, partition_id)

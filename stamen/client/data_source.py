@@ -19,6 +19,7 @@ from torch_geometric.data import Data
 
 from stamen.client.job import client_data
 from stamen.graphs import FederationSpec
+from stamen.graphs.node_data import PARTITION_FILE
 
 _SOURCES: dict[FederationSpec, Callable[[int], Data]] = {}
 
@@ -38,8 +39,6 @@ def data_source(spec: FederationSpec, read: Callable[[int], Data]) -> Iterator[N
 def data_is_given(spec: FederationSpec) -> bool:
     """A client of ``spec`` does not cut the graph itself: a data source is open for it, or its data root holds
     an exported partition (a deployment's host)."""
-    from stamen.graphs.node_data import PARTITION_FILE
-
     return spec in _SOURCES or bool(spec.data_root) and (Path(spec.data_root).expanduser() / PARTITION_FILE).is_file()
 
 

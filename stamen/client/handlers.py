@@ -263,7 +263,7 @@ def train_begun(work: TrainingRound) -> Message:
     _seed(job, work.server_round, TRAINING)
     step = None
     if work.unlearning:
-        from stamen.client.unlearning import unlearning_round
+        from stamen.client.unlearning import unlearning_round  # unlearning modules load only when asked
 
         step = unlearning_round(job, model, work.round_config, work.num_partitions, work.server_round)
     if step is not None:  # LAF, head repair or gradient ascent, not local training

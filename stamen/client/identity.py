@@ -4,7 +4,7 @@
 Stamen (version, commit) against its own (:func:`stamen.contract.identity.identity_problem`), its
 data root (a folder on this machine), and, when the head sent a partition digest and this
 client cuts the partition itself, the digest of its own cut
-(:attr:`stamen.graphs.federation.Federation.digest`). Each difference is one line (a
+(:attr:`stamen.graphs.federation_data.Federation.digest`). Each difference is one line (a
 :class:`HeadMismatch`); the handler fails with it, the server records the client as failed
 and the run as degraded. The check is repeated for every message, at the cost of a few
 string comparisons: the federation is built once per process anyway.
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from stamen.contract.identity import PARTITION_DIGEST, VERSION, identity_problem, own_identity
-from stamen.graphs import FederationSpec
+from stamen.graphs import FederationSpec, build_federation
 
 
 class HeadMismatch(RuntimeError):
@@ -42,8 +42,6 @@ def check_head(head: Mapping[str, object], spec: FederationSpec, exported: bool)
         problem = f"data-root {spec.data_root!r} is not a folder on this node; give every node the datasets there"
     digest = str(head.get(PARTITION_DIGEST, "") or "")
     if problem is None and digest and not exported:
-        from stamen.graphs import build_federation
-
         mine = build_federation(spec).digest
         if mine != digest:
             problem = (

@@ -120,6 +120,7 @@ def solved_noise_multiplier(target_epsilon: float, delta: float, rate: float, st
     up to a million before saying so, a minute of a bad run config's pre-run check.
     """
     with opacus_quietly():
+        # on use: opacus stays out of this module's import
         from opacus.accountants import RDPAccountant
         from opacus.accountants.analysis.rdp import get_privacy_spent
 
@@ -132,6 +133,7 @@ def solved_noise_multiplier(target_epsilon: float, delta: float, rate: float, st
         )
     try:
         with opacus_quietly():
+            # on use: opacus stays out of this module's import
             from opacus.accountants.utils import get_noise_multiplier
         return get_noise_multiplier(target_epsilon=target_epsilon, target_delta=delta, sample_rate=rate, steps=steps)
     except ValueError as error:
@@ -144,6 +146,7 @@ def solved_noise_multiplier(target_epsilon: float, delta: float, rate: float, st
 def load_accountant(state: RecordDict) -> RDPAccountant:
     """The client's RDP accountant with every step of earlier rounds (empty on its first round)."""
     with opacus_quietly():
+        # on use: opacus stays out of this module's import
         from opacus.accountants import RDPAccountant
     accountant = RDPAccountant()
     if ACCOUNTANT_STATE in state:
@@ -163,6 +166,7 @@ def rdp_per_step(noise_multiplier: float, rate: float) -> np.ndarray:
     more than a client's whole round of steps); it depends on ``(sigma, q)`` alone.
     """
     with opacus_quietly():
+        # on use: opacus stays out of this module's import
         from opacus.accountants import RDPAccountant
         from opacus.accountants.analysis import rdp as analysis
     curve = analysis.compute_rdp(
@@ -181,6 +185,7 @@ def spent_epsilon(accountant: RDPAccountant, delta: float) -> float:
     if not accountant.history:
         return 0.0
     with opacus_quietly():
+        # on use: opacus stays out of this module's import
         from opacus.accountants.analysis import rdp as analysis
     rdp = sum([rdp_per_step(z, q) * n for z, q, n in accountant.history])
     epsilon, _ = analysis.get_privacy_spent(orders=accountant.DEFAULT_ALPHAS, rdp=rdp, delta=delta)

@@ -39,7 +39,9 @@ from stamen.contract import protocol as p
 from stamen.contract.requests import Request, parse_request
 from stamen.models import NodeClassifier
 from stamen.models.object_cache import kept
+from stamen.unlearn.baselines import gradient_ascent
 from stamen.unlearn.evaluate import client_counts
+from stamen.unlearn.laf import EmbeddingVAE, LAFConfig, laf_traced, repair_head
 from stamen.unlearn.requests import client_forget_mask, remaining_view
 from stamen.unlearn.wash import WashConfig, client_wash_statistics, head_matrix, keys, prediction_changes
 
@@ -153,12 +155,8 @@ def unlearning_round(
     if flag == p.UNLEARN_LAF:
         return laf_round(job, model, text, num_partitions, server_round)
     if flag == p.UNLEARN_REPAIR:
-        from stamen.unlearn.laf import repair_head
-
         return repair_head(model, [job.data], epochs=5, lr=job.config.lr), float("nan")
     if flag == p.UNLEARN_ASCENT:
-        from stamen.unlearn.baselines import gradient_ascent
-
         data = copy.copy(job.data)
         data.forget_mask = job.data.train_mask
         return gradient_ascent(model, [data], lr=job.config.lr, seed=job.config.seed), float("nan")
@@ -175,8 +173,6 @@ def laf_round(
     client's state for the later rounds' VAEs and alignment). Returns the model and the
     extractor loss.
     """
-    from stamen.unlearn.laf import LAFConfig, laf_traced
-
     request = _request(job, request_text, num_partitions)
     if server_round == 1:
         job.state[ORIGINAL_MODEL] = private_record(model.state_dict())
@@ -207,8 +203,6 @@ def _keep_vaes(job: LocalJob, vaes: tuple) -> None:
 
 def _kept_vaes(job: LocalJob) -> tuple | None:
     """The VAEs :func:`_keep_vaes` kept, rebuilt (None before LAF's first round)."""
-    from stamen.unlearn.laf import EmbeddingVAE
-
     if LAF_VAES not in job.state:
         return None
     tensors = private_tensors(job.state[LAF_VAES])

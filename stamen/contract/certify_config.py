@@ -13,7 +13,7 @@ The rules between options are :data:`RULES`, one declared line each. :meth:`Cert
 is THE check of a job's options: types, each option's constraint, then the rules, each
 failure one line naming the flag and what to do. ``stamen certify``'s argparse options
 (flag, type, default, help) are derived from :data:`OPTIONS`
-(:mod:`stamen.simulations.commands.certify`). No file is touched here: ``--out``, ``--graph``,
+(:mod:`stamen.cli.commands.certify`). No file is touched here: ``--out``, ``--graph``,
 ``--kernel`` and the dataset's files are checked where they are read.
 """
 

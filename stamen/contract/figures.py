@@ -29,6 +29,11 @@ from typing import Any
 
 from stamen.contract.protocol import SETTINGS
 
+# A round's row (a line of ``metrics.jsonl``) and each client's entry of its ``per_client``, in every room that
+# builds, writes or reads one: keys as declared below. Not a TypedDict: a row's keys are open (an accuracy per
+# evaluation setting, the link figures of a link-prediction run, the figures a strategy adds of its own).
+Row = dict[str, Any]
+
 ROUND = "round"
 GLOBAL_TEST_ACC = "global_test_acc"
 GLOBAL_VAL_ACC = "global_val_acc"
@@ -154,7 +159,7 @@ ROW_KEYS: dict[str, str] = {
 def setting_nodes(setting: str) -> str:
     """A client's node count of an evaluation setting (``missing-class`` -> ``missing_class_nodes``): the
     weights of a pooled figure, and of FedLoG's authors' round selection
-    (:mod:`stamen.simulations.benches.fedlog_selection`)."""
+    (:mod:`stamen.benches.fedlog_selection`)."""
     return setting.replace("-", "_") + "_nodes"
 
 

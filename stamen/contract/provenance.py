@@ -22,6 +22,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -39,7 +40,6 @@ def staged_build() -> dict[str, str]:
     path = Path(__file__).resolve().parents[2] / BUILD_FILE
     if not path.is_file():
         return {}
-    import tomllib
 
     try:
         return {key: str(value) for key, value in tomllib.loads(path.read_text()).items()}

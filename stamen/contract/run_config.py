@@ -28,6 +28,7 @@ from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import ALGORITHMS, plugin_keys
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
+from stamen.contract.rules import check_rules
 from stamen.contract.run_mapping import kebab_values
 from stamen.contract.tasks import DEFAULT_TASK, TASKS, with_task_defaults
 from stamen.contract.tracking import trackers, translate_retired
@@ -296,8 +297,6 @@ class RunConfig:
 
     def validate(self) -> None:
         """Each key's constraint, then the rules between keys (:mod:`stamen.contract.rules`)."""
-        from stamen.contract.rules import check_rules
-
         for key in KEYS.values():
             key.check(getattr(self, key.attribute))
         for name, key in plugin_keys().items():

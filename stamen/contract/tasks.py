@@ -275,6 +275,7 @@ def available() -> tuple[str, ...]:
 
 
 def _defaults() -> dict[str, Any]:
+    # on use: stamen.contract.run_config imports this module
     from stamen.contract.run_config import KEYS
 
     return {name: key.default for name, key in KEYS.items()}

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stamen.common.suggest import did_you_mean
+
 NONE = "none"
 
 
@@ -55,8 +57,6 @@ def trackers(text: str) -> tuple[str, ...]:
         return ()
     unknown = [n for n in names if n not in TRACKERS]
     if unknown:
-        from stamen.common.suggest import did_you_mean
-
         raise ValueError(
             f"tracking={text!r}: {unknown[0]!r} is no tracker{did_you_mean(unknown[0], TRACKERS)}; "
             f"give {TRACKING_FORM_TEXT}"

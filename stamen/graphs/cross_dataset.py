@@ -12,7 +12,7 @@ datasets and :math:`K \ge D` clients:
   evenly (:func:`stamen.graphs.partition.partition_nodes`' ``random``, seeded by the run's seed and the
   dataset's place in the list, so that two datasets of one size are not cut alike);
 - each client's graphs are split train/validation/test as every graph set's are
-  (:func:`stamen.graphs.graph_federation._client`).
+  (:func:`stamen.graphs.graph_set_clients.client_batch`).
 
 One model must read every client's batches, so the datasets are brought to one shape:
 
@@ -33,29 +33,21 @@ of the datasets before it. No edge is cut.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
-from stamen.graphs.graph_federation import _client, load_graph_set
+from stamen.graphs.federation_data import Federation
+from stamen.graphs.graph_set_clients import client_batch, load_graph_set
 from stamen.graphs.names import dataset_parts
 from stamen.graphs.partition import partition_nodes
 from stamen.graphs.spec import FederationSpec
-
-if TYPE_CHECKING:
-    from stamen.graphs.federation import Federation
 
 DATASET_SEED_STRIDE = 1_009  # dataset d of the list is split with seed * stride + d
 
 
 def build_cross_dataset(spec: FederationSpec) -> Federation:
     """The clients' graph batches of ``spec`` (a dataset list, ``cross-dataset``; see the module docstring)."""
-    from stamen.graphs.federation import (
-        Federation,  # imported here: stamen.graphs.federation imports graph_federation on use
-    )
-
     names = dataset_parts(spec.dataset)
     sets = [load_graph_set(name, spec.data_root or None, spec.graph_seed) for name in names]
     width = max(int(graph.x.size(1)) for graphs in sets for graph in graphs)
@@ -71,7 +63,7 @@ def build_cross_dataset(spec: FederationSpec) -> Federation:
         )
         for client, share in zip(holders, shares, strict=True):
             parts[client] = share + int(offsets[number])
-    clients = [_client(graphs, part, spec, i, num_classes) for i, part in enumerate(parts)]
+    clients = [client_batch(graphs, part, spec, i, num_classes) for i, part in enumerate(parts)]
     whole = Batch.from_data_list(graphs)
     whole.num_classes = num_classes
     return Federation(spec=spec, graph=whole, parts=parts, clients=clients, new_client=None, cut_edges=0)

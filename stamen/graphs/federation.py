@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
+import io
 import zipfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from torch_geometric.data import Data
 
+from stamen.common.file_writes import atomic_write
 from stamen.graphs.datasets import cache_dir, load_dataset
+from stamen.graphs.federation_data import Federation
+from stamen.graphs.graph_federation import build_graph_federation
 from stamen.graphs.names import is_graph_set
 from stamen.graphs.partition import client_subgraphs, cut_edges, partition_nodes
 from stamen.graphs.settings import with_settings
@@ -28,39 +30,10 @@ from stamen.graphs.spec import FederationSpec
 from stamen.graphs.splits import split_masks
 
 
-@dataclass
-class Federation:
-    """The clients' subgraphs (``train_mask``/``val_mask``/``test_mask`` set) and their provenance."""
-
-    spec: FederationSpec
-    graph: Data
-    parts: list[np.ndarray]
-    clients: list[Data]
-    new_client: Data | None
-    cut_edges: int
-
-    @functools.cached_property
-    def digest(self) -> str:
-        """:func:`partition_digest` of this federation's parts."""
-        return partition_digest(self.parts)
-
-
-def partition_digest(parts: list[np.ndarray]) -> str:
-    """A short hash of which nodes each part holds, in order: two processes that cut the same
-    partition of the same graph agree on it, any other cut differs (see :mod:`stamen.contract.identity`)."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(np.asarray(part, dtype=np.int64).tobytes())
-        digest.update(b"|")
-    return digest.hexdigest()[:16]
-
-
 @functools.lru_cache(maxsize=4)
 def build_federation(spec: FederationSpec) -> Federation:
     """Load, partition and split once per process for a given spec."""
     if is_graph_set(spec.dataset):
-        from stamen.graphs.graph_federation import build_graph_federation
-
         return build_graph_federation(spec)
     graph = load_dataset(spec.dataset, spec.data_root or None, seed=spec.graph_seed, **dict(spec.dataset_options))
     num_parts = spec.num_clients + int(spec.new_client)
@@ -117,9 +90,9 @@ def cached_partition(graph: Data, num_parts: int, method: str, seed: int, alpha:
             return stored
     parts = partition_nodes(graph, num_parts, method, seed=seed, alpha=alpha)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(f".{os.getpid()}.npz")
-    np.savez(staging, nodes=np.concatenate(parts), bounds=np.cumsum([part.size for part in parts])[:-1])
-    os.replace(staging, path)  # atomic: a concurrent reader sees the whole file or none
+    packed = io.BytesIO()
+    np.savez(packed, nodes=np.concatenate(parts), bounds=np.cumsum([part.size for part in parts])[:-1])
+    atomic_write(path, packed.getvalue())  # a concurrent reader sees the whole file or none
     return parts
 
 

@@ -21,52 +21,27 @@ The federation's ``graph`` is the batch of every graph; ``parts`` hold graph ids
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
-from stamen.graphs.datasets import data_root
-from stamen.graphs.graph_sets import make_graph_set
-from stamen.graphs.names import cross_dataset_problem, dataset_problem, graph_set_partitioners, is_dataset_list
+from stamen.graphs.cross_dataset import build_cross_dataset
+from stamen.graphs.federation_data import Federation
+from stamen.graphs.graph_set_clients import client_batch, load_graph_set
+from stamen.graphs.names import (
+    cross_dataset_problem,
+    graph_set_partitioners,
+    is_dataset_list,
+)
 from stamen.graphs.partition import partition_nodes
 from stamen.graphs.spec import FederationSpec
-from stamen.graphs.splits import split_masks
-from stamen.graphs.tu_folder import read_tu_folder, tu_source
-
-if TYPE_CHECKING:
-    from stamen.graphs.federation import Federation
-
-
-def load_graph_set(name: str, root: str | None, seed: int) -> list[Data]:
-    """The graphs of graph set ``name`` (``graphs-synth`` from ``seed``; ``tu:NAME`` from ``root``)."""
-    problem = dataset_problem(name)
-    if problem:
-        raise ValueError(problem)
-    if name == "graphs-synth":
-        return make_graph_set(seed)
-    folder = data_root(root)
-    if folder is None:
-        raise FileNotFoundError(
-            f"dataset {name!r} needs a data root: set the run-config key data-root "
-            "(stamen run -c \"data-root='/data'\") or the environment variable STAMEN_DATA"
-        )
-    return read_tu_folder(tu_source(name, folder))
 
 
 def build_graph_federation(spec: FederationSpec) -> Federation:
     """The clients' graph batches of ``spec`` (see the module docstring)."""
-    from stamen.graphs.federation import (
-        Federation,  # imported here: stamen.graphs.federation imports this module on use
-    )
-
     problem = cross_dataset_problem(spec.dataset, spec.partitioner, spec.num_clients)  # before any graph is read
     if problem:
         raise ValueError(problem)
     if is_dataset_list(spec.dataset):
-        from stamen.graphs.cross_dataset import build_cross_dataset
-
         return build_cross_dataset(spec)
     if spec.partitioner not in graph_set_partitioners():
         raise ValueError(
@@ -78,16 +53,7 @@ def build_graph_federation(spec: FederationSpec) -> Federation:
     num_classes = int(labels.max()) + 1
     index = Data(y=labels, num_nodes=len(graphs))  # the graphs as the partitioner's items
     parts = partition_nodes(index, spec.num_clients, spec.partitioner, spec.seed, spec.dirichlet_alpha, "graphs")
-    clients = [_client(graphs, part, spec, i, num_classes) for i, part in enumerate(parts)]
+    clients = [client_batch(graphs, part, spec, i, num_classes) for i, part in enumerate(parts)]
     whole = Batch.from_data_list(graphs)
     whole.num_classes = num_classes
     return Federation(spec=spec, graph=whole, parts=parts, clients=clients, new_client=None, cut_edges=0)
-
-
-def _client(graphs: list[Data], part: np.ndarray, spec: FederationSpec, index: int, num_classes: int) -> Batch:
-    batch = Batch.from_data_list([graphs[int(g)] for g in part])
-    batch.train_mask, batch.val_mask, batch.test_mask = split_masks(
-        int(part.size), spec.train_frac, spec.val_frac, seed=spec.seed * 100_003 + index
-    )
-    batch.num_classes = num_classes
-    return batch

@@ -52,6 +52,7 @@ def opacus_round(
     are gone and no parameter keeps a ``grad_sample``.
     """
     with opacus_quietly():
+        # on use: opacus stays out of this module's import
         from opacus import PrivacyEngine
     engine = PrivacyEngine(accountant="rdp")
     engine.accountant = accountant

@@ -40,6 +40,7 @@ class ServerAlgorithm:
         The sample is Flower's (:func:`stamen.server.privacy.sampled_clients`); a rule with too few
         replies refuses them in round 1 anyway, this only says so before anything starts.
         """
+        # on use: numpy stays out of this module's import
         from stamen.server.privacy import sampled_clients
 
         sampled = sampled_clients(config, num_clients)

@@ -13,7 +13,7 @@ from flwr.app import Context
 from flwr.common import log
 from flwr.serverapp import Grid, ServerApp
 
-from stamen.contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS
+from stamen.contract.figures import CLIENT_DP_EPSILON, TRAIN_LOSS, Row
 from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import TASKS
@@ -30,7 +30,7 @@ from stamen.server.checkpoint import (
 )
 from stamen.server.divergence import DivergedError
 from stamen.server.driver import Driver, build_driver
-from stamen.server.loop import Row, RunPruned, TooFewClientsError
+from stamen.server.loop import RunPruned, TooFewClientsError
 from stamen.server.rundir import SUMMARY_FILE, RunDirectory, RunStatus, check_run_name, row_line
 from stamen.server.runlock import writer_of
 from stamen.server.runlog import run_log
@@ -220,6 +220,7 @@ def train_and_report(
 
     initial, history = driver.initial, None
     if config.unlearn_request and unlearning_method(config.unlearn_method).needs_history:  # record updates
+        # on use: torch stays out of this module's import
         from stamen.unlearn.federaser import UpdateHistory
 
         if initial is None:  # the replay starts from the seeded initial model: the server must know it

@@ -7,8 +7,6 @@ by their number of targets. Written to ``certificates.json`` in the run director
 
 from __future__ import annotations
 
-import os
-import tempfile
 from logging import INFO
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.common import log
 from flwr.serverapp import Grid
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract import protocol as p
 from stamen.contract import strict_json
 from stamen.contract.run_config import RunConfig
@@ -50,7 +49,7 @@ def certify_federation(grid: Grid, config: RunConfig, run_dir: Path) -> dict[str
         "budgets": budgets,
         "clients": clients,
     }
-    _write_atomic(run_dir / "certificates.json", strict_json.dumps(report, indent=2) + "\n")
+    atomic_write(run_dir / "certificates.json", strict_json.dumps(report, indent=2) + "\n")
     lines = [f"{'budget':>6}  {'certified ratio':>15}  {'certified acc':>13}  {'unknown':>8}"]
     lines += [
         f"{k:>6}  {v[p.CERTIFIED_RATIO]:>15.3f}  {v[p.CERTIFIED_ACCURACY]:>13.3f}  {v[p.UNKNOWN_RATIO]:>8.3f}"
@@ -58,15 +57,3 @@ def certify_federation(grid: Grid, config: RunConfig, run_dir: Path) -> dict[str
     ]
     log(INFO, "stamen: federated label-flip certificates (%d targets)\n%s", int(total), "\n".join(lines))
     return report
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

@@ -14,7 +14,7 @@ new one, whole, never the weights of one round with the metadata of another. It 
   its state is saved, so a resumed run samples the clients the uninterrupted run would
   have.
 
-Writing (:func:`stamen.server.rundir.atomic_write`): a temporary ``.checkpoint.npz.<random>.tmp``
+Writing (:func:`stamen.common.file_writes.atomic_write`): a temporary ``.checkpoint.npz.<random>.tmp``
 in the same directory, flushed and fsynced, renamed over ``checkpoint.npz``
 (``os.replace``, atomic on one file system), then the directory is fsynced so the
 rename itself survives a power loss. The temporary file is removed on any failure; one left by a writer that was
@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 from flwr.app import Array, ArrayRecord
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract import strict_json
 from stamen.contract.arrays import array_values
-from stamen.server.rundir import atomic_write
 
 CHECKPOINT_FILE = "checkpoint.npz"
 _WEIGHT = "weight/"

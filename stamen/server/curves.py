@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from stamen.common.pictures import BLACK, BLUE, GREEN, VERMILLION, figure_bytes, new_figure
 from stamen.contract.figures import (
@@ -35,6 +35,7 @@ from stamen.contract.figures import (
     TRAIN_LOSS,
     VAL_ACC,
     VAL_AUC,
+    Row,
     headline_keys,
     link_figure,
 )
@@ -42,8 +43,6 @@ from stamen.contract.figures import (
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-Row = dict[str, Any]
 
 
 class Series(NamedTuple):

@@ -2,7 +2,7 @@ r"""The one federated driver: a run's rounds, built from its config and a grid.
 
 Every caller that trains a federation builds it here and nowhere else: the ServerApp
 (:func:`stamen.server.app.serve`, on Flower's grid or the in-process one), the in-process engine,
-every bench, the privacy audit, the unlearning experiment (:mod:`stamen.simulations.unlearn_experiment`)
+every bench, the privacy audit, the unlearning experiment (:mod:`stamen.experiments.unlearn_experiment`)
 and the unlearning methods' own rounds. :func:`build_driver` wires, from the validated
 :class:`~stamen.contract.run_config.RunConfig`:
 
@@ -33,12 +33,15 @@ from flwr.app import ArrayRecord, ConfigRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from stamen.contract.figures import Row
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import TASKS
 from stamen.server.algorithms import server_algorithm
 from stamen.server.checkpoint import Checkpoint
-from stamen.server.loop import Row, RunHealth, run_rounds, seed_server_draws
+from stamen.server.loop import RunHealth, run_rounds, seed_server_draws
 from stamen.server.privacy import private_setup
+from stamen.server.secagg import SecureAggregationGrid
+from stamen.server.update_history import history_recorder
 
 if TYPE_CHECKING:
     from stamen.unlearn.federaser import UpdateHistory
@@ -93,8 +96,6 @@ class Driver:
         if resume is not None and resume.random_state() is not None:
             random.setstate(resume.random_state())
         if history is not None:
-            from stamen.server.unlearning import history_recorder
-
             on_replies = history_recorder(history)
         else:
             on_replies = None
@@ -130,8 +131,6 @@ def build_driver(
     is lowered to it. ``strategy_factory``: the algorithm's ``make_strategy`` by default.
     ``seeded=False``: the rounds go on with the server's draws as they stand.
     """
-    from stamen.server.secagg import SecureAggregationGrid
-
     algorithm = server_algorithm(config.algorithm)
     min_clients = config.min_clients if clients is None else min(config.min_clients, clients)
     setup = private_setup((strategy_factory or algorithm.make_strategy)(config), config, grid)

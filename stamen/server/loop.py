@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from logging import WARNING
-from typing import Any
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
@@ -37,7 +36,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from stamen.contract import protocol as p
-from stamen.contract.figures import TRAIN_LOSS
+from stamen.contract.figures import TRAIN_LOSS, Row
 from stamen.contract.identity import head_identity
 from stamen.contract.tasks import Pooling
 from stamen.server.checkpoint import Checkpoint
@@ -54,8 +53,6 @@ from stamen.server.rows import (
     training_figures,
 )
 from stamen.server.transport import send_and_receive
-
-Row = dict[str, Any]
 
 
 class FailureCategory(Enum):

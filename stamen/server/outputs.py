@@ -17,6 +17,7 @@ from typing import Any
 
 from flwr.app import ArrayRecord
 
+from stamen.common.file_writes import atomic_write
 from stamen.common.pictures import figure_bytes
 from stamen.contract.equivalences import config_notes, run_notes
 from stamen.contract.figures import (
@@ -28,6 +29,7 @@ from stamen.contract.figures import (
     SUMMARY_FIGURES,
     TEST_ACC,
     VAL_ACC,
+    Row,
     headline,
     headline_keys,
     link_figure,
@@ -38,8 +40,8 @@ from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import TASKS, examples, task_spec
 from stamen.graphs.names import client_datasets, is_dataset_list
 from stamen.server.curves import curves_figure
-from stamen.server.loop import FailureCategory, Row
-from stamen.server.rundir import CURVES_FILE, CURVES_PNG, atomic_write
+from stamen.server.loop import FailureCategory
+from stamen.server.rundir import CURVES_FILE, CURVES_PNG
 
 
 def summarize(rows: list[Row], wall_seconds: float, config: RunConfig) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from flwr.serverapp.strategy import (
 
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
+from stamen.models.opacus_quiet import opacus_quietly
 from stamen.server.transport import send_and_receive
 
 
@@ -122,9 +123,9 @@ def client_noise_multiplier(config: RunConfig, num_nodes: int) -> float:
     """``noise-multiplier``, or the one spending ``target-epsilon`` over ``num-server-rounds`` rounds."""
     if config.target_epsilon <= 0:
         return config.noise_multiplier
-    from stamen.models.opacus_quiet import opacus_quietly
 
     with opacus_quietly():
+        # on use: opacus stays out of this module's import
         from opacus.accountants.utils import get_noise_multiplier
 
     rate = sampled_clients(config, num_nodes) / num_nodes
@@ -146,9 +147,9 @@ def client_dp_epsilon(noise_multiplier: float, rate: float, rounds: int, delta: 
     """Epsilon after ``rounds`` rounds of the subsampled Gaussian mechanism (RDP accountant)."""
     if rounds == 0:
         return 0.0
-    from stamen.models.opacus_quiet import opacus_quietly
 
     with opacus_quietly():
+        # on use: opacus stays out of this module's import
         from opacus.accountants import RDPAccountant
 
     accountant = RDPAccountant()

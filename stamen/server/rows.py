@@ -18,7 +18,6 @@ and splits); a strategy that does not leaves the row as it is.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from flwr.app import Message, MetricRecord
 
@@ -31,13 +30,13 @@ from stamen.contract.figures import (
     TRAIN_LOSS,
     TRAIN_REGULARISER,
     VAL_ACC,
+    Row,
     link_figure,
     setting_acc,
     setting_nodes,
 )
 from stamen.contract.tasks import Pooling
 
-Row = dict[str, Any]
 # per-client figures: (row key, correct-count metric, total metric)
 _CLIENT_ACCURACIES = (
     (GLOBAL_VAL_ACC, p.GLOBAL_VAL_CORRECT, p.NUM_VAL),

@@ -49,18 +49,21 @@ import json
 import os
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from stamen.common.file_writes import atomic_write, rewrite_in_place
+from stamen.contract.figures import Row
 from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
+from stamen.contract.strict_json import dumps
+from stamen.contract.tracking import translate_retired
 from stamen.graphs.names import dataset_slug
-from stamen.server.file_writes import atomic_write, rewrite_in_place
-
-Row = dict[str, Any]
+from stamen.server.runlock import TOKEN_ENV, lock_path
 
 STATUS_FILE = "status.json"
 CONFIG_FILE = "config.json"
@@ -88,8 +91,6 @@ RUN_FILES = frozenset(
     }
 )
 EVENTS_PREFIX = "events.out.tfevents."  # TensorBoard's event files (tracking='tensorboard')
-# The environment variable through which a command hands its run a token (see the module docstring).
-TOKEN_ENV = "STAMEN_RUN_TOKEN"
 # Keys a resumed run may change: they decide how long and where, not what is trained.
 RESUMABLE_KEYS = frozenset(
     {
@@ -156,15 +157,11 @@ class TornLastRow(ValueError):
 
 def row_line(row: Row) -> str:
     """One round's row as its line of ``metrics.jsonl``: strict JSON, a non-finite figure as ``null``."""
-    from stamen.contract.strict_json import dumps
-
     return dumps(row) + "\n"
 
 
 def _json(value: Any) -> str:
     """A run file's JSON (strict: a non-finite figure as ``null``, :mod:`stamen.contract.strict_json`)."""
-    from stamen.contract.strict_json import dumps
-
     return dumps(value, indent=2) + "\n"
 
 
@@ -186,8 +183,6 @@ class RunDirectory:
         check_run_name(config.run_name)
         root = check_output_dir(config.output_dir)
         if not config.run_name:
-            from stamen.server.runlock import lock_path  # (runlock reads this module's token name)
-
             # the dataset as a plain name: 'tu:MUTAG', 'pyg:Amazon/Computers' hold ':' and '/'
             stem = f"{dataset_slug(config.dataset)}-{config.algorithm}-{time.strftime('%Y%m%d-%H%M%S')}"
             path, suffix = root / stem, 1
@@ -271,8 +266,6 @@ class RunDirectory:
 
     def check_resume(self, config: RunConfig) -> None:
         """Refuse to resume with a run config that changes what is trained (before anything is touched)."""
-        from stamen.contract.tracking import translate_retired
-
         started = translate_retired(self.config())  # a run of an earlier version: its keys as read now
         current = config.to_flower()
         changed = sorted(k for k in (set(started) | set(current)) - RESUMABLE_KEYS if started.get(k) != current.get(k))
@@ -446,8 +439,6 @@ def _is_run_file(name: str) -> bool:
 @contextlib.contextmanager
 def run_token() -> Iterator[str]:
     """A fresh token in ``STAMEN_RUN_TOKEN`` for the processes started inside the block."""
-    import uuid
-
     token = uuid.uuid4().hex
     saved = os.environ.get(TOKEN_ENV)
     os.environ[TOKEN_ENV] = token

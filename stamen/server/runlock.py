@@ -7,7 +7,7 @@ until after its last write. The lock file sits outside the folder so that it can
 before the folder exists (two runs started at once with one ``run-name`` race for it, not
 for ``mkdir``) and so that an overwrite, which empties the folder, never touches it. It
 holds one JSON line naming the holder: the command line, the pid, the start time and the
-run token (:data:`stamen.server.rundir.TOKEN_ENV`).
+run token (:data:`TOKEN_ENV`).
 
 Properties, all from the kernel's ``flock``:
 
@@ -40,9 +40,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stamen.server.rundir import TOKEN_ENV
-
 LOCK_SUFFIX = ".lock"
+# The environment variable through which a command hands its run a token (:func:`stamen.server.rundir.run_token`).
+TOKEN_ENV = "STAMEN_RUN_TOKEN"
 
 
 class FolderLocked(FileExistsError):
@@ -158,7 +158,7 @@ class FolderLock:
 
 
 def _command_line() -> str:
-    """This process's command line as its user typed it (``python -m stamen.simulations.cli`` is ``stamen``)."""
+    """This process's command line as its user typed it (``python -m stamen.cli.main`` is ``stamen``)."""
     if not sys.argv or not sys.argv[0]:
         return ""
     program = Path(sys.argv[0]).name

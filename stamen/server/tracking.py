@@ -119,6 +119,7 @@ class TensorBoardTracker:
     name = "tensorboard"
 
     def __init__(self, run_dir: Path, resumed_round: int | None) -> None:
+        # on use: tensorboardX stays out of this module's import
         from tensorboardX.event_file_writer import EventsWriter
         from tensorboardX.proto.event_pb2 import Event, SessionLog
 
@@ -130,6 +131,7 @@ class TensorBoardTracker:
         self._events.flush()
 
     def record(self, row: dict[str, Any]) -> None:
+        # on use: tensorboardX stays out of this module's import
         from tensorboardX.proto.event_pb2 import Event
         from tensorboardX.proto.summary_pb2 import Summary
 
@@ -148,6 +150,7 @@ class MlflowTracker:
     name = "mlflow"
 
     def __init__(self, run_dir: Path, config: RunConfig, status: dict[str, Any]) -> None:
+        # on use: mlflow stays out of this module's import
         from mlflow.tracking import MlflowClient
 
         group = current_group()  # a sweep's or study's unit: its experiment and store, its tags
@@ -182,6 +185,7 @@ class MlflowTracker:
 
     def _continued(self, run_id: str) -> str | None:
         """``run_id`` set running again, or None when the store does not hold it."""
+        # on use: mlflow stays out of this module's import
         from mlflow.exceptions import MlflowException
 
         try:
@@ -193,6 +197,7 @@ class MlflowTracker:
 
     def _log_params(self, config: RunConfig) -> None:
         """The run config as params; a resumed run's changed keys (MLflow keeps a param's first value) as tags."""
+        # on use: mlflow stays out of this module's import
         from mlflow.entities import Param, RunTag
 
         logged = self._client.get_run(self.run_id).data.params
@@ -203,6 +208,7 @@ class MlflowTracker:
             self._client.log_batch(self.run_id, params=params[start : start + 100], tags=tags[start : start + 100])
 
     def record(self, row: dict[str, Any]) -> None:
+        # on use: mlflow stays out of this module's import
         from mlflow.entities import Metric
 
         step, stamp = int(row[ROUND]), int(time.time() * 1000)

@@ -4,7 +4,7 @@
 top-level keys as if they were typed as overrides at that place: later ones win. Flower's
 ``flwr run --run-config`` reads a ``.toml`` path too, but only alone; Stamen mixes them.
 ``stamen sweep --grid exp.toml`` reads one file whole: its top-level keys are the experiment's fixed values
-and its ``[grid]`` table the swept ones (:func:`stamen.simulations.sweep.grid_file`); a key in both is refused.
+and its ``[grid]`` table the swept ones (:func:`stamen.experiments.sweep.grid_file`); a key in both is refused.
 
 Every problem with a file (missing, unreadable, not a regular file, over :data:`MAX_BYTES`,
 not TOML, empty, a value that no run-config key can hold) is a ``ValueError`` of one line that

@@ -24,15 +24,18 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract.algorithms import plugin_keys
 from stamen.contract.provenance import BUILD_FILE, code_version, stamen_version
 from stamen.contract.run_config import RunConfig
 from stamen.simulations import lifetime
 from stamen.simulations.lifetime import kill_tree
+from stamen.simulations.relay import relayed_call
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source folder, or site-packages once installed
 # The app's pyproject.toml (its Flower config and run-config defaults): the source folder's, or the copy
@@ -127,8 +130,6 @@ def stage_app(home: Path) -> Path:
     Stamen's version and the checkout's commit (:data:`stamen.contract.provenance.BUILD_FILE`), which its clients check
     with the head's (:mod:`stamen.contract.identity`).
     """
-    import tomllib
-
     app = home / "app"
     if (app / STAGED).is_file():  # an earlier copy of ours (a deployment's operator home is reused)
         shutil.rmtree(app)
@@ -196,10 +197,7 @@ def simulation_shim(flwr_home: Path) -> Path:
     folder = flwr_home / "bin"
     folder.mkdir(mode=0o700, exist_ok=True)
     shim = folder / "flwr-simulation"
-    partial = folder / f".flwr-simulation.{os.getpid()}"
-    partial.write_text(SIMULATION_SHIM.format(python=sys.executable, module=link_state.__file__))
-    partial.chmod(0o700)
-    partial.replace(shim)
+    atomic_write(shim, SIMULATION_SHIM.format(python=sys.executable, module=link_state.__file__), mode=0o700)
     return folder
 
 
@@ -325,7 +323,6 @@ def flwr_run(
     ]
     if federation_config:
         command += ["--federation-config", " ".join(f"{k}={toml_value(v)}" for k, v in federation_config.items())]
-    from stamen.simulations.relay import relayed_call
 
     with contextlib.ExitStack() as files:
         sinks = [files.enter_context(open(log, "w"))] if log is not None else []
@@ -353,6 +350,7 @@ class PeakMemory:
         return self.peak_bytes / 1024**3
 
     def _sample(self) -> None:
+        # on use: psutil stays out of this module's import
         import psutil
 
         try:

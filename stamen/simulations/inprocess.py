@@ -8,14 +8,17 @@ use it on machines too small for a Ray simulation per measurement.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterable, Iterator
 
 from flwr.app import Context, Error, Message, RecordDict
 
 from stamen.client.app import app as client_app
+from stamen.contract.figures import Row
 from stamen.contract.run_config import RunConfig
 from stamen.server.driver import build_driver
-from stamen.server.loop import Row
+from stamen.simulations.flower_internals.task_identity import running_as_task
+from stamen.simulations.relay import plain_flower_console
 
 
 class InProcessGrid:
@@ -41,8 +44,6 @@ class InProcessGrid:
         silent: Iterable[int] = (),
         together: bool = True,
     ) -> None:
-        from stamen.simulations.relay import plain_flower_console
-
         plain_flower_console()  # the ServerApp and ClientApp log here: colour codes only onto a terminal
         if isinstance(run_config, RunConfig):  # the nodes' contexts hold Flower's form, as on every transport
             run_config = run_config.to_flower()
@@ -96,8 +97,6 @@ def _delivered(message: Message) -> Message:
 @contextlib.contextmanager
 def flower_log_level(level: int) -> Iterator[None]:
     """Flower's logger at ``level`` inside the block (an in-process experiment runs many rounds)."""
-    import logging
-
     logger = logging.getLogger("flwr")
     saved = logger.level
     logger.setLevel(level)
@@ -111,8 +110,6 @@ def flower_log_level(level: int) -> Iterator[None]:
 def task_identity() -> Iterator[None]:
     """Flower stamps messages with the running task's identity; give this process one meanwhile (run, node and
     task 1; the identity it had before comes back after the block)."""
-    from stamen.simulations.flower_internals.task_identity import running_as_task
-
     with running_as_task(run_id=1, node_id=1, task_id=1):
         yield
 

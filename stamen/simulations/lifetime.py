@@ -82,6 +82,7 @@ def kill_tree(root: int, timeout: float = 5.0, include_root: bool = True) -> Non
     too) and are waited for. Nothing of the tree can write a file afterwards.
     ``include_root=False`` spares ``root`` itself (a reaper clearing its own tree).
     """
+    # on use: psutil stays out of this module's import
     import psutil
 
     try:
@@ -114,6 +115,7 @@ def kill_tree(root: int, timeout: float = 5.0, include_root: bool = True) -> Non
 
 def _wait_ended(processes: list, timeout: float) -> None:
     """Wait until each process has ended; a zombie has (it runs nothing: who reaps it, and when, is not ours)."""
+    # on use: psutil stays out of this module's import
     import psutil
 
     deadline = time.monotonic() + timeout
@@ -311,6 +313,7 @@ def _reap(child: int) -> int | None:
 
 def _descendants() -> list:
     """The reaper's live descendants (not the zombies it has yet to collect)."""
+    # on use: psutil stays out of this module's import
     import psutil
 
     live = []
@@ -323,6 +326,7 @@ def _descendants() -> list:
 
 def _clear(grace: float) -> None:
     """Stop what the command left behind: SIGTERM, up to ``grace`` seconds, then the tree frozen and killed."""
+    # on use: psutil stays out of this module's import
     import psutil
 
     left = _descendants()

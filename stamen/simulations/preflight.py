@@ -14,6 +14,7 @@ partition cache.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,13 +22,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stamen.common.suggest import did_you_mean
+from stamen.contract.requests import parse_request
 from stamen.contract.run_config import RunConfig
+from stamen.contract.tasks import examples
+from stamen.contract.tracking import missing_tracker
+from stamen.graphs import build_federation
 from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.simulations.cluster import check_cluster_federation, check_ray_address, cluster_environment
 from stamen.simulations.federation_config import FederationConfig
+from stamen.simulations.flower import APP_CONFIG_DIR, FEDERATION_KEYS
 from stamen.simulations.overrides import parse_overrides
+from stamen.simulations.size_check import check_size
 
 if TYPE_CHECKING:
-    from stamen.graphs.federation import Federation
+    from stamen.graphs.federation_data import Federation
 
 
 @dataclass(frozen=True)
@@ -59,13 +67,11 @@ class PreparedRun:
 
     def environment(self) -> dict[str, str]:
         """What this run adds to Flower's environment (:func:`stamen.simulations.cluster.cluster_environment`)."""
-        from stamen.simulations.cluster import cluster_environment
-
         return cluster_environment(self.ray_address, self.partition_digest)
 
 
 def default_run_config() -> dict[str, object]:
-    from stamen.simulations.flower import APP_CONFIG_DIR
+    # on use: flwr stays out of this module's import
     from stamen.simulations.flower_internals.project_config import get_project_config
 
     return dict(get_project_config(APP_CONFIG_DIR)["tool"]["flwr"]["app"]["config"])
@@ -118,8 +124,9 @@ def prepare_config(
     """
     from stamen.common.registry import check_engine
     from stamen.contract.plugins import plugin_choices
+
+    # on use: flwr, numpy stay out of this module's import
     from stamen.server.app import resume_target
-    from stamen.simulations.cluster import check_cluster_federation, check_ray_address
 
     check_config(config)
     check_engine(plugin_choices(config), engine)  # another engine's processes see entry-point plug-ins alone
@@ -147,8 +154,6 @@ def check_federation(federation: dict[str, object], on_cluster: bool = False) ->
     """Flower's federation config: only the keys Flower's simulation accepts (:data:`FEDERATION_KEYS`,
     a suggestion for a typo), each of its type; returns the number of clients. ValueError in one line.
     ``on_cluster``: the run joins a Ray cluster, whose size no ``init-args-*`` key sets (none is suggested)."""
-    from stamen.simulations.flower import FEDERATION_KEYS
-
     unknown = [key for key in federation if key not in FEDERATION_KEYS]
     if len(unknown) == 1:
         key = unknown[0]
@@ -177,8 +182,6 @@ def check_federation(federation: dict[str, object], on_cluster: bool = False) ->
 
 def _federation_value_problem(kind: type, value: object) -> str:
     """What a value of ``kind`` must be, in words, when ``value`` is not that (``""``: it is)."""
-    import math
-
     if kind is bool:
         return "" if isinstance(value, bool) else "true or false"
     if kind is str:
@@ -192,37 +195,33 @@ def _federation_value_problem(kind: type, value: object) -> str:
 
 def check_with_data(config: RunConfig, num_clients: int) -> str:
     """The checks that need the clients' data: the unlearning request and the privacy budget. Returns the
-    partition's digest (:attr:`stamen.graphs.federation.Federation.digest`), which the clients check theirs against."""
+    partition's digest (:attr:`stamen.graphs.federation_data.Federation.digest`), which the clients check theirs
+    against."""
     with warnings.catch_warnings():  # Opacus's accountant warns about its alpha grid while searching
         warnings.simplefilter("ignore")
         return _check_with_data(config, num_clients)
 
 
 def _check_with_data(config: RunConfig, num_clients: int) -> str:
-    from stamen.contract.tracking import missing_tracker
-
     missing = missing_tracker(config.tracking)
     if missing:
         raise ValueError(missing)
     if config.data_root and not Path(config.data_root).expanduser().is_dir():
         raise FileNotFoundError(f"data-root={config.data_root!r} is not a folder; give the folder holding the datasets")
-    from stamen.graphs import build_federation
-    from stamen.simulations.size_check import check_size
 
     check_size(config)  # before the graph is read or generated
     federation = build_federation(config.federation(num_clients))
     check_task_data(config, federation)
     if config.unlearn_request:
-        from stamen.contract.requests import parse_request
-
         parse_request(config.unlearn_request, num_clients, int(federation.graph.num_classes))
     if config.privacy == "client-dp":
+        # on use: flwr, numpy stay out of this module's import
         from stamen.server.privacy import client_noise_multiplier
 
         client_noise_multiplier(config, num_clients)
     if config.privacy == "dp-sgd":
+        # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
         from stamen.client.privacy import noise_multiplier, sample_rate
-        from stamen.contract.tasks import examples
 
         for index, client in enumerate(federation.clients):  # train_mask: over nodes, or over a graph set's graphs
             try:
@@ -230,6 +229,7 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
                 noise_multiplier(config, int(client.train_mask.sum()))
             except ValueError as error:
                 raise ValueError(f"client {index}: {error}") from None
+    # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
     from stamen.client.attacks import check_attack
     from stamen.server.algorithms import server_algorithm
 

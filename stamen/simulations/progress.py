@@ -22,6 +22,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from stamen.common.screen import output_console
 from stamen.contract.figures import CLUSTER_SPLITS, CLUSTERS, GLOBAL_TEST_ACC, TEST_ACC
 
 LINE_INTERVAL = 10.0  # seconds between two progress lines outside a terminal
@@ -105,14 +108,11 @@ class RunProgress:
     def __enter__(self) -> RunProgress:
         if not self.enabled:
             return self
-        from stamen.simulations.screen import output_console
 
         console = output_console(stderr=True)
         self.terminal = console.is_terminal
         self._started = time.monotonic()
         if self.terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
             self.progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

@@ -33,6 +33,7 @@ def clean_line(line: str) -> str | None:
 def plain_flower_console() -> None:
     """Flower's console handler in this process colours only a terminal (``stamen audit``, ``--verbose``
     of the in-process engine): no colour codes go into a file or a pipe its stream is redirected to."""
+    # on use: flwr stays out of this module's import
     from stamen.simulations.flower_internals.console import colour_only_on_a_terminal
 
     colour_only_on_a_terminal()

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 
 from stamen.contract.run_config import RunConfig
+from stamen.graphs.names import GRAPH_SETS, dataset_parts
+from stamen.graphs.sources import locate
 
 FLOAT = 4  # bytes of a float32
 INDEX = 8  # bytes of an int64
@@ -44,8 +46,8 @@ def size_text(count: float) -> str:
 
 def estimate(config: RunConfig) -> list[tuple[float, str]]:
     """The parts of the memory ``config``'s run needs: ``(bytes, what to lower)`` each."""
+    # on use: torch, torch_geometric, scipy, numpy stay out of this module's import
     from stamen.graphs.datasets import data_root
-    from stamen.graphs.names import dataset_parts
 
     parts: list[tuple[float, str]] = []
     features = 0
@@ -67,8 +69,7 @@ def estimate(config: RunConfig) -> list[tuple[float, str]]:
 
 def _files_size(dataset: str, root: Path | None) -> int:
     """Bytes of the files ``dataset`` reads (0 where there are none, or they are missing: the reader says so)."""
-    from stamen.graphs.names import GRAPH_SETS
-    from stamen.graphs.sources import locate
+    # on use: torch, torch_geometric, numpy stay out of this module's import
     from stamen.graphs.tu_folder import tu_source
 
     if dataset == "csbm" or dataset in GRAPH_SETS or root is None:

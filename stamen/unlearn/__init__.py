@@ -9,7 +9,7 @@
 - :mod:`stamen.unlearn.mia`, :mod:`stamen.unlearn.evaluate`: membership inference and the figures.
 
 The message flows of every method are :mod:`stamen.server.unlearning` and :mod:`stamen.client.unlearning`;
-the in-process experiment is :mod:`stamen.simulations.unlearn_experiment`.
+the in-process experiment is :mod:`stamen.experiments.unlearn_experiment`.
 
 Attributes load on first use (PEP 562), so that importing the room (as ``import stamen`` does) pulls in no torch.
 """

@@ -27,7 +27,7 @@ The canaries themselves are planted here too (:func:`plant_canaries`): nodes of 
 training set whose label is replaced by a uniformly drawn other class and whose features are
 scaled by a strength, each kept in training by a fair coin; :func:`canary_scores` is the
 auditor's score. It is membership inference, beside :mod:`stamen.unlearn.mia`'s; the federated run
-that trains on the planted data is ``stamen audit privacy`` (:mod:`stamen.simulations.commands.audit`).
+that trains on the planted data is ``stamen audit privacy`` (:mod:`stamen.cli.commands.audit`).
 
 Plain functions on numbers, arrays and tensors: no Flower, nothing of Stamen's above floor 1.
 """

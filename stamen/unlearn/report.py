@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+from rich.table import Table
+
 COLUMNS = (
     ("acc_remaining", "Dr acc"),
     ("acc_forget", "Df acc"),
@@ -47,8 +49,6 @@ def title(result: dict[str, Any]) -> str:
 
 
 def rich_table(result: dict[str, Any]):
-    from rich.table import Table
-
     table = Table(title=title(result))
     table.add_column("method", overflow="fold")
     for _, label in columns(result):
@@ -60,8 +60,6 @@ def rich_table(result: dict[str, Any]):
 
 
 def targets_table(result: dict[str, Any]):
-    from rich.table import Table
-
     table = Table(title="targets")
     for name in ("method", "target", "value", "threshold", "met", "missed by"):
         table.add_column(name, overflow="fold")

@@ -32,7 +32,7 @@ from stamen.contract.algorithms import ALGORITHMS
 
 PROJECT = Path(__file__).resolve().parents[2]
 ORDINARY = {"local"}  # local training, a client's local model: the core's own words
-NOT_COUNTED = ("stamen/simulations/benches/", "stamen/simulations/commands/bench.py")
+NOT_COUNTED = ("stamen/benches/", "stamen/cli/commands/bench.py")
 
 
 def _folder(name: str) -> str:

@@ -15,6 +15,7 @@ from opacus.optimizers import DPOptimizer
 from torch import nn
 from torch_geometric.data import Data
 
+from stamen.benches.dpsgd import opacus_on_rows
 from stamen.client.privacy import (
     RowClassifier,
     load_accountant,
@@ -37,7 +38,6 @@ from stamen.models.dp_sgd import (
     private_step,
     trainable,
 )
-from stamen.simulations.benches.dpsgd import opacus_on_rows
 
 CASES = [("sgc", True), ("sgc", False), ("mlp", True), ("mlp", False)]
 

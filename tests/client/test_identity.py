@@ -70,8 +70,8 @@ def test_a_staged_app_carries_its_version_and_commit(tmp_path):
 def test_a_run_whose_clients_cut_another_partition_fails_saying_so(tmp_path, monkeypatch, capsys):
     import json
 
+    from stamen.cli.main import main as stamen
     from stamen.contract.identity import PARTITION_DIGEST_ENV
-    from stamen.simulations.cli import main as stamen
 
     monkeypatch.setenv(PARTITION_DIGEST_ENV, "0" * 16)  # the head's digest, as a head with other data would send
     out = tmp_path / "runs"

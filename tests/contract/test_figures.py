@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract import figures as f
 from stamen.contract import protocol as p
-from stamen.simulations.cli import main as stamen
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = {

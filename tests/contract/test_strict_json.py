@@ -54,11 +54,11 @@ NOT_OUTPUTS = {
     # unbounded score bound round-trips as itself); the certificates written from them go through clean_floats
     "stamen/certify/journal.py": 3,
     # the bench and audit journal: its settings' digest and copy, and numpy scalars made plain before strict_json
-    "stamen/simulations/journal.py": 3,
+    "stamen/experiments/journal.py": 3,
     "stamen/graphs/node_data.py": 1,  # a cache key of names and integers
     "stamen/server/runlock.py": 1,  # the lock holder's command, pid, time and token
-    "stamen/simulations/benches/sim.py": 2,  # TOML quoting; the run config handed to a child process
-    "stamen/simulations/commands/deploy.py": 1,  # a node's public key path and id
+    "stamen/benches/sim.py": 2,  # TOML quoting; the run config handed to a child process
+    "stamen/cli/commands/deploy.py": 1,  # a node's public key path and id
     "stamen/simulations/deploy/clientapp_launcher.py": 1,  # the launcher's wire protocol
     "stamen/simulations/deploy/clientapp_shim.py": 1,
     "stamen/simulations/deploy/gate.py": 1,  # an HTTP refusal's body
@@ -72,7 +72,18 @@ def test_every_json_output_goes_through_the_strict_helper():
 
     root = Path(__file__).resolve().parents[2]
     found: dict[str, int] = {}
-    for package in ("graphs", "models", "certify", "unlearn", "client", "server", "simulations"):
+    for package in (
+        "graphs",
+        "models",
+        "certify",
+        "unlearn",
+        "client",
+        "server",
+        "simulations",
+        "experiments",
+        "benches",
+        "cli",
+    ):
         for path in sorted((root / "stamen" / package).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 func = node.func if isinstance(node, ast.Call) else None

@@ -3,10 +3,10 @@ one line naming why, before any work."""
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.run_config import KEYS, RunConfig
 from stamen.contract.tasks import TASKS, available
-from stamen.simulations.cli import main as stamen
 
 LINK_PREDICTION = "link-prediction"
 

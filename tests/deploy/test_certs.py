@@ -70,7 +70,7 @@ def test_an_existing_ca_key_without_ca_pem_is_left_untouched(tmp_path):
     (root / "nodes" / "node-1.key").write_bytes(b"node 1's key")
     command = ["deploy", "certs", "--out", str(root), "--host", "10.0.0.5", "--clients", "2"]
     result = subprocess.run(
-        [sys.executable, "-m", "stamen.simulations.cli", *command], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "stamen.cli.main", *command], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.strip().splitlines()

@@ -25,13 +25,13 @@ def _free_port() -> int:
 def _stamen(*args: str, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "stamen.simulations.cli", *args], env=env, capture_output=True, text=True, **kwargs
+        [sys.executable, "-m", "stamen.cli.main", *args], env=env, capture_output=True, text=True, **kwargs
     )
 
 
 def _start(log, *args: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "stamen.simulations.cli", *args]
+    command = [sys.executable, "-m", "stamen.cli.main", *args]
     return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -47,7 +47,7 @@ def _stamen(*args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
     mark = uuid.uuid4().hex
     env = {**os.environ, MARK: mark, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "stamen.simulations.cli", *args], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "stamen.cli.main", *args], env=env, capture_output=True, text=True, timeout=120
     )
     left = _marked(mark)
     for process in psutil.process_iter():  # a failed test leaves nothing of its own behind
@@ -140,7 +140,7 @@ def test_superlink_on_a_busy_port_says_so_in_one_line(certs, tmp_path):
 def test_kill_9_of_deploy_supernode_takes_its_launcher_along(certs, tmp_path):
     mark = uuid.uuid4().hex
     env = {**os.environ, MARK: mark, "OMP_NUM_THREADS": "1", "STAMEN_CACHE": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "stamen.simulations.cli", *_supernode(certs, certs / "nodes" / "node-0.key", 0)]
+    command = [sys.executable, "-m", "stamen.cli.main", *_supernode(certs, certs / "nodes" / "node-0.key", 0)]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         command += ["--port", str(probe.getsockname()[1])]

@@ -31,7 +31,7 @@ def test_a_signal_mid_run_leaves_no_process_and_no_namespace(tmp_path, signum):
     run_config = "num-server-rounds=200 csbm-nodes=300 local-epochs=1 min-clients=2"
     command = ["deploy", "local", "--workdir", str(tmp_path / "work"), "--clients", "2", "-c", run_config]
     with open(tmp_path / "out.log", "wb") as log:
-        stamen = subprocess.Popen([sys.executable, "-m", "stamen.simulations.cli", *command], stdout=log, stderr=log)
+        stamen = subprocess.Popen([sys.executable, "-m", "stamen.cli.main", *command], stdout=log, stderr=log)
     try:
         root = psutil.Process(stamen.pid)
         deadline = time.monotonic() + 300

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import stamen.simulations.relay
 from stamen.simulations import run_follow
 from stamen.simulations.deploy import processes
 
@@ -29,7 +28,7 @@ def fake_flower(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         state["asked"] += 1
         return state["statuses"].pop(0)
 
-    monkeypatch.setattr(stamen.simulations.relay, "relayed_call", relayed_call)
+    monkeypatch.setattr(processes, "relayed_call", relayed_call)
     monkeypatch.setattr(processes, "run_status", run_status)
     monkeypatch.setattr(processes, "stage_app", lambda flwr_home: tmp_path / "app")
     monkeypatch.setattr(run_follow, "STATUS_WAIT", 0.0)
@@ -90,7 +89,7 @@ def test_a_busy_superlink_is_asked_again(fake_flower, monkeypatch: pytest.Monkey
 
 def test_stamen_deploy_run_follows_the_run_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
     """``stamen deploy run`` (a real deployment's operator) ends with the run, not with flwr run's stream."""
-    from stamen.simulations.commands import deploy
+    from stamen.cli.commands import deploy
 
     statuses = iter(["running", "running", "finished:failed"])
     calls = {}

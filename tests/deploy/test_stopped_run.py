@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from stamen.cli.commands import deploy
+from stamen.cli.main import main as stamen
 from stamen.contract.run_config import RunConfig
 from stamen.server.rundir import RunDirectory
-from stamen.simulations.cli import main as stamen
-from stamen.simulations.commands import deploy
 from stamen.simulations.deploy.stopped_run import stopped_from_outside
 from stamen.simulations.errors import RunFailed
 

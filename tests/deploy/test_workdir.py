@@ -9,7 +9,7 @@ from stamen.simulations.deploy.workdir import MARKER, prepare_workdir
 
 
 def _stamen(*arguments: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "stamen.simulations.cli", *arguments]
+    command = [sys.executable, "-m", "stamen.cli.main", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

@@ -15,7 +15,7 @@ def stamen_run() -> Callable[[str], subprocess.CompletedProcess]:
 
     def run(run_config: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "stamen.simulations.cli", "run", "-c", run_config]
+            [sys.executable, "-m", "stamen.cli.main", "run", "-c", run_config]
             + ["--federation-config", "num-supernodes=3 client-resources-num-cpus=1"],
             capture_output=True,
             text=True,
@@ -35,7 +35,7 @@ def same_in_process(same_figures: Callable[[object, object, str], None]) -> Call
     """
     import json
 
-    from stamen.simulations.cli import main as stamen
+    from stamen.cli.main import main as stamen
 
     def twin(run_dir: Path, run_config: str) -> Path:
         twin_dir = run_dir.parent / f"{run_dir.name}-inprocess"

@@ -39,7 +39,7 @@ def test_both_engines_give_the_same_rows_with_threads_unpinned(tmp_path):
     config = f"output-dir='{tmp_path}' num-server-rounds=15 csbm-nodes=3000 local-epochs=2 seed=3"
     for engine in ("flower", "inprocess"):
         result = subprocess.run(
-            [sys.executable, "-m", "stamen.simulations.cli", "run", "--quiet", "--engine", engine]
+            [sys.executable, "-m", "stamen.cli.main", "run", "--quiet", "--engine", engine]
             + ["-c", f"{config} run-name='{engine}'", "--federation-config", "num-supernodes=4"],
             capture_output=True,
             text=True,

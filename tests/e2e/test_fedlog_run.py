@@ -28,7 +28,7 @@ def _flower_run(tmp_path, algorithm: str) -> list[dict]:
         [
             sys.executable,
             "-m",
-            "stamen.simulations.cli",
+            "stamen.cli.main",
             "run",
             "-c",
             run_config,

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 import stamen
+from stamen.cli.main import main as stamen_cli
 from stamen.contract.run_config import RunConfig
 from stamen.graphs import FederationSpec, build_federation
-from stamen.graphs.graph_federation import load_graph_set
+from stamen.graphs.graph_set_clients import load_graph_set
 from stamen.graphs.graph_sets import MAX_DEGREE, NUM_FEATURES
 from stamen.graphs.names import client_datasets
-from stamen.simulations.cli import main as stamen_cli
 from tests.graphs.test_tu_folder import write_tu
 
 # graphs-synth (400 graphs, 16 columns, 2 classes), TINY (6 graphs, 2 attributes + 2 node-label columns,

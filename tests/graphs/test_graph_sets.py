@@ -105,7 +105,7 @@ def test_a_host_reads_back_exactly_its_clients_graphs_and_a_graph_leaving_edge_i
 def test_the_partition_command_counts_a_graph_sets_graphs(capsys):
     import json
 
-    from stamen.simulations.cli import main as stamen
+    from stamen.cli.main import main as stamen
 
     assert (
         stamen(["partition", "--dataset", "graphs-synth", "--clients", "3", "--partitioner", "random", "--json"]) == 0

@@ -281,7 +281,7 @@ def test_the_resaved_npz_still_loads(npz_root):
 def _cli(*argv: str, cache: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "STAMEN_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "stamen.simulations.cli", *argv],
+        [sys.executable, "-m", "stamen.cli.main", *argv],
         capture_output=True,
         text=True,
         cwd=PROJECT_ROOT,

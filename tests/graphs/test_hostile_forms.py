@@ -132,7 +132,7 @@ def test_a_truncated_benchmark_npz_is_one_line(tmp_path, files):
 
 
 def test_stamen_run_in_process_on_a_generated_npz(tmp_path, files, capsys):
-    from stamen.simulations.cli import main
+    from stamen.cli.main import main
 
     files.benchmark_npz(tmp_path / "data" / "npz" / "tiny.npz", files.Graph(nodes=60, edges=240))
     config = f"dataset='npz:tiny' data-root='{tmp_path / 'data'}' num-server-rounds=2 output-dir='{tmp_path / 'runs'}'"
@@ -146,7 +146,7 @@ def test_stamen_run_in_process_on_a_generated_npz(tmp_path, files, capsys):
 
 
 def test_stamen_run_names_the_missing_npz_before_training(tmp_path, capsys):
-    from stamen.simulations.cli import main
+    from stamen.cli.main import main
 
     (tmp_path / "data").mkdir()
     config = f"dataset='npz:absent' data-root='{tmp_path / 'data'}' output-dir='{tmp_path / 'runs'}'"

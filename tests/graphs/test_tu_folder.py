@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from stamen.graphs.graph_federation import load_graph_set
+from stamen.cli.main import main as stamen
+from stamen.graphs.graph_set_clients import load_graph_set
 from stamen.graphs.graph_sets import MAX_DEGREE
-from stamen.simulations.cli import main as stamen
 
 # Six graphs over 18 nodes: triangles (class label 5) and 3-node paths (class label -1), both directions of
 # each edge listed as TU files do.

@@ -32,8 +32,8 @@ BUILT_INS = {
     "random": ("random_deal", PARTITIONERS / "random_deal.py"),
 }
 # Places besides the entry-point line, each with why. Every built-in may be named by the dev-only benches
-# (stamen/simulations/benches/: its tables beside published ones, its command-line defaults).
-BENCHES = "stamen/simulations/benches/"
+# (stamen/benches/: its tables beside published ones, its command-line defaults).
+BENCHES = "stamen/benches/"
 ALLOWED = {
     "node-classification": {
         FLOWER_DEFAULT,
@@ -52,7 +52,7 @@ ALLOWED = {
         "stamen/tasks/graph_classification/__init__.py",  # the partitioner a graph set takes by default
         "stamen/graphs/cross_dataset.py",  # deals each dataset's graphs among its clients as random does
         "stamen/contract/certify_config.py",  # certify's own 'random' split of the labelled nodes, by that name
-        "stamen/simulations/commands/certify.py",  # ... which the certify command reads
+        "stamen/cli/commands/certify.py",  # ... which the certify command reads
     },
 }
 

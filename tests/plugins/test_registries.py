@@ -124,7 +124,7 @@ def test_the_example_method_is_fedavg_without_momentum_and_differs_with_it(examp
 
 
 def test_a_plugin_key_is_a_dimension_of_a_tuning_space(example):
-    from stamen.simulations.tune_space import parse_dimension
+    from stamen.experiments.tune_space import parse_dimension
 
     dimension = parse_dimension("fednag-momentum=float:0.1..0.9")
     assert dimension.key == "fednag-momentum"

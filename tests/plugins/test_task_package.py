@@ -48,7 +48,7 @@ def installed(tmp_path_factory) -> dict[str, str]:
 
 
 def _stamen(env: dict[str, str], cwd: Path, *arguments: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "stamen.simulations.cli", *arguments]
+    command = [sys.executable, "-m", "stamen.cli.main", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=500, env=env, cwd=cwd)
 
 

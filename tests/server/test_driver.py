@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from stamen.benches.attacks import final_accuracy
+from stamen.benches.privacy import federated_run
+from stamen.cli.main import main as stamen
 from stamen.contract.run_config import RunConfig
+from stamen.experiments.unlearn_experiment import new_model, train_original
 from stamen.server.rundir import row_line
-from stamen.simulations.benches.attacks import final_accuracy
-from stamen.simulations.benches.privacy import federated_run
-from stamen.simulations.cli import main as stamen
 from stamen.simulations.inprocess import run_in_process
-from stamen.simulations.unlearn_experiment import new_model, train_original
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 3

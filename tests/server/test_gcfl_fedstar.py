@@ -68,7 +68,7 @@ def _fresh_caches() -> None:
 @pytest.fixture
 def flipped_labels(monkeypatch):
     """Clients FLIPPED hold their graphs with every label flipped (the federation is rebuilt for the test)."""
-    made = graph_federation._client
+    made = graph_federation.client_batch
 
     def client(graphs, part, spec, index, num_classes):
         batch = made(graphs, part, spec, index, num_classes)
@@ -77,7 +77,7 @@ def flipped_labels(monkeypatch):
         return batch
 
     _fresh_caches()
-    monkeypatch.setattr(graph_federation, "_client", client)
+    monkeypatch.setattr(graph_federation, "client_batch", client)
     yield
     _fresh_caches()
 

@@ -5,9 +5,10 @@ import os
 
 import pytest
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract.run_config import RunConfig
 from stamen.server.checkpoint import load_checkpoint
-from stamen.server.rundir import RunDirectory, RunStatus, atomic_write, check_output_dir, check_run_name, run_token
+from stamen.server.rundir import RunDirectory, RunStatus, check_output_dir, check_run_name, run_token
 
 RUN = {"num-server-rounds": 4, "csbm-nodes": 600, "local-epochs": 3, "min-clients": 2}
 

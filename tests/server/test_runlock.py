@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stamen.server.rundir import TOKEN_ENV
-from stamen.server.runlock import FolderLock, FolderLocked, lock_path, writer_of
+from stamen.server.runlock import TOKEN_ENV, FolderLock, FolderLocked, lock_path, writer_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

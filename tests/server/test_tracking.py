@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract.figures import ROW_TIMINGS
 from stamen.contract.tracking import missing_tracker, trackers, translate_retired
 from stamen.server import tracking
-from stamen.simulations.cli import main as stamen
 
 TIMING_FREE = {"round", "clients", "per_client", "devices", "failed_clients", "final_eval_failed_clients"}
 

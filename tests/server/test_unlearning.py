@@ -8,6 +8,7 @@ from flwr.app import Array, ArrayRecord, MessageType
 from stamen.contract import protocol as p
 from stamen.contract.requests import parse_request
 from stamen.contract.run_config import RunConfig
+from stamen.experiments.unlearn_experiment import new_model
 from stamen.graphs import build_federation
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
@@ -16,7 +17,6 @@ from stamen.server.unlearning import history_recorder, unlearn_federation
 from stamen.server.unlearning.rollcall import query
 from stamen.server.unlearning.wash import check_statistics
 from stamen.simulations.inprocess import InProcessGrid, task_identity
-from stamen.simulations.unlearn_experiment import new_model
 from stamen.unlearn.federaser import UpdateHistory
 from stamen.unlearn.requests import split_federation
 from stamen.unlearn.wash import wash

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from stamen.cli.main import main
 from stamen.contract.run_config import RunConfig
-from stamen.simulations.cli import main
-from stamen.simulations.commands.audit import audit_run
+from stamen.experiments.privacy_audit import audit_run
 from stamen.unlearn.privacy_audit import Guesses, epsilon_lower_bound, guess_membership, p_value
 
 

@@ -1,6 +1,6 @@
 """``stamen audit privacy --out FILE`` as a long job: each audited run kept in ``FILE.partial.jsonl``.
 
-In-process through :func:`stamen.simulations.cli.main`, interrupted right after the N-th audited run
+In-process through :func:`stamen.cli.main.main`, interrupted right after the N-th audited run
 is in the journal; the audited runs counted.
 """
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from stamen.simulations.cli import main
-from stamen.simulations.commands import audit
+from stamen.cli.commands import audit
+from stamen.cli.main import main
 
 ARGV = ["audit", "privacy", "--csbm-nodes", "300", "--rounds", "1", "--canaries-per-client", "10"]
 ARGV += ["--local-epochs", "2", "--dp-sgd-epsilons", "4", "--client-dp-epsilons", "4"]  # 3 audited runs

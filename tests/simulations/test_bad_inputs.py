@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract.run_config import KEYS, RunConfig
 from stamen.simulations import size_check
-from stamen.simulations.cli import main as stamen
 
 
 def refused(capsys: pytest.CaptureFixture, tmp_path: Path, *items: str, clients: int = 2) -> str:

@@ -15,7 +15,7 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
         [
             sys.executable,
             "-m",
-            "stamen.simulations.cli",
+            "stamen.cli.main",
             "bench",
             "sim",
             "--dataset",
@@ -108,7 +108,7 @@ def test_bench_sim_writes_json_and_readme(tmp_path):
 
 @pytest.mark.slow
 def test_the_library_floor_needs_the_floor(tmp_path):
-    command = [sys.executable, "-m", "stamen.simulations.cli", "bench", "sim", "--library-floor", "--no-floor"]
+    command = [sys.executable, "-m", "stamen.cli.main", "bench", "sim", "--library-floor", "--no-floor"]
     result = subprocess.run([*command, "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     assert (
@@ -118,7 +118,7 @@ def test_the_library_floor_needs_the_floor(tmp_path):
 
 
 def test_a_floor_client_imports_module_names_only_once(monkeypatch):
-    from stamen.simulations.benches.floor import FLOOR_APP
+    from stamen.benches.floor import FLOOR_APP
 
     monkeypatch.syspath_prepend(str(FLOOR_APP))
     from floorapp import client_app
@@ -148,7 +148,7 @@ def test_bench_privacy_writes_its_tables(tmp_path):
     out = tmp_path / "benchmarks"
     tiny = "--dataset csbm --csbm-nodes 400 --clients 3 --rounds 2 --seeds 0 --epsilons 4 --timing-epochs 1"
     result = subprocess.run(
-        [sys.executable, "-m", "stamen.simulations.cli", "bench", "privacy", *tiny.split(), "--dp-batch-size", "16"]
+        [sys.executable, "-m", "stamen.cli.main", "bench", "privacy", *tiny.split(), "--dp-batch-size", "16"]
         + ["--name", "tiny", "--out", str(out)],
         capture_output=True,
         text=True,

@@ -5,12 +5,12 @@ from statistics import mean, pstdev
 
 import pytest
 
+from stamen.benches.algorithms import chosen_algorithms
+from stamen.benches.task_tables import GRAPH_CLASSIFICATION, NODE_CLASSIFICATION
+from stamen.cli.main import main
 from stamen.contract.algorithms import ALGORITHMS
 from stamen.contract.run_config import RunConfig
 from stamen.server.outputs import summarize
-from stamen.simulations.benches.algorithms import chosen_algorithms
-from stamen.simulations.benches.task_tables import GRAPH_CLASSIFICATION, NODE_CLASSIFICATION
-from stamen.simulations.cli import main
 from stamen.simulations.inprocess import run_in_process
 
 SETTING = ["--datasets", "csbm", "--csbm-nodes", "200", "--partitioners", "louvain", "--clients", "3"]
@@ -112,7 +112,7 @@ def test_ctrl_c_stops_the_bench_and_its_worker_processes_at_once(tmp_path):
     import psutil
 
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "stamen.simulations.cli", "bench", "algorithms", "--out", str(out), "--jobs", "2"]
+    command = [sys.executable, "-m", "stamen.cli.main", "bench", "algorithms", "--out", str(out), "--jobs", "2"]
     command += ["--datasets", "csbm", "--csbm-nodes", "300", "--partitioners", "louvain", "--clients", "3"]
     command += ["--algorithms", "fedavg,local", "--seeds", "0,1,2,3,4,5", "--rounds", "400"]
     process = subprocess.Popen(
@@ -145,9 +145,9 @@ TASK_SETTINGS = {
 
 @pytest.mark.parametrize("task", sorted(TASK_SETTINGS))
 def test_a_tasks_bench_has_a_row_per_algorithm_under_the_tasks_own_figures(tmp_path, task):
+    from stamen.benches.task_tables import figure_columns, kept
     from stamen.contract.figures import GLOBAL_TEST_AUC, clients_mean
     from stamen.contract.tasks import TASKS
-    from stamen.simulations.benches.task_tables import figure_columns, kept
 
     out = tmp_path / "b"
     admitted = list(TASKS[task].algorithms)

@@ -3,7 +3,7 @@
 import json
 import math
 
-from stamen.simulations.cli import main
+from stamen.cli.main import main
 
 TINY = ["--csbm-nodes", "400", "--clients", "5", "--rounds", "2", "--local-epochs", "1", "--targets", "10"]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from stamen.simulations.benches import deploy
-from stamen.simulations.benches.sim import per_round_breakdown
+from stamen.benches import deploy
+from stamen.benches.sim import per_round_breakdown
 
 
 def _entry(nodes: int, set_up: float, per_round: float, peak: float) -> dict:

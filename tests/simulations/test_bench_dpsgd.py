@@ -2,7 +2,7 @@
 
 import json
 
-from stamen.simulations.cli import main
+from stamen.cli.main import main
 
 
 def test_bench_dpsgd_times_the_same_steps_and_spends_the_same_epsilon(tmp_path, capsys):

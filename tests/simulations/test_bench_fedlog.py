@@ -14,7 +14,7 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "stamen.simulations.cli",
+        "stamen.cli.main",
         "bench",
         "fedlog",
         "--dataset",
@@ -51,7 +51,7 @@ def test_bench_fedlog_writes_json_and_markdown(tmp_path):
 
 @pytest.mark.slow
 def test_bench_fedlog_refuses_an_unknown_algorithm(tmp_path):
-    command = [sys.executable, "-m", "stamen.simulations.cli", "bench", "fedlog", "--algorithms", "fedsage"]
+    command = [sys.executable, "-m", "stamen.cli.main", "bench", "fedlog", "--algorithms", "fedsage"]
     command += ["--out", str(tmp_path)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "unknown algorithm(s) ['fedsage']" in result.stderr

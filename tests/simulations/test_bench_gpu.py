@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from stamen.simulations.benches.gpu import check_devices, rows
+from stamen.benches.gpu import check_devices, rows
 
 
 @pytest.mark.slow
@@ -16,7 +16,7 @@ def test_bench_gpu_on_the_cpu_writes_the_table(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "stamen.simulations.cli",
+        "stamen.cli.main",
         "bench",
         "gpu",
         "--devices",

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from stamen.simulations.benches.plots import algorithms_figure
-from stamen.simulations.cli import main as stamen
+from stamen.benches.plots import algorithms_figure
+from stamen.cli.main import main as stamen
 
 
 def _result(algorithm, seed, global_acc, clients_acc):

@@ -4,9 +4,9 @@ import json
 import shutil
 from pathlib import Path
 
+from stamen.benches.records import final_acc, write_readme
+from stamen.cli.commands.bench import BENCHES
 from stamen.contract.figures import FINAL_TEST_ACC
-from stamen.simulations.benches.records import final_acc, write_readme
-from stamen.simulations.commands.bench import BENCHES
 
 ROOT = Path(__file__).resolve().parents[2]
 

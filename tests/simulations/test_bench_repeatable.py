@@ -9,8 +9,8 @@ import random
 
 import numpy as np
 
+from stamen.benches.privacy import federated_run
 from stamen.contract.run_config import RunConfig
-from stamen.simulations.benches.privacy import federated_run
 
 SMALL = {"csbm-nodes": 300, "num-server-rounds": 3, "local-epochs": 1, "min-clients": 2, "seed": 4}
 

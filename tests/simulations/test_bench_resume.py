@@ -1,6 +1,6 @@
 """``stamen bench`` as a long job: finished units journaled, Ctrl-C keeps them, the same command resumes.
 
-In-process through :func:`stamen.simulations.cli.main`: ``KeyboardInterrupt`` raised right after the
+In-process through :func:`stamen.cli.main.main`: ``KeyboardInterrupt`` raised right after the
 N-th unit is in the journal (as Ctrl-C or SIGTERM would arrive), the units' runs counted.
 """
 
@@ -10,9 +10,9 @@ import signal
 
 import pytest
 
+from stamen.benches import algorithms, dpsgd
+from stamen.cli.main import main
 from stamen.server.runlock import FolderLock
-from stamen.simulations.benches import algorithms, dpsgd
-from stamen.simulations.cli import main
 
 TINY = ["bench", "algorithms", "--datasets", "csbm", "--csbm-nodes", "300", "--partitioners", "louvain"]
 TINY += ["--clients", "3", "--rounds", "2", "--algorithms", "fedavg,local", "--seeds", "0,1"]  # 4 units
@@ -155,7 +155,7 @@ def test_another_bench_resumes_by_its_own_units(tmp_path, monkeypatch, capsys, i
 def test_the_terminal_shows_the_units_and_the_time_left():
     from rich.console import Console
 
-    from stamen.simulations.unit_progress import UnitProgress
+    from stamen.experiments.unit_progress import UnitProgress
 
     console = Console(file=io.StringIO(), force_terminal=True, width=150)
     with UnitProgress(console, "bench algorithms") as screen:

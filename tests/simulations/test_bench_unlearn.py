@@ -10,7 +10,7 @@ import pytest
 @pytest.mark.slow
 def test_bench_unlearn_writes_tables_with_targets(tmp_path):
     out = tmp_path / "benchmarks"
-    command = [sys.executable, "-m", "stamen.simulations.cli", "bench", "unlearn", "--dataset", "csbm"]
+    command = [sys.executable, "-m", "stamen.cli.main", "bench", "unlearn", "--dataset", "csbm"]
     command += ["--csbm-nodes", "400", "--clients", "3", "--rounds", "3", "--seeds", "0", "--methods", "wash"]
     command += ["--requests", "class:1,nodes:0:0.5", "--name", "tiny", "--out", str(out)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)

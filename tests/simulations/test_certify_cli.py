@@ -1,4 +1,4 @@
-"""``stamen certify`` end to end (in-process, through add_parser/main like stamen/simulations/cli.py),
+"""``stamen certify`` end to end (in-process, through add_parser/main like stamen/cli/main.py),
 and the per-client certificates of a federated run against it."""
 
 import argparse
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stamen.certify.ntk import ntk
-from stamen.simulations.commands import certify as command
+from stamen.cli.commands import certify as command
 
 
 def run(argv):
@@ -308,7 +308,7 @@ def test_an_npz_dataset_certifies_as_the_named_dataset_and_the_graph_file(tmp_pa
 
 
 def test_a_bad_npz_dataset_is_one_line_exit_2(tmp_path, capsys):
-    from stamen.simulations.cli import main as stamen
+    from stamen.cli.main import main as stamen
 
     out = tmp_path / "out"
     (tmp_path / "data" / "npz").mkdir(parents=True)

@@ -1,6 +1,6 @@
 """``stamen certify`` as a long job: finished units journaled, Ctrl-C keeps them, the same command resumes.
 
-In-process through :func:`stamen.simulations.cli.main` (the exit codes and one-line messages of the
+In-process through :func:`stamen.cli.main.main` (the exit codes and one-line messages of the
 CLI), interrupted for real: ``KeyboardInterrupt`` raised right after the N-th unit was
 journaled, or SIGINT to a subprocess once its journal holds N units.
 """
@@ -15,7 +15,7 @@ import time
 import pytest
 
 from stamen.certify.journal import JOURNAL_FILE, Journal
-from stamen.simulations.cli import main
+from stamen.cli.main import main
 
 SMALL = ["certify", "--dataset", "csbm-paper", "--csbm-nodes", "40", "--labeled-per-class", "4", "--targets", "6"]
 SMALL += ["--budgets", "0,1", "--C", "0.5", "--search", "milp", "--no-screen"]  # every target needs a MILP
@@ -168,7 +168,7 @@ def test_a_torn_last_line_is_dropped_with_a_note(tmp_path, monkeypatch, capsys, 
 
 @pytest.mark.parametrize("where", ["file", "under-file"])
 def test_a_bad_out_is_refused_before_the_graph_is_loaded(tmp_path, monkeypatch, capsys, where):
-    from stamen.simulations.commands import certify as command
+    from stamen.cli.commands import certify as command
 
     def never(*_):
         raise AssertionError("the graph was loaded before --out was checked")
@@ -185,7 +185,7 @@ def test_the_terminal_shows_the_stage_the_units_and_the_time_left():
     from rich.console import Console
 
     from stamen.certify.pipeline import Stage
-    from stamen.simulations.certify_progress import CertifyProgress
+    from stamen.experiments.certify_progress import CertifyProgress
 
     console = Console(file=io.StringIO(), force_terminal=True, width=150)
     with CertifyProgress(console) as screen:
@@ -204,7 +204,7 @@ def test_the_terminal_shows_the_stage_the_units_and_the_time_left():
 def test_sigint_to_a_running_certification_keeps_its_units(tmp_path, uninterrupted):
     """A real Ctrl-C (SIGINT to the process) once the journal holds 3 units; the same command resumes."""
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "stamen.simulations.cli", *TWO_ARCHS, "--out", str(out)]
+    command = [sys.executable, "-m", "stamen.cli.main", *TWO_ARCHS, "--out", str(out)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journal = out / JOURNAL_FILE
     deadline = time.monotonic() + 120
@@ -231,7 +231,7 @@ def test_a_journal_of_the_previous_version_keeps_its_digest():
     # What the journal recorded before the options were declared in the contract (argparse's
     # namespace, taken from that version for this command line): the same job must resume.
     from stamen.contract.certify_config import CertifyConfig
-    from stamen.simulations.certify_job import job_options
+    from stamen.experiments.certify_job import job_options
 
     previous = {
         "C": 0.1, "arch": ["gcn"], "attacker": "all labels", "attacker_client": None, "binary_features": False,

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from stamen.simulations.cli import main
+from stamen.cli.main import main
 
 
 def test_partition_json_has_the_documented_keys(capsys, shared_datasets):
@@ -53,7 +53,7 @@ def test_partition_table_on_screen(capsys):
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(argv, message):
-    result = subprocess.run([sys.executable, "-m", "stamen.simulations.cli", *argv], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "stamen.cli.main", *argv], capture_output=True, text=True)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -67,21 +67,19 @@ def test_help_lists_every_command_as_its_module_describes_it_without_importing_t
     import subprocess
     import sys
 
-    from stamen.simulations.cli import SUMMARIES
+    from stamen.cli.main import SUMMARIES
 
     for name, summary in SUMMARIES.items():
         subparsers = argparse.ArgumentParser().add_subparsers()
-        importlib.import_module(f"stamen.simulations.commands.{name}").add_parser(subparsers)
+        importlib.import_module(f"stamen.cli.commands.{name}").add_parser(subparsers)
         assert subparsers._choices_actions[0].help == summary, name
     probe = (
-        "import sys; from stamen.simulations.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+        "import sys; from stamen.cli.main import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("False") and "sweep" in out
-    version = subprocess.run(
-        [sys.executable, "-m", "stamen.simulations.cli", "--version"], capture_output=True, text=True
-    )
+    version = subprocess.run([sys.executable, "-m", "stamen.cli.main", "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and version.stdout.startswith("stamen ")
 
 
@@ -92,7 +90,7 @@ def test_help_lists_every_command_as_its_module_describes_it_without_importing_t
 )
 def test_a_benchs_bad_run_config_is_one_line_as_stamen_runs(bench, value, message, tmp_path, capsys):
     """The benches read -c as stamen run does (Flower's parser raised a click exception: a traceback)."""
-    from stamen.simulations.cli import main
+    from stamen.cli.main import main
 
     assert main(["bench", bench, "-c", value, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -4,8 +4,8 @@ import socket
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract.identity import PARTITION_DIGEST_ENV
-from stamen.simulations.cli import main as stamen
 from stamen.simulations.cluster import check_ray_address, cluster_environment, ray_address
 from stamen.simulations.flower import flower_environment, free_port
 

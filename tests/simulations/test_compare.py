@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 
@@ -35,7 +35,7 @@ def test_compare_reads_runs_and_sweep_groups_from_their_records(tmp_path, capsys
 def test_plot_labels_name_the_config_values_that_differ_not_the_folders():
     from pathlib import Path
 
-    from stamen.simulations.commands.compare import Line, plot_labels
+    from stamen.cli.commands.compare import Line, plot_labels
 
     base = {"algorithm": "fedavg", "model": "gcn", "dataset": "csbm", "lr": 0.01, "seed": 0, "run-name": "x"}
     lines = [

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import stamen
-from stamen.simulations.cli import main as cli
+from stamen.cli.main import main as cli
 
 SMALL = {"csbm-nodes": 300, "num-server-rounds": 3}
 FEDPROX_NOTE = (

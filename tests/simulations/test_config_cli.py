@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from stamen.cli.commands.config import REFERENCE, TABLE_MARK, markdown_table, update_table
+from stamen.cli.main import main
 from stamen.contract.algorithms import ALGORITHMS, plugin_keys
 from stamen.contract.run_config import KEYS, SECTIONS
-from stamen.simulations.cli import main
-from stamen.simulations.commands.config import REFERENCE, TABLE_MARK, markdown_table, update_table
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ def test_the_generator_replaces_only_the_table_after_the_mark(tmp_path):
 @pytest.mark.slow
 def test_loads_neither_torch_nor_flower():
     code = (
-        "import sys, contextlib, io; from stamen.simulations.cli import main\n"
+        "import sys, contextlib, io; from stamen.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()): assert main(['config']) == 0\n"
         "print(sorted(m for m in ('torch', 'torch_geometric', 'flwr') if m in sys.modules))"
     )

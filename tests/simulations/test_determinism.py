@@ -10,8 +10,8 @@ import json
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract.algorithms import ALGORITHMS
-from stamen.simulations.cli import main as stamen
 
 SMALL = (
     "num-server-rounds=2 csbm-nodes=300 local-epochs=2 num-malicious-nodes=0 fedlog-warmup-epochs=3 "

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 
 
 def _strict(text: str):

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
+from stamen.experiments.sweep import grid_file
 from stamen.simulations.overrides import parse_overrides
-from stamen.simulations.sweep import grid_file
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 

@@ -3,8 +3,8 @@ authors' (client validation accuracies weighted by missing-class nodes, latest o
 
 import pytest
 
+from stamen.benches.fedlog_selection import Selection, authors_validation, best_row
 from stamen.contract.figures import VAL_ACC, setting_nodes
-from stamen.simulations.benches.fedlog_selection import Selection, authors_validation, best_row
 
 MISSING = setting_nodes("missing-class")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from stamen.simulations.cli import SUMMARIES, build_parser
-from stamen.simulations.cli import main as stamen
-from stamen.simulations.options import finite_float
+from stamen.cli.main import SUMMARIES, build_parser
+from stamen.cli.main import main as stamen
+from stamen.common.options import finite_float
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse._SubParsersAction]:
@@ -52,7 +52,7 @@ def test_the_walk_finds_the_number_options():
 
 def test_no_option_reads_a_plain_float():
     plain = [f"stamen {' '.join(path)} {action.option_strings[0]}" for path, action in OPTIONS if action.type is float]
-    assert plain == [], "use stamen.simulations.options.finite_float"
+    assert plain == [], "use stamen.common.options.finite_float"
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "Infinity"])

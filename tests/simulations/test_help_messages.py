@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from stamen.cli.helptext import plain
+from stamen.cli.main import SUMMARIES, build_parser, main
 from stamen.server.runlog import run_log, strip_ansi
-from stamen.simulations.cli import SUMMARIES, build_parser, main
-from stamen.simulations.helptext import plain
 from stamen.simulations.relay import clean_line, relay
 
 
@@ -145,7 +145,7 @@ def test_a_flower_run_keeps_a_plain_run_log_and_hides_the_supernodes_warning(tmp
 
     config = f"num-server-rounds=1 csbm-nodes=300 output-dir='{tmp_path}' run-name='f'"
     result = subprocess.run(
-        [sys.executable, "-m", "stamen.simulations.cli", "run", "--verbose", "--clients", "3", "-c", config],
+        [sys.executable, "-m", "stamen.cli.main", "run", "--verbose", "--clients", "3", "-c", config],
         capture_output=True,
         text=True,
         timeout=600,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 FEDERATION = "num-supernodes=3"

@@ -165,7 +165,7 @@ def test_kill_9_of_stamen_run_on_flower_stops_every_process_and_every_write(tmp_
     mark = uuid.uuid4().hex
     run_dir = tmp_path / "runs" / "killed"
     config = f"num-server-rounds=100000 csbm-nodes=300 output-dir='{tmp_path / 'runs'}' run-name='killed'"
-    command = [sys.executable, "-m", "stamen.simulations.cli", "run", "--quiet", "--clients", "2", "-c", config]
+    command = [sys.executable, "-m", "stamen.cli.main", "run", "--quiet", "--clients", "2", "-c", config]
     metrics = run_dir / "metrics.jsonl"
     with open(tmp_path / "out.log", "w") as log:
         cli = subprocess.Popen(command, env=_env(mark), stdout=log, stderr=subprocess.STDOUT)

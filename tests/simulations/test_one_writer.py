@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.server.runlock import FolderLock
-from stamen.simulations.cli import main as stamen
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 FEDERATION = ["--federation-config", "num-supernodes=3"]
@@ -92,7 +92,7 @@ def test_an_overwrite_during_a_real_run_leaves_its_rows_whole(tmp_path):
     # long enough that the second command (a fresh interpreter importing torch) finds it running on any
     # machine: 400 rounds once ended first on an idle one (the overwrite then went ahead, rightly)
     config = f"num-server-rounds=2000 csbm-nodes=300 output-dir='{runs}' run-name='r'"
-    command = [sys.executable, "-m", "stamen.simulations.cli", "run", "--engine", "inprocess", "--quiet", *FEDERATION]
+    command = [sys.executable, "-m", "stamen.cli.main", "run", "--engine", "inprocess", "--quiet", *FEDERATION]
     first = subprocess.Popen([*command, "-c", config], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         metrics = runs / "r" / "metrics.jsonl"

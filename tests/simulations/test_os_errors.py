@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 
 FEDERATION = ["--federation-config", "num-supernodes=3"]
 SMALL = "csbm-nodes=300 local-epochs=1"

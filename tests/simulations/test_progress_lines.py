@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 from stamen.simulations.progress import LINE_INTERVAL, RunProgress, clock
 
 LINE = re.compile(r"^round (\d+)/(\d+), test acc \d\.\d{3}, elapsed \d+:\d\d:\d\d, ETA (\d+:\d\d:\d\d|-)$")
@@ -67,10 +67,10 @@ def test_the_first_line_comes_with_the_first_row_then_one_per_interval(capsys, t
 def test_a_terminal_shows_the_bar_and_no_lines(capsys, tmp_path, monkeypatch):
     from rich.console import Console
 
-    from stamen.simulations import screen
+    from stamen.simulations import progress as progress_module
 
     console = Console(file=io.StringIO(), force_terminal=True, width=150)
-    monkeypatch.setattr(screen, "output_console", lambda stderr=False: console)
+    monkeypatch.setattr(progress_module, "output_console", lambda stderr=False: console)
     _rows(tmp_path, range(0, 6))
     with RunProgress(tmp_path, 10) as progress:
         progress.update()
@@ -89,7 +89,7 @@ def test_units_outside_a_terminal_get_a_line_each_and_one_while_a_unit_runs():
 
     from rich.console import Console
 
-    from stamen.simulations.unit_progress import UnitProgress
+    from stamen.experiments.unit_progress import UnitProgress
 
     console = Console(file=io.StringIO(), width=200)  # not a terminal
     with UnitProgress(console, "sweep", interval=0.05) as screen:
@@ -107,7 +107,7 @@ def test_units_outside_a_terminal_get_a_line_each_and_one_while_a_unit_runs():
 def test_units_not_enabled_show_nothing():
     from rich.console import Console
 
-    from stamen.simulations.unit_progress import UnitProgress
+    from stamen.experiments.unit_progress import UnitProgress
 
     console = Console(file=io.StringIO(), width=200)
     with UnitProgress(console, "sweep", enabled=False, interval=0.0) as screen:

@@ -2,7 +2,7 @@
 
 import json
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 
 KEYS = {"stamen", "commit", "date", "command", "packages", "seeds", "python", "platform"}
 

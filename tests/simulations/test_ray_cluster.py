@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 from stamen.simulations.flower import flower_environment
 
 from .ray_nodes import ray_cluster

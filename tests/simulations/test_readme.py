@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stamen.simulations.cli import build_parser
+from stamen.cli.main import build_parser
 
 PROJECT = Path(__file__).resolve().parents[2]
 README = PROJECT / "README.md"

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stamen.simulations.cli import main as stamen
+from stamen.cli.main import main as stamen
 
 ROUNDS = 4
 CONFIG = "csbm-nodes=300 local-epochs=2 keep-optimizer-state=false"

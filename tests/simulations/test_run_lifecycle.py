@@ -27,7 +27,7 @@ FEDERATION = ["--federation-config", "num-supernodes=3"]
 
 def _stamen(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "stamen.simulations.cli", *args], env=env, text=True, **kwargs)
+    return subprocess.Popen([sys.executable, "-m", "stamen.cli.main", *args], env=env, text=True, **kwargs)
 
 
 def _files(folder: Path) -> dict[str, tuple[int, str]]:

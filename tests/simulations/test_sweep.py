@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from stamen.simulations.cli import main as stamen
-from stamen.simulations.sweep import SweepRun, grid, groups, parse_seeds, parse_set
+from stamen.cli.main import main as stamen
+from stamen.experiments.sweep import SweepRun, grid, groups, parse_seeds, parse_set
 
 SMALL = "num-server-rounds=2 csbm-nodes=300"
 

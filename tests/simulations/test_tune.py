@@ -5,11 +5,11 @@ import json
 
 import pytest
 
+from stamen.cli.main import main as stamen
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
+from stamen.experiments.tune_space import Dimension, Kind, parse_dimension
 from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory
-from stamen.simulations.cli import main as stamen
-from stamen.simulations.tune_space import Dimension, Kind, parse_dimension
 
 SMALL = ["--clients", "3", "-c", "csbm-nodes=300 num-server-rounds=2"]
 SPACE = ["--space", "lr=log:1e-3..1e-1", "--space", "partitioner=cat:louvain,label-dirichlet"]
@@ -103,6 +103,7 @@ def test_a_study_writes_its_table_and_files_resumes_to_n_and_repeats_with_its_se
 
 
 def test_a_run_ended_by_its_observer_is_kept_and_marked_pruned(tmp_path):
+
     from stamen.contract.provenance import Provenance
     from stamen.contract.run_config import RunConfig
     from stamen.simulations import Engine, FederationConfig, run
@@ -128,7 +129,7 @@ def test_a_run_ended_by_its_observer_is_kept_and_marked_pruned(tmp_path):
 
 
 def test_ctrl_c_keeps_finished_trials_and_the_interrupted_one_runs_again(tmp_path, capsys, monkeypatch):
-    import stamen.simulations.tune as tune
+    import stamen.experiments.tune as tune
 
     real = tune._observer
     calls = []

@@ -1,12 +1,12 @@
-"""The generic journal of a long job's units (:mod:`stamen.simulations.journal`), on its own: no bench runs."""
+"""The generic journal of a long job's units (:mod:`stamen.experiments.journal`), on its own: no bench runs."""
 
 import json
 
 import numpy as np
 import pytest
 
+from stamen.experiments.journal import JournalRefused, UnitJournal
 from stamen.server.runlock import FolderLocked
-from stamen.simulations.journal import JournalRefused, UnitJournal
 
 SETTINGS = {"seeds": "0,1", "rounds": 2}
 

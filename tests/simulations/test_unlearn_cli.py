@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from stamen.cli.commands import unlearn as command
+from stamen.experiments.unlearn_experiment import METHODS, new_model, train_original
 from stamen.server.outputs import save_model
-from stamen.simulations.commands import unlearn as command
-from stamen.simulations.unlearn_experiment import METHODS, new_model, train_original
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(argv):
-    """Mimic ``stamen.simulations.cli.main``: the listed errors become one line and exit 2."""
+    """Mimic ``stamen.cli.main.main``: the listed errors become one line and exit 2."""
     parser = argparse.ArgumentParser(prog="stamen")
     command.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["unlearn", *argv])
@@ -108,9 +108,9 @@ def test_bad_run_directories(tmp_path, run_dir):
 @pytest.mark.slow
 def test_exit_code_and_single_stderr_line_in_a_real_process(run_dir):
     code = (
-        "import argparse, sys; from stamen.simulations.commands import unlearn as c;"
+        "import argparse, sys; from stamen.cli.commands import unlearn as c;"
         "p = argparse.ArgumentParser(prog='stamen'); c.add_parser(p.add_subparsers(dest='command'));"
-        "from stamen.simulations import cli;"
+        "from stamen.cli import main as cli;"
         "cli.COMMANDS = (*cli.COMMANDS, c) if c not in cli.COMMANDS else cli.COMMANDS;"
         "sys.exit(cli.main(sys.argv[1:]))"
     )

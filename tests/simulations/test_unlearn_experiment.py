@@ -4,8 +4,8 @@ Everything trains through the app's engine (round loop + ClientApp over an in-pr
 
 import pytest
 
-from stamen.simulations.unlearn_experiment import METHODS, parse_methods, parse_seeds, run_request
-from stamen.simulations.unlearn_targets import gap_closure
+from stamen.experiments.unlearn_experiment import METHODS, parse_methods, parse_seeds, run_request
+from stamen.experiments.unlearn_targets import gap_closure
 from tests.unlearn.conftest import small_config as _small_config
 
 

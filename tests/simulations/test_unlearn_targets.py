@@ -2,7 +2,7 @@
 
 import pytest
 
-from stamen.simulations.unlearn_targets import check_targets, missed_by
+from stamen.experiments.unlearn_targets import check_targets, missed_by
 
 
 def test_missed_by_is_the_distance_to_the_bar():

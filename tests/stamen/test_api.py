@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import stamen
-from stamen.simulations.cli import main as cli
+from stamen.cli.main import main as cli
 
 TINY = {"csbm-nodes": 300, "num-server-rounds": 3}
 TINY_ITEM = "csbm-nodes=300 num-server-rounds=3"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import stamen
-from stamen.simulations.cli import main as cli
+from stamen.cli.main import main as cli
 
 # two audited runs (no DP, DP-SGD at epsilon 4) of a tiny federation: 300 nodes, 3 clients, 1 round
 ARGV = ["audit", "privacy", "--csbm-nodes", "300", "--rounds", "1", "--canaries-per-client", "10"]

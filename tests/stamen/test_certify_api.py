@@ -5,7 +5,7 @@ import json
 import pytest
 
 import stamen
-from stamen.simulations.cli import main as cli
+from stamen.cli.main import main as cli
 
 TINY = {"dataset": "csbm-paper", "csbm_nodes": 40, "labeled_per_class": 4, "targets": 6, "budgets": [0, 1, 2]}
 TINY_ARGV = ["--dataset", "csbm-paper", "--csbm-nodes", "40", "--labeled-per-class", "4", "--targets", "6"]

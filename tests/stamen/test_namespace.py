@@ -22,7 +22,20 @@ import pytest
 import stamen
 
 ROOT = Path(__file__).resolve().parents[2]
-CLASHING = ("models", "server", "client", "graphs", "contract", "certify", "unlearn", "simulations", "tasks")
+CLASHING = (
+    "models",
+    "server",
+    "client",
+    "graphs",
+    "contract",
+    "certify",
+    "unlearn",
+    "simulations",
+    "experiments",
+    "benches",
+    "cli",
+    "tasks",
+)
 
 
 def _clashing_folder(folder: Path) -> Path:

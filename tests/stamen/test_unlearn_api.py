@@ -5,7 +5,7 @@ import json
 import pytest
 
 import stamen
-from stamen.simulations.cli import main as cli
+from stamen.cli.main import main as cli
 
 
 @pytest.fixture

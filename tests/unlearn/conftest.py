@@ -30,8 +30,8 @@ def small_config_fixture():
 
 def trained_model(config: RunConfig, num_clients: int, seed: int = 0):
     """The run's model trained by the app's engine (round loop + ClientApp, in-process) from ``seed``'s weights."""
+    from stamen.experiments.unlearn_experiment import new_model, train_original
     from stamen.graphs import build_federation
-    from stamen.simulations.unlearn_experiment import new_model, train_original
 
     clients = build_federation(config.federation(num_clients)).clients
     model = new_model(config, clients[0].num_features, int(clients[0].num_classes), seed)

@@ -18,6 +18,6 @@ def test_a_zero_bar_carries_its_value():
 
 
 def test_a_sweep_point_says_its_value_or_that_it_has_none():
-    from stamen.simulations.commands.sweep import bar_text
+    from stamen.cli.commands.sweep import bar_text
 
     assert [bar_text(0.0), bar_text(0.5), bar_text(None)] == ["0.000", "0.500", "no figure"]

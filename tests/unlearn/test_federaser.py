@@ -10,8 +10,8 @@ import torch
 
 from stamen.client.job import client_data
 from stamen.contract.requests import parse_request
+from stamen.experiments.unlearn_experiment import forget_in_process, new_model, run_request, train_original
 from stamen.graphs import build_federation
-from stamen.simulations.unlearn_experiment import forget_in_process, new_model, run_request, train_original
 from stamen.unlearn.federaser import UpdateHistory, check_clients
 from stamen.unlearn.requests import client_forget_mask
 

@@ -4,7 +4,7 @@ With ``unlearn-request`` set, the ServerApp forgets after its last round
 (:func:`unlearn_federation`): a roll call, the method of ``unlearn-method`` (or retraining
 when a client holding data to forget does not answer and the method needs it), an
 evaluation, ``unlearn.json`` and ``unlearn.md``. The in-process experiment
-(:mod:`stamen.simulations.unlearn_experiment`) drives the same :func:`forget` over an in-process grid.
+(:mod:`stamen.experiments.unlearn_experiment`) drives the same :func:`forget` over an in-process grid.
 
 - :mod:`~stamen.server.unlearning.base`: the contract (:class:`UnlearningMethod`, :class:`UnlearningJob`,
   :class:`MethodResult`);
@@ -19,10 +19,10 @@ The clients' side of every message is :mod:`stamen.client.unlearning`.
 """
 
 from stamen.server.unlearning.base import MethodResult, UnlearningJob, UnlearningMethod
-from stamen.server.unlearning.federaser import history_recorder
 from stamen.server.unlearning.flow import Forgetting, forget, unlearn_federation
 from stamen.server.unlearning.registry import METHODS, RETRAIN, unlearning_method
 from stamen.server.unlearning.results import UnlearningResult
+from stamen.server.update_history import history_recorder
 
 __all__ = [
     "METHODS",

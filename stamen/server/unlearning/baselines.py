@@ -34,6 +34,7 @@ class Finetune(UnlearningMethod):
     name = "finetune"
 
     def run(self, job: UnlearningJob) -> MethodResult:
+        # on use: torch, torch_geometric stay out of this module's import
         from stamen.unlearn.baselines import finetune_rounds
 
         rounds = finetune_rounds(job.config.num_server_rounds)
@@ -47,6 +48,7 @@ class GradientAscent(UnlearningMethod):
     name = "gradient-ascent"
 
     def run(self, job: UnlearningJob) -> MethodResult:
+        # on use: torch, torch_geometric stay out of this module's import
         from stamen.unlearn.baselines import ASCENT_STEPS
 
         holders = job.holders()

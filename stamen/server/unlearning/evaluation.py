@@ -22,6 +22,7 @@ from stamen.server.unlearning.rollcall import query
 def pooled_figures(counts: dict[int, dict[str, int]], request: Request) -> dict[str, Any]:
     """Accuracies from ``counts`` (partition id -> a client's counts); the requesting client's test
     accuracy comes from its own counts."""
+    # on use: torch, torch_geometric, scipy stay out of this module's import
     from stamen.unlearn.evaluate import accuracies
 
     client = counts.get(request.client) if request.client is not None else None

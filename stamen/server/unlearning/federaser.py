@@ -1,6 +1,6 @@
 """``federaser`` over messages: record the clients' updates in training, replay them without the forgotten data.
 
-While training, :func:`history_recorder` (the round loop's ``on_replies`` hook) adds every
+While training, :func:`stamen.server.update_history.history_recorder` (the round loop's ``on_replies`` hook) adds every
 client's update to an :class:`stamen.unlearn.federaser.UpdateHistory`. To forget, one calibration
 round per window on the clients that stay, each trained without its forgotten nodes (flag
 ``unlearn-retrain``), each client's update rescaled to its recorded step length
@@ -10,10 +10,9 @@ never falls back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from logging import INFO
 
-from flwr.app import ArrayRecord, ConfigRecord, Message
+from flwr.app import ArrayRecord, ConfigRecord
 from flwr.common import log
 
 from stamen.contract import protocol as p
@@ -22,27 +21,13 @@ from stamen.server.unlearning.base import MethodResult, UnlearningJob, Unlearnin
 from stamen.server.unlearning.rollcall import SubGrid
 
 
-def history_recorder(history) -> Callable[[int, ArrayRecord, list[Message]], None]:
-    """The ``on_replies`` hook of :func:`stamen.server.loop.run_rounds` that records every client's update
-    (its trained weights minus the weights sent) into ``history`` (an ``UpdateHistory``), by partition id."""
-
-    def record(server_round: int, sent: ArrayRecord, replies: list[Message]) -> None:
-        start = sent.to_torch_state_dict()
-        states = {
-            int(reply.content[p.METRICS][p.PARTITION_ID]): reply.content[p.ARRAYS].to_torch_state_dict()
-            for reply in replies
-        }
-        history.record(server_round, start, states)
-
-    return record
-
-
 class FedEraser(UnlearningMethod):
     """Replay of the recorded training with calibration rounds on the clients that stay."""
 
     name = "federaser"
 
     def run(self, job: UnlearningJob) -> MethodResult:
+        # on use: torch stays out of this module's import
         from stamen.unlearn.federaser import check_clients, replay_step
 
         history = job.history

@@ -1,7 +1,7 @@
 """One unlearning request on a trained federation: roll call, method (or fallback), figures.
 
 :func:`forget` is the flow both the Flower run (:func:`unlearn_federation`, after the last
-round) and the in-process experiment (:mod:`stamen.simulations.unlearn_experiment`) drive:
+round) and the in-process experiment (:mod:`stamen.experiments.unlearn_experiment`) drive:
 
 1. the roll call (:func:`stamen.server.unlearning.rollcall.roll_call`) evaluates the trained weights
    on every client; who answers takes part;

@@ -21,6 +21,7 @@ REPAIR_ROUNDS = 1
 def laf_rounds(training_rounds: int) -> int:
     """Federated LAF rounds, one alternation each: as many as in-process LAF's steps, at most 10% of
     the training rounds (at least one)."""
+    # on use: torch, torch_geometric stay out of this module's import
     from stamen.unlearn.laf import LAFConfig
 
     return max(1, min(LAFConfig().steps, training_rounds // 10))
@@ -55,6 +56,7 @@ class LAFFinetune(UnlearningMethod):
     name = "laf+ft"
 
     def run(self, job: UnlearningJob) -> MethodResult:
+        # on use: torch, torch_geometric stay out of this module's import
         from stamen.unlearn.baselines import finetune_rounds
 
         result = LAF().run(job)

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stamen.common.file_writes import atomic_write
 from stamen.contract import strict_json
-from stamen.server.rundir import atomic_write
+from stamen.unlearn.report import COLUMNS
 
 
 @dataclass
@@ -70,8 +71,6 @@ class UnlearningResult:
 
 def markdown_table(result: UnlearningResult) -> str:
     """Original and unlearned figures side by side (figures that do not apply are left out)."""
-    from stamen.unlearn.report import COLUMNS
-
     shown = [(key, label) for key, label in COLUMNS if result.original.get(key) is not None]
     lines = ["| model | " + " | ".join(label for _, label in shown) + " |", "|---" * (len(shown) + 1) + "|"]
     for name, figures in (("original", result.original), ("unlearned", result.unlearned)):

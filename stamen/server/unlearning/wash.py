@@ -31,6 +31,7 @@ HEAD_WEIGHT, HEAD_BIAS = "head.weight", "head.bias"
 def check_statistics(record: ArrayRecord, dim: int, num_outputs: int) -> dict[str, np.ndarray]:
     """The three sums of a client's reply as float64 arrays, after checking they are exactly
     ``d x d``, ``d x d`` and ``d x C`` (anything else could carry node-level rows)."""
+    # on use: torch, torch_geometric stay out of this module's import
     import torch
 
     from stamen.unlearn.wash import check_statistic
@@ -49,6 +50,7 @@ def check_statistics(record: ArrayRecord, dim: int, num_outputs: int) -> dict[st
 
 def edited_arrays(arrays: ArrayRecord, delta: torch.Tensor) -> ArrayRecord:
     """``arrays`` with the head edited by ``delta`` (:func:`stamen.unlearn.wash.edited_head`, the in-process edit)."""
+    # on use: torch, torch_geometric stay out of this module's import
     from stamen.unlearn.wash import edited_head
 
     state = arrays.to_torch_state_dict()

@@ -54,6 +54,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 
 from stamen.simulations.deploy.resident_clientapp import ResidentClientApp, TaskArguments, flag_values
 
@@ -109,8 +110,6 @@ def preload() -> float:
 
 def flwr_clientapp_entry_point():
     """Flower's ``flwr-clientapp`` command as a function (its console-script entry point)."""
-    from importlib.metadata import entry_points
-
     (entry,) = entry_points(group="console_scripts", name="flwr-clientapp")
     return entry.load()
 
@@ -308,6 +307,7 @@ def remove_socket(socket_path: str) -> None:
 
 def _stop_with_parent(parent: int) -> None:
     """Stop this process (SIGINT) when ``parent`` is gone, also in the middle of a task (Flower's monitor)."""
+    # on use: flwr stays out of this module's import
     from stamen.simulations.flower_internals.parent_monitor import start_parent_process_monitor
 
     start_parent_process_monitor(parent)

@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     try:
+        # on use: flwr stays out of this module's import
         from stamen.simulations.flower_internals.superlink import superlink_app, superlink_config, uvicorn_log_config
     except RuntimeError as problem:  # another Flower than the adapter's: its one line
         sys.exit(f"stamen gated SuperLink: {problem}")

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import psutil
 
+from stamen.server.runlog import strip_ansi
 from stamen.simulations import lifetime
 from stamen.simulations.deploy.certs import DeploymentFiles
 from stamen.simulations.flower import FEDERATION, flower_environment, stage_app, toml_value
+from stamen.simulations.relay import relayed_call
 from stamen.simulations.run_follow import RunIdSink, follow_run
 
 
@@ -202,8 +204,6 @@ def operator_run(
     Returns 0 once the SuperLink reports the run ``finished:completed``, 1 for another end, flwr's
     own code when ``flwr run`` fails (:mod:`stamen.simulations.run_follow`: its log stream can end before the run).
     """
-    from stamen.simulations.relay import relayed_call
-
     command = [*prefix, *flwr_run_command(flwr_home, stage_app(flwr_home), run_config)]
     with contextlib.ExitStack() as files:
         sinks = [files.enter_context(open(log_file, "w"))] if log_file is not None else []
@@ -272,8 +272,6 @@ class Service:
 
     def log_tail(self, chars: int = 2000) -> str:
         """The end of the process's log as Stamen shows it: without colour codes (:mod:`stamen.simulations.relay`)."""
-        from stamen.server.runlog import strip_ansi
-
         return strip_ansi(self.log_file.read_text(errors="replace"))[-chars:] if self.log_file.exists() else ""
 
     def kill(self) -> None:

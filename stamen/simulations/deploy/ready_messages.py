@@ -47,6 +47,7 @@ PULL_MESSAGES = {"/v1/runtime/pull-messages": "runtime", "/v1/fleet/pull-message
 
 def _protos(api: str) -> tuple[type, type, type]:
     """(push request, push response, pull response) of ``api``: Flower's wire format."""
+    # on use: flwr stays out of this module's import
     from stamen.simulations.flower_internals import wire
 
     if api == "runtime":
@@ -118,6 +119,7 @@ class MessagesReady:
             await send(message)
 
     async def _push_object(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # on use: flwr stays out of this module's import
         from stamen.simulations.flower_internals.wire import PushObjectRequest
 
         body, _ = await read_body(receive)

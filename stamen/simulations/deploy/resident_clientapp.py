@@ -124,6 +124,7 @@ class ResidentClientApp:
         self.tasks = 0
 
     def _client_app(self, run, fab) -> object:
+        # on use: flwr stays out of this module's import
         from stamen.simulations.flower_internals.app_loading import install_and_load
 
         if self.loaded is not None and self.loaded.fab_hash == fab.hash_str:
@@ -137,6 +138,7 @@ class ResidentClientApp:
 
     def serve(self, argv: list[str]) -> int:
         """Serve the task ``argv`` names, as ``flwr-clientapp ARGV`` would; return its exit code."""
+        # on use: flwr stays out of this module's import
         from flwr.common import log
 
         from stamen.simulations.flower_internals.clientapp_task import serve_task

@@ -28,6 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from stamen.common.file_writes import atomic_write
 from stamen.simulations.deploy import clientapp_shim
 
 CLIENTAPPS = ("resident", "forked", "cold")  # how a SuperNode serves its messages; see LocalDeployment
@@ -121,8 +122,5 @@ def prepare_warm_clientapp(folder: Path, real_flwr_clientapp: str, resident: boo
     text = SHIM.format(
         python=sys.executable, module=clientapp_shim.__file__, socket=str(warm.socket), real=real_flwr_clientapp
     )
-    partial = shim.with_name(f".flwr-clientapp.{os.getpid()}")
-    partial.write_text(text)
-    partial.chmod(stat.S_IRWXU)
-    partial.replace(shim)  # atomic: a SuperExec never sees half a script
+    atomic_write(shim, text, mode=stat.S_IRWXU)  # a SuperExec never sees half a script
     return warm

@@ -33,6 +33,7 @@ def supported_range() -> str:
 def check_flower_version(installed: str | None = None) -> None:
     """Raise :class:`UnsupportedFlower` unless ``installed`` (default: ``flwr.__version__``) is a supported release."""
     if installed is None:
+        # on use: flwr stays out of this module's import
         import flwr
 
         installed = str(flwr.__version__)

@@ -8,9 +8,9 @@ averages are replaced by other weights, where the default run is not.
 
 import numpy as np
 import pytest
-import stamen.algorithms.fedlog.server as fedlog_server
 
 import stamen
+import stamen.algorithms.fedlog.server as fedlog_server
 from stamen.contract.equivalences import config_notes
 from stamen.contract.figures import ROW_TIMINGS
 from stamen.contract.run_config import RunConfig

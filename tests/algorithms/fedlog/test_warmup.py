@@ -7,9 +7,10 @@ which the authors' client trains on.
 """
 
 import torch
+from torch_geometric.data import Data
+
 from stamen.algorithms.fedlog.model import FedLoGNet
 from stamen.algorithms.fedlog.training import FedLoGHyper, warm_up
-from torch_geometric.data import Data
 
 HYPER = FedLoGHyper(lr=0.05, weight_decay=0.0, batch_size=16, beta_metric=1.0, beta_norm=1.0, beta_cd=1.0,
                     lambda_step=0.001, lambda_threshold=0.8)  # fmt: skip

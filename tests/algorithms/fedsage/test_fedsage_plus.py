@@ -9,11 +9,11 @@ from flwr.app import Array, ArrayRecord, Message, RecordDict
 
 from stamen.algorithms.fedsage import messages as wire
 from stamen.algorithms.fedsage.client import GENERATOR
+from stamen.cli.main import main as stamen
 from stamen.client.job import client_data, private_tensors
 from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
-from stamen.simulations.cli import main as stamen
 from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 CLIENTS = 3

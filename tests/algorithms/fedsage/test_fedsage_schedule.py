@@ -7,11 +7,11 @@ from flwr.app import Message, MessageType
 
 from stamen.algorithms.fedsage import messages as wire
 from stamen.algorithms.fedsage.client import GENERATOR
+from stamen.cli.main import main as stamen
 from stamen.client.job import private_tensors
 from stamen.contract.run_config import RunConfig
 from stamen.server.algorithms import server_algorithm
 from stamen.server.loop import run_rounds
-from stamen.simulations.cli import main as stamen
 from stamen.simulations.inprocess import InProcessGrid, task_identity
 
 CLIENTS = 3
