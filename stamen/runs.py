@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, federation_items, handed_down, run_config_items
 from stamen.contract.figures import headline_key
-from stamen.server.rundir import RunDirectory, RunStatus, TornLastRow
+from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -97,6 +97,8 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
         FileNotFoundError: ``run_dir`` is not a run directory (no ``config.json``).
         ValueError: a file of it is damaged (the message names the file and line).
     """
+    if not isinstance(run_dir, str | os.PathLike):
+        raise ValueError(f"give the path of a run directory, e.g. stamen.load('runs/cora-fedavg-1'); got {run_dir!r}")
     folder = RunDirectory.open(run_dir)
     recorded = folder.status().get("status")
     known = {member.value for member in RunStatus}
@@ -106,17 +108,12 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
             "the run directory is damaged"
         )
     status = RunStatus(recorded) if recorded is not None else None
-    has_summary = (folder.path / "summary.json").is_file()
+    has_summary = os.path.lexists(folder.path / "summary.json")  # a link to a device is read, and refused
     # a run that did not finish may have been stopped while writing its last row
-    try:
-        rows = folder.rows(torn_last_ok=status not in (RunStatus.FINISHED, None))
-    except TornLastRow as torn:
-        if status is not RunStatus.FINISHED:
-            raise
-        raise ValueError(  # no resume would write that row again
-            f"{torn.file}: line {torn.line}, the last, was cut short though the run finished: the file was changed "
-            "afterwards; restore it from a copy, or delete that line"
-        ) from None
+    if status is RunStatus.FINISHED:
+        rows = folder.finished_rows()  # no resume would write a cut-short last row again
+    else:
+        rows = folder.rows(torn_last_ok=status is not None)
     return Run(folder.path, folder.config(), status, rows, folder.summary() if has_summary else {})
 
 
@@ -154,7 +151,7 @@ def run(
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
     """
     from stamen.simulations.commands.run import launch
-    from stamen.simulations.errors import one_line
+    from stamen.simulations.errors import EnvironmentFailed, is_bad_input, one_line, os_error_line
 
     items = run_config_items(config, overrides, output_dir=None if out is None else str(out))
     command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)
@@ -171,4 +168,8 @@ def run(
             )
     except ValueError as error:
         raise ValueError(one_line(error)) from None
+    except OSError as error:
+        if is_bad_input(error):
+            raise
+        raise EnvironmentFailed(os_error_line(error)) from error  # the line the command prints, exit 4
     return load(launched.run_dir)
