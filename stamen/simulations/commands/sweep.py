@@ -152,7 +152,11 @@ def run_sweep(spec: SweepSpec, show: bool = True) -> SweepResult:
     from stamen.server.rundir import check_output_dir, check_run_name
     from stamen.simulations.overrides import parse_overrides
 
-    check_own_keys(parse_overrides(spec.run_config), "-c/--run-config")
+    fixed = parse_overrides(spec.run_config)
+    check_own_keys(fixed, "-c/--run-config")
+    for key, _ in spec.grid:
+        if key in fixed:  # which value would a run take? neither is chosen silently
+            raise ValueError(f"{key} is both swept (--set or the grid) and fixed by -c; drop one of them")
     runs = grid(spec.grid, spec.seeds)  # before the lock: nothing written
     if spec.engine not in ("flower", "inprocess"):
         raise ValueError(f"engine must be 'flower' or 'inprocess', got {spec.engine!r}")
