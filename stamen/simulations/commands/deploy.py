@@ -94,7 +94,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default="127.0.0.1",
         help="IP address on which runs are submitted and nodes registered (default: this host's loopback only)",
     )
-    superlink.add_argument("--port", type=int, default=SUPERLINK_PORT)
+    superlink.add_argument("--port", type=_port, default=SUPERLINK_PORT)
     superlink.add_argument("--state", type=Path, default=Path("superlink-state.db"), help="state database file")
     superlink.set_defaults(func=superlink_main)
 
@@ -111,7 +111,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     supernode.add_argument("--num-partitions", type=int, required=True)
     supernode.add_argument("--data-root", default="", help="this host's data folder (e.g. from `deploy partition`)")
     supernode.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    supernode.add_argument("--port", type=int, default=9094, help="local port of the ClientApp runtime API")
+    supernode.add_argument("--port", type=_port, default=9094, help="local port of the ClientApp runtime API")
     add_clientapps_option(supernode)
     supernode.set_defaults(func=supernode_main)
 
@@ -140,14 +140,30 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ca", type=Path, required=True, help="the deployment's ca.pem")
 
 
-def _checked_config(texts: list[str]) -> RunConfig:
-    """The run config of ``--run-config`` over the project's defaults, checked once."""
+def _port(text: str) -> int:
+    """A TCP port, 1 to 65535 (argparse's one-line error otherwise)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 1 to 65535, got {text!r}")
+    return port
+
+
+def _checked_config(texts: list[str], here: bool = False) -> RunConfig:
+    """The run config of ``--run-config`` over the project's defaults, checked once; ``here``: the graph is
+    built on this machine, so its size is checked against this machine's memory first."""
     from stamen.server.app import check_run_config
     from stamen.simulations.preflight import default_run_config
+    from stamen.simulations.size_check import check_size
 
     values = default_run_config()
     values.update(parse_overrides(texts))
-    return check_run_config(values)
+    config = check_run_config(values)
+    if here:
+        check_size(config)
+    return config
 
 
 def _require(path: Path, what: str) -> Path:
@@ -190,7 +206,7 @@ def partition_main(args: argparse.Namespace) -> int:
             existing.append(str(folder / PARTITION_FILE))
     if existing:
         raise FileExistsError(f"{existing[0]} exists ({len(existing)} in all); give a new or empty --out")
-    config = _checked_config(args.run_config)
+    config = _checked_config(args.run_config, here=True)
     for path in export_partitions(config.federation(args.nodes), args.out):
         print(path)
     print("copy node-<i>/ to SuperNode i's host and pass data-root='<that folder>' in its node config")
@@ -294,9 +310,10 @@ def run_main(args: argparse.Namespace) -> int:
     from stamen.server.app import check_run_config
     from stamen.simulations.preflight import default_run_config
 
-    write_connection(OPERATOR_HOME, args.superlink, _require(args.ca, "CA certificate"))
+    ca = _require(args.ca, "CA certificate")
     overrides = parse_overrides(args.run_config)
-    check_run_config({**default_run_config(), **overrides})
+    check_run_config({**default_run_config(), **overrides})  # before the connection is written
+    write_connection(OPERATOR_HOME, args.superlink, ca)
     started = RunIdSink()
     code = flwr_run(OPERATOR_HOME, overrides, {}, watchers=[started])
     if code != 0 or started.run_id is None:
@@ -318,9 +335,9 @@ def run_main(args: argparse.Namespace) -> int:
 def local_main(args: argparse.Namespace) -> int:
     from stamen.graphs.node_data import export_partitions
 
-    config = _checked_config(args.run_config)
+    config = _checked_config(args.run_config, here=True)
     if config.min_clients > args.nodes:
-        raise ValueError(f"min-clients={config.min_clients} exceeds --nodes={args.nodes}")
+        raise ValueError(f"min-clients={config.min_clients} exceeds --clients={args.nodes}; give more --clients")
     overrides = parse_overrides(args.run_config)
     # SIGTERM, like Ctrl-C, stops every process started here; the workdir is this deployment's alone
     # (a second `deploy local` on it is refused naming this one) and is checked before anything is removed
