@@ -388,3 +388,24 @@ def test_deploy_run_checks_the_run_config_before_writing_the_connection(tmp_path
     assert stamen_cli(["deploy", "run", "--ca", str(tmp_path / "ca.pem"), "-c", "num-server-round=3"]) == 2
     assert _line(capsys).startswith("unknown run-config key 'num-server-round'")
     assert written == []
+
+
+def test_a_stopped_run_the_serverapp_recorded_failed_without_a_cause_gets_the_superlinks_cause(tmp_path):
+    """On a real SuperLink the stopped ServerApp may record ``failed`` itself, with no reason it could know
+    (Flower exits it); the command that followed the run adds the reason the SuperLink gives."""
+    from stamen.contract.run_config import RunConfig
+    from stamen.server.rundir import RunDirectory, RunStatus
+    from stamen.simulations.deploy.stopped_run import stopped_from_outside
+
+    config = RunConfig(output_dir=str(tmp_path), run_name="r")
+    folder = RunDirectory.plan(config)
+    folder.create(config, flower_run_id=7, engine="flower")
+    folder.set_status(RunStatus.FAILED, error="0", ended=1.0)
+    failure = stopped_from_outside(str(tmp_path), "r", 7)
+    status = folder.status()
+    assert (status["status"], status["cause"], status["serverapp_error"]) == ("failed", "stopped", "0")
+    assert status["error"] == "the run was stopped from outside (flwr stop, Flower run 7) before it finished"
+    assert str(failure).endswith(f"{folder.path / 'status.json'} records it as failed")
+    folder.set_status(RunStatus.FAILED, error="ValueError: boom", cause="environment")
+    stopped_from_outside(str(tmp_path), "r", 7)
+    assert folder.status()["cause"] == "environment"  # a cause recorded already is kept
