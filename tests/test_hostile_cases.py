@@ -409,3 +409,16 @@ def test_a_stopped_run_the_serverapp_recorded_failed_without_a_cause_gets_the_su
     folder.set_status(RunStatus.FAILED, error="ValueError: boom", cause="environment")
     stopped_from_outside(str(tmp_path), "r", 7)
     assert folder.status()["cause"] == "environment"  # a cause recorded already is kept
+
+
+def test_a_planetoid_file_larger_than_any_is_refused_unread(tmp_path):
+    from stamen.graphs.data_pickle import MAX_BYTES, read_matrix
+
+    path = tmp_path / "ind.cora.x"
+    with open(path, "wb") as sparse:
+        sparse.truncate(MAX_BYTES + 1)  # a sparse file: no disk used, and a whole read would hold it all in memory
+    with pytest.raises(ValueError) as refusal:
+        read_matrix(path)
+    assert str(refusal.value) == (
+        f"it holds {MAX_BYTES + 1:,} bytes, more than a Planetoid raw file ({MAX_BYTES:,} at most)"
+    )
