@@ -422,3 +422,12 @@ def test_a_planetoid_file_larger_than_any_is_refused_unread(tmp_path):
     assert str(refusal.value) == (
         f"it holds {MAX_BYTES + 1:,} bytes, more than a Planetoid raw file ({MAX_BYTES:,} at most)"
     )
+
+
+@pytest.mark.parametrize("text", ["0\n0=0", "l r=0.1", "a\tb=0.1,0.2"])
+def test_a_set_whose_key_holds_blanks_is_one_line(text):
+    from stamen.simulations.sweep import parse_set
+
+    with pytest.raises(ValueError) as refusal:
+        parse_set(text)
+    assert str(refusal.value) == f"--set {text!r}: write key=value1,value2, e.g. --set lr=0.01,0.005"

@@ -46,6 +46,11 @@ def _as_numpy(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x.astype(np.float64), ei.astype(np.int64), y.astype(np.int64)
 
 
+# what numpy and zipfile raise on a damaged archive: a bad header, CRC or deflate stream, a flag bit read as an
+# unsupported compression method or as encryption
+_DAMAGED = (ValueError, EOFError, KeyError, NotImplementedError, RuntimeError, zipfile.BadZipFile, zlib.error)
+
+
 def load_graph_npz(path: str | Path) -> dict[str, np.ndarray]:
     """Read ``--graph`` files: arrays ``x``, ``edge_index``, ``y``, ``labeled``, ``targets``."""
     path = Path(path)
@@ -56,7 +61,7 @@ def load_graph_npz(path: str | Path) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as f:
             missing = [k for k in ("x", "edge_index", "y", "labeled", "targets") if k not in f]
             arrays = {} if missing else {k: np.asarray(f[k]) for k in ("x", "edge_index", "y", "labeled", "targets")}
-    except (ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as error:  # a damaged or foreign file
+    except _DAMAGED as error:  # a damaged or foreign file
         reason = " ".join(str(error).split()) or type(error).__name__
         raise ValueError(f"{path} is not a readable --graph .npz ({reason}); give an intact .npz file") from None
     if missing:
