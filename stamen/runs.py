@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, federation_config, run_config
 from stamen.contract.figures import headline_key
-from stamen.server.rundir import RunDirectory, RunStatus, TornLastRow
+from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.simulations.errors import one_line
 from stamen.tables import data_frame
 
@@ -100,6 +100,8 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
         FileNotFoundError: ``run_dir`` is not a run directory (no ``config.json``).
         ValueError: a file of it is damaged (the message names the file and line).
     """
+    if not isinstance(run_dir, str | os.PathLike):
+        raise ValueError(f"give the path of a run directory, e.g. stamen.load('runs/cora-fedavg-1'); got {run_dir!r}")
     folder = RunDirectory.open(run_dir)
     recorded = folder.status().get("status")
     known = {member.value for member in RunStatus}
@@ -109,17 +111,12 @@ def load(run_dir: str | os.PathLike[str]) -> Run:
             "the run directory is damaged"
         )
     status = RunStatus(recorded) if recorded is not None else None
-    has_summary = (folder.path / "summary.json").is_file()
+    has_summary = os.path.lexists(folder.path / "summary.json")  # a link to a device is read, and refused
     # a run that did not finish may have been stopped while writing its last row
-    try:
-        rows = folder.rows(torn_last_ok=status not in (RunStatus.FINISHED, None))
-    except TornLastRow as torn:
-        if status is not RunStatus.FINISHED:
-            raise
-        raise ValueError(  # no resume would write that row again
-            f"{torn.file}: line {torn.line}, the last, was cut short though the run finished: the file was changed "
-            "afterwards; restore it from a copy, or delete that line"
-        ) from None
+    if status is RunStatus.FINISHED:
+        rows = folder.finished_rows()  # no resume would write a cut-short last row again
+    else:
+        rows = folder.rows(torn_last_ok=status is not None)
     return Run(folder.path, folder.config(), status, rows, folder.summary() if has_summary else {})
 
 
@@ -160,6 +157,7 @@ def run(
     from stamen.simulations import runner
 
     # on use: flwr, numpy stay out of this module's import
+    from stamen.simulations.errors import EnvironmentFailed, is_bad_input, os_error_line
 
     command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)
     try:
@@ -176,4 +174,8 @@ def run(
         )
     except ValueError as error:
         raise ValueError(one_line(error)) from None
+    except OSError as error:
+        if is_bad_input(error):
+            raise
+        raise EnvironmentFailed(os_error_line(error)) from error  # the line the command prints, exit 4
     return load(launched.run_dir)

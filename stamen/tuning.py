@@ -127,7 +127,12 @@ def _space(space: Space) -> list[Any]:
             else:
                 raise ValueError(f'space {key}: give "KIND:VALUES" (e.g. "log:1e-3..1e-1") or a list; got {value!r}')
         return found
-    return [parse_dimension(text, "space") for text in space]
+    if isinstance(space, Sequence) and all(isinstance(text, str) for text in space):
+        return [parse_dimension(text, "space") for text in space]
+    raise ValueError(
+        'space must be a dict such as {"lr": "log:1e-3..1e-1"}, a list of "KEY=KIND:VALUES" texts or the path of a '
+        f"TOML file with a [space] table; got {space!r}"
+    )
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:

@@ -54,12 +54,24 @@ def unlearn(
     # on use: torch, torch_geometric, flwr, scipy, numpy stay out of this module's import
     from stamen.cli.commands.unlearn import unlearn_run
 
+    if not isinstance(run, Run | str | os.PathLike):
+        raise ValueError(f"run must be a stamen.Run or the path of a run directory; got {run!r}")
     folder = run.dir if isinstance(run, Run) else Path(os.fspath(run))
     requests = [request] if isinstance(request, str) else list(request) if isinstance(request, Sequence) else []
     if not requests or not all(isinstance(item, str) for item in requests):
         raise ValueError(
             f"request must be a request or a list of them, e.g. 'client:3', 'nodes:0:0.1', 'class:2'; got {request!r}"
         )
+    if not isinstance(methods, str) and not (
+        isinstance(methods, Sequence) and all(isinstance(name, str) for name in methods)
+    ):
+        raise ValueError(f"methods must be 'all' or a list of method names, e.g. ['wash', 'laf']; got {methods!r}")
+    if seeds is not None and (
+        isinstance(seeds, str)
+        or not isinstance(seeds, Sequence)
+        or any(isinstance(seed, bool) or not isinstance(seed, int) for seed in seeds)
+    ):
+        raise ValueError(f"seeds must be a list of integers >= 0, e.g. seeds=[0, 1]; got {seeds!r}")
     method = methods if isinstance(methods, str) else ",".join(methods)
     seed_text = "" if seeds is None else ",".join(str(seed) for seed in seeds)
     command = call_text("stamen.unlearn", str(folder), requests, methods=methods, seeds=seeds)

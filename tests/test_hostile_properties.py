@@ -3,7 +3,9 @@ is a result or one line of ``ValueError`` (``FileNotFoundError`` for a missing f
 traceback, and nothing is written.
 
 Hypothesis draws the inputs (random values of every key type, random override text, random TOML and bytes in
-experiment files, random bytes in each file of the TU, npz and OGB readers, random arguments of the Python API).
+experiment files, random bytes in each file of the TU, npz, OGB and Planetoid readers, of a run folder and of
+certify's --graph file, random tune-space, sweep and unlearning-request texts, random certify option values, random
+arguments of the Python API).
 Every new reader or option joins this file.
 """
 
@@ -260,3 +262,137 @@ def test_the_ogb_fixture_is_read(tmp_path):
     _ogb(tmp_path / "raw")
     data = read_ogb_folder(tmp_path / "raw", "ogb:ogbn-tiny")
     assert data.x.shape == (3, 2) and data.edge_index.size(1) == 2
+
+
+# ----------------------------------------------------------------------------- the readers and options added since
+
+TEXT = st.one_of(st.text(max_size=60), st.text("abcdefghilmnoprstu-_=:.,0123456789 '\"[]", max_size=60))
+
+
+@HOSTILE
+@given(part=st.sampled_from(["x", "graph"]), content=st.binary(max_size=200))
+def test_any_planetoid_pickle_is_read_or_refused_in_one_line(part, content, tmp_path_factory):
+    from stamen.graphs.data_pickle import read_adjacency, read_matrix
+
+    root = tmp_path_factory.mktemp("planetoid")
+    path = root / f"ind.cora.{part}"
+    path.write_bytes(content)
+    before = set(root.rglob("*"))
+    try:
+        (read_matrix if part == "x" else read_adjacency)(path)
+    except ValueError as error:
+        one_line(error)
+    nothing_written(root, before)
+
+
+@HOSTILE
+@given(text=TEXT)
+def test_any_tune_space_text_is_a_dimension_or_one_line(text):
+    from stamen.experiments.tune_space import parse_dimension
+
+    try:
+        parse_dimension(text)
+    except ValueError as error:
+        one_line(error)
+
+
+@HOSTILE
+@given(text=TEXT)
+def test_any_sweep_set_text_is_values_or_one_line(text):
+    from stamen.experiments.sweep import check_set, parse_seeds, parse_set
+
+    try:
+        key, values = parse_set(text)
+        check_set(key, values, "--set", f"--set {text!r}")
+    except ValueError as error:
+        one_line(error)
+    try:
+        parse_seeds(text)
+    except ValueError as error:
+        one_line(error)
+
+
+@HOSTILE
+@given(text=TEXT, clients=st.one_of(st.none(), st.integers(-3, 50)), classes=st.one_of(st.none(), st.integers(-3, 9)))
+def test_any_unlearning_request_is_parsed_or_one_line(text, clients, classes):
+    from stamen.contract.requests import parse_request
+
+    try:
+        parse_request(text, clients, classes)
+    except ValueError as error:
+        one_line(error)
+
+
+def _certify_options() -> list[str]:
+    from stamen.contract.certify_config import OPTIONS
+
+    return sorted(OPTIONS)
+
+
+@HOSTILE
+@given(name=st.sampled_from(_certify_options()), value=st.one_of(VALUES, TEXT))
+def test_any_certify_option_value_is_a_config_or_one_line(name, value):
+    from stamen.contract.certify_config import CertifyConfig
+
+    try:
+        CertifyConfig.from_values({name: value, "out": "o"} if name != "out" else {name: value})
+    except ValueError as error:
+        one_line(error)
+
+
+RUN_FILES = st.sampled_from(["config.json", "status.json", "metrics.jsonl", "summary.json"])
+
+
+def _finished_run(root: Path) -> Path:
+    """A finished run's folder with the files a reader reads: config, status, rows and summary."""
+    import json
+
+    from stamen.server.rundir import row_line
+
+    run_dir = root / "r"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps(RunConfig(output_dir=str(root), run_name="r").to_flower()))
+    (run_dir / "status.json").write_text(json.dumps({"status": "finished"}))
+    (run_dir / "metrics.jsonl").write_text(row_line({"round": 0, "global_test_acc": 0.5}) + row_line({"round": 1}))
+    (run_dir / "summary.json").write_text(json.dumps({"final": {"global_test_acc": 0.6}}))
+    return run_dir
+
+
+@HOSTILE
+@given(
+    name=RUN_FILES, content=st.one_of(st.binary(max_size=120), st.text(max_size=120).map(str.encode)), cut=st.booleans()
+)
+def test_any_damaged_run_folder_is_loaded_or_refused_in_one_line(name, content, cut, tmp_path_factory):
+    import stamen
+
+    run_dir = _finished_run(tmp_path_factory.mktemp("run"))
+    path = run_dir / name
+    path.write_bytes(path.read_bytes()[: len(content)] if cut else content)
+    before = set(run_dir.parent.rglob("*"))
+    try:
+        stamen.load(run_dir)
+    except (ValueError, FileNotFoundError) as error:
+        one_line(error)
+    nothing_written(run_dir.parent, before)
+
+
+@HOSTILE
+@given(cut=st.integers(min_value=0, max_value=4000), noise=st.binary(min_size=1, max_size=64))
+def test_any_damaged_certify_graph_is_read_or_refused_in_one_line(cut, noise, tmp_path_factory):
+    from stamen.certify.data import load_graph_npz
+
+    root = tmp_path_factory.mktemp("graph")
+    path = root / "g.npz"
+    rng = np.random.default_rng(0)
+    np.savez(path, x=rng.random((6, 2)), edge_index=np.array([[0, 1], [1, 2]]), y=np.array([0, 1] * 3),
+             labeled=np.array([0, 1]), targets=np.array([2, 3]))  # fmt: skip
+    raw = bytearray(path.read_bytes())
+    at = cut % len(raw)
+    raw[at : at + len(noise)] = noise
+    path.write_bytes(bytes(raw))
+    before = set(root.rglob("*"))
+    try:
+        load_graph_npz(path)
+    except ValueError as error:
+        one_line(error)
+    nothing_written(root, before)

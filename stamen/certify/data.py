@@ -8,6 +8,9 @@ generator; targets are drawn from the remaining nodes.
 
 from __future__ import annotations
 
+import os
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,19 +46,29 @@ def _as_numpy(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x.astype(np.float64), ei.astype(np.int64), y.astype(np.int64)
 
 
+# what numpy and zipfile raise on a damaged archive: a bad header, CRC or deflate stream, a flag bit read as an
+# unsupported compression method or as encryption
+_DAMAGED = (ValueError, EOFError, KeyError, NotImplementedError, RuntimeError, zipfile.BadZipFile, zlib.error)
+
+
 def load_graph_npz(path: str | Path) -> dict[str, np.ndarray]:
     """Read ``--graph`` files: arrays ``x``, ``edge_index``, ``y``, ``labeled``, ``targets``."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"graph file not found: {path}")
-    with np.load(path, allow_pickle=False) as f:
-        missing = [k for k in ("x", "edge_index", "y", "labeled", "targets") if k not in f]
-        if missing:
-            raise ValueError(
-                f"{path} lacks arrays {', '.join(missing)}; a --graph file needs x (n x d), "
-                "edge_index (2 x E), y (n), labeled (indices) and targets (indices)"
-            )
-        arrays = {k: np.asarray(f[k]) for k in ("x", "edge_index", "y", "labeled", "targets")}
+        what = "is not a regular file" if os.path.lexists(path) else "not found"
+        raise FileNotFoundError(f"graph file {what}: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            missing = [k for k in ("x", "edge_index", "y", "labeled", "targets") if k not in f]
+            arrays = {} if missing else {k: np.asarray(f[k]) for k in ("x", "edge_index", "y", "labeled", "targets")}
+    except _DAMAGED as error:  # a damaged or foreign file
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ValueError(f"{path} is not a readable --graph .npz ({reason}); give an intact .npz file") from None
+    if missing:
+        raise ValueError(
+            f"{path} lacks arrays {', '.join(missing)}; a --graph file needs x (n x d), "
+            "edge_index (2 x E), y (n), labeled (indices) and targets (indices)"
+        )
     x, ei, y = arrays["x"], arrays["edge_index"], arrays["y"]
     if x.ndim != 2:
         raise ValueError(f"x must be n x d, got shape {x.shape}")

@@ -247,10 +247,14 @@ def write_outputs(out_dir: Path, payload: dict) -> None:
     plot(payload, picture)
     atomic_write(out_dir / "certified_accuracy.png", picture.getvalue())
     atomic_write(out_dir / "report.md", markdown(payload).encode())
+    for entry in out_dir.iterdir():  # a staging file an interrupted write left: this job's own, replaced above
+        if entry.name.startswith(STAGING_PREFIXES) and entry.is_file() and not entry.is_symlink():
+            entry.unlink(missing_ok=True)
 
 
 # The temporary files of atomic_write (``.NAME.<random>.tmp``) that a killed writer may leave
-STAGING_PREFIXES = tuple(f".{name}." for name in ("certificate.json", "certified_accuracy.png", "report.md"))
+OUTPUT_FILES = ("certificate.json", "certified_accuracy.png", "report.md")
+STAGING_PREFIXES = tuple(f".{name}." for name in OUTPUT_FILES)
 
 
 def _json_default(o: object) -> object:

@@ -90,7 +90,18 @@ def client_algorithm(name: str) -> tuple[AlgorithmSpec, ClientAlgorithm]:
     spec = algorithm_spec(name)
     module, _, attribute = spec.client.partition(":")
     attribute = attribute or "PART"
-    part = getattr(importlib.import_module(module), attribute, None)
+    part = getattr(_imported(module, spec.client, "client", name), attribute, None)
     if not isinstance(part, ClientAlgorithm):
-        raise TypeError(f"{spec.client} (the client part of {name!r}) sets no {attribute} = a ClientAlgorithm")
+        raise ValueError(f"{spec.client} (the client part of {name!r}) sets no {attribute} = a ClientAlgorithm")
     return spec, part
+
+
+def _imported(module: str, path: str, part: str, name: str) -> object:
+    """``module``, or a ValueError in one line naming the plug-in whose client part it is."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(
+            f"{path} (the {part} part of algorithm {name!r}) cannot be imported ({error}); install its package, "
+            "or register the algorithm with the module that defines it"
+        ) from None

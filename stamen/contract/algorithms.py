@@ -69,7 +69,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from stamen.common.registry import PYTHON, Registry
+from stamen.common.registry import BUILT_IN, PYTHON, Registry
 from stamen.contract.keys import Key, Section
 
 if TYPE_CHECKING:
@@ -144,6 +144,10 @@ def register_algorithm(spec: AlgorithmSpec, *, origin: str = PYTHON) -> Algorith
     for part, path in (("server", spec.server), ("client", spec.client)):
         if not _PART.fullmatch(path):
             raise ValueError(f"algorithm {spec.name!r}: {part} must name a module or module:attribute, got {path!r}")
+    if origin != BUILT_IN:
+        _check_facts(spec)
+    if not all(isinstance(key, Key) for key in spec.keys):
+        raise ValueError(f"algorithm {spec.name!r}: each key is a stamen.option(name, ...) with a kebab-case name")
     section = spec.section.name if spec.section is not None else spec.name
     keys = tuple(dataclasses.replace(key, section=section) for key in spec.keys)
     if keys:
@@ -152,6 +156,29 @@ def register_algorithm(spec: AlgorithmSpec, *, origin: str = PYTHON) -> Algorith
     registered = dataclasses.replace(spec, keys=keys, options=options)
     ALGORITHMS.add(spec.name, registered, origin)
     return registered
+
+
+def _check_facts(spec: AlgorithmSpec) -> None:
+    """A plug-in's facts are of their types and name what exists (a task, privacy modes): ValueError in one line."""
+    name = spec.name
+    if not isinstance(spec.help, str):
+        raise ValueError(f"algorithm {name!r}: help must be a string, got {spec.help!r}")
+    if isinstance(spec.privacy, str) or not all(isinstance(mode, str) for mode in spec.privacy):
+        raise ValueError(f"algorithm {name!r}: privacy must be a tuple of privacy modes; got {spec.privacy!r}")
+    least = spec.least_clients
+    if least is not None and not (
+        isinstance(least, tuple) and len(least) == 2 and all(type(n) is int and n >= 0 for n in least)
+    ):
+        raise ValueError(f"algorithm {name!r}: least_clients must be (factor, constant), integers >= 0; got {least!r}")
+    try:  # the floor above names the tasks and privacy modes (an entry point loaded while it loads: types only)
+        from stamen.contract.run_config import PRIVACY
+        from stamen.contract.tasks import TASKS
+    except ImportError:
+        return
+    if spec.task and spec.task not in TASKS:
+        raise ValueError(f"algorithm {name!r}: task {spec.task!r} is not one of {', '.join(TASKS)}")
+    if any(mode not in PRIVACY for mode in spec.privacy):
+        raise ValueError(f"algorithm {name!r}: privacy must be a tuple of {', '.join(PRIVACY)}; got {spec.privacy!r}")
 
 
 def _check_keys(name: str, keys: tuple[Key, ...]) -> None:

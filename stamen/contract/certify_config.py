@@ -56,6 +56,8 @@ def _is_architectures(text: str) -> bool:
     if not _parts(text):
         raise ValueError(f"--arch is empty; give a comma list of: {', '.join(NTK_ARCHITECTURES)}")
     for arch in _parts(text):
+        if _parts(text).count(arch) > 1:
+            raise ValueError(f"--arch names {arch} twice; give each architecture once")
         if arch not in NTK_ARCHITECTURES:
             raise ValueError(
                 f"unknown --arch {arch!r}; --arch must be a comma list of: {', '.join(NTK_ARCHITECTURES)}"

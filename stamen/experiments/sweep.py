@@ -67,7 +67,7 @@ def parse_set(text: str) -> tuple[str, list[Any]]:
     """``key=v1,v2,...`` (TOML values; quoted strings may hold commas) as ``(key, [v1, v2, ...])``."""
     key, sep, values = text.partition("=")
     key = key.strip()
-    if not sep or not key or not values.strip():
+    if not sep or not key or not values.strip() or any(char.isspace() for char in key):
         raise ValueError(f"--set {text!r}: write key=value1,value2, e.g. --set lr=0.01,0.005")
     parsed = [parse_overrides([f"{key}={raw.strip()}"], f"--set {key}")[key] for raw in _VALUE.findall(values)]
     check_set(key, parsed, "--set", f"--set {text!r}")

@@ -45,7 +45,7 @@ from typing import Any
 from stamen.common.screen import output_console
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL, headline
 from stamen.contract.provenance import Provenance
-from stamen.contract.run_config import RunConfig
+from stamen.contract.run_config import MAX_ROUNDS, RunConfig
 from stamen.contract.tracking_group import group_of, tracking_group
 from stamen.experiments.tune_outputs import print_table, write_outputs
 from stamen.experiments.tune_space import UNSEARCHABLE, check_space
@@ -57,6 +57,7 @@ from stamen.simulations.errors import RunFailed, RunInterrupted, one_line
 from stamen.simulations.preflight import default_run_config
 
 STUDY_FILE = "study.db"
+MAX_TRIALS = 1_000_000  # a trial is a whole run with a folder of its own: far beyond any study's worth
 STUDY_NAME = "stamen"
 SETTING_ATTR = "stamen_setting"
 
@@ -93,12 +94,15 @@ def _check(spec: TuneSpec) -> None:
         if key in UNSEARCHABLE[1:]:
             raise ValueError(f"-c {key}=...: stamen tune names its trials' folders itself; use --out and --name")
     check_space(spec.space, fixed)
-    whole = (("--trials", spec.trials, 1), ("--top", spec.top, 1), ("--sampler-seed", spec.sampler_seed, 0),
-             ("--startup", spec.startup, 0), ("--prune-startup", spec.prune_startup, 0),
-             ("--prune-warmup", spec.prune_warmup, 0))  # fmt: skip
-    for what, value, low in whole:
+    whole = (("--trials", spec.trials, 1, MAX_TRIALS), ("--top", spec.top, 1, MAX_TRIALS),
+             ("--sampler-seed", spec.sampler_seed, 0, 2**32 - 1), ("--startup", spec.startup, 0, MAX_TRIALS),
+             ("--prune-startup", spec.prune_startup, 0, MAX_TRIALS),
+             ("--prune-warmup", spec.prune_warmup, 0, MAX_ROUNDS))  # fmt: skip
+    for what, value, low, high in whole:
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{what} must be a whole number >= {low}, got {value!r}")
+        if value > high:
+            raise ValueError(f"{what} must be at most {high:,}, got {value}")
 
 
 def _check_folder(folder: Path) -> None:

@@ -106,7 +106,21 @@ class _DataUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError("it holds a persistent reference")
 
 
+MAX_BYTES = 2**30  # a Planetoid raw file: PubMed's largest is tens of MB
+
+
+def check_size(path: Path) -> None:
+    """ValueError in one line when ``path`` is larger than any Planetoid raw file (it is never read whole)."""
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise ValueError(f"cannot read it ({error.strerror or error})") from error
+    if size > MAX_BYTES:
+        raise ValueError(f"it holds {size:,} bytes, more than a Planetoid raw file ({MAX_BYTES:,} at most)")
+
+
 def _unpickle(path: Path) -> object:
+    check_size(path)
     try:
         return _DataUnpickler(io.BytesIO(path.read_bytes()), encoding="latin1").load()
     except OSError as error:

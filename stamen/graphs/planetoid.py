@@ -39,7 +39,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops
 
 from stamen.graphs.csr import check_dense_size
-from stamen.graphs.data_pickle import read_adjacency, read_matrix
+from stamen.graphs.data_pickle import check_size, read_adjacency, read_matrix
 
 RAW_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 GAPPED_TEST_IDS = frozenset({"citeseer"})  # isolated test nodes missing from tx/ty (PyG's special case)
@@ -88,6 +88,7 @@ def _read(path: Path, reader: Callable[[Path], T]) -> T:
 
 
 def _read_index(path: Path) -> np.ndarray:
+    check_size(path)
     try:
         lines = path.read_bytes().splitlines()
     except OSError as error:

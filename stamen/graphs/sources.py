@@ -31,6 +31,7 @@ made binary (``x > 0``).
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,7 +79,15 @@ class Source:
         return [path.name for path in self.paths if not path.is_file()]
 
     def missing_message(self, missing: list[str]) -> str:
-        """``dataset 'X': raw files missing: place a, b under <folder>/ (Stamen never downloads)``."""
+        """``dataset 'X': raw files missing: place a, b under <folder>/ (Stamen never downloads)``; a name that
+        is there but is no regular file (a folder, a FIFO, a device, a broken or looping link) is said so."""
+        assert self.folder is not None
+        odd = [name for name in missing if os.path.lexists(self.folder / name)]
+        if odd:
+            return (
+                f"dataset {self.name!r}: {self.folder / odd[0]} is not a regular file (a folder, FIFO, device or "
+                "broken link), so it is not read; put the file itself there"
+            )
         return (
             f"dataset {self.name!r}: raw files missing: place {', '.join(missing)} under {self.folder}/ "
             "(Stamen never downloads)"

@@ -74,7 +74,18 @@ def server_algorithm(name: str) -> ServerAlgorithm:
     """The algorithm ``name`` with its strategy factory imported (ValueError in one line if unknown)."""
     spec = algorithm_spec(name)
     module, _, function = spec.server.partition(":")
-    factory = getattr(importlib.import_module(module), function or "make_strategy", None)
+    factory = getattr(_imported(module, spec.server, "server", name), function or "make_strategy", None)
     if not callable(factory):
-        raise TypeError(f"{spec.server} (the server part of {name!r}) names no make_strategy(config) factory")
+        raise ValueError(f"{spec.server} (the server part of {name!r}) names no make_strategy(config) factory")
     return ServerAlgorithm(spec, factory)
+
+
+def _imported(module: str, path: str, part: str, name: str) -> object:
+    """``module``, or a ValueError in one line naming the plug-in whose server part it is."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(
+            f"{path} (the {part} part of algorithm {name!r}) cannot be imported ({error}); install its package, "
+            "or register the algorithm with the module that defines it"
+        ) from None

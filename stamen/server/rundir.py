@@ -48,6 +48,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 import uuid
 from collections.abc import Iterator
@@ -215,6 +216,8 @@ class RunDirectory:
         """An existing run directory, to read (a folder holding ``config.json``)."""
         folder = Path(path).expanduser().absolute()
         if not (folder / CONFIG_FILE).is_file():
+            if os.path.lexists(folder / CONFIG_FILE) and folder.is_dir():  # a FIFO, a device, a folder, a link
+                raise ValueError(f"{folder / CONFIG_FILE} is not a regular file; the run directory is damaged")
             raise FileNotFoundError(f"{folder} is not a run directory (no {CONFIG_FILE}); give a run's output folder")
         return cls(folder)
 
@@ -337,7 +340,7 @@ class RunDirectory:
     # -- reading ------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """``status.json`` (empty for a run directory written before statuses existed)."""
-        return self._read_json(STATUS_FILE) if (self.path / STATUS_FILE).is_file() else {}
+        return self._read_json(STATUS_FILE) if os.path.lexists(self.path / STATUS_FILE) else {}
 
     def config(self) -> dict[str, Any]:
         return self._read_json(CONFIG_FILE)
@@ -382,16 +385,35 @@ class RunDirectory:
                 raise TornLastRow(file, len(lines) + 1, self.path) from None
         return rows
 
+    def finished_rows(self) -> list[Row]:
+        """The rows of a finished run: a cut-short last line was cut after it finished (no resume writes that
+        row again), a ValueError naming the file and the line."""
+        try:
+            return self.rows()
+        except TornLastRow as torn:
+            raise ValueError(
+                f"{torn.file}: line {torn.line}, the last, was cut short though the run finished: the file was "
+                "changed afterwards; restore it from a copy, or delete that line"
+            ) from None
+
     def outcome(self, token: str) -> dict[str, Any] | None:
         """The status this run wrote for the command holding ``token``; None if it never wrote one."""
         status = self.status() if self.path.is_dir() else {}
         return status if status.get("token") == token else None
 
     def _text(self, name: str) -> str:
+        path = self.path / name
         try:
-            return (self.path / name).read_text()
+            # opened without blocking and checked before a read: a FIFO would block it, a device never end it
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with open(fd, encoding="utf-8") as stream:
+                if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                    raise ValueError(f"{path} is not a regular file; the run directory is damaged")
+                return stream.read()
         except FileNotFoundError:
-            raise FileNotFoundError(f"{self.path / name} not found: is {self.path} a run directory?") from None
+            raise FileNotFoundError(f"{path} not found: is {self.path} a run directory?") from None
+        except IsADirectoryError:
+            raise ValueError(f"{path} is a folder, not a file; the run directory is damaged") from None
         except UnicodeDecodeError:
             raise ValueError(f"{self.path / name} is not UTF-8 text; the run directory is damaged") from None
 

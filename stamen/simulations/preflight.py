@@ -143,6 +143,8 @@ def prepare_config(
         run_dir, checkpoint = resume_target(config)
         finished = run_dir.status().get("status") == RunStatus.FINISHED.value
         nothing_left = finished and checkpoint.round >= config.num_server_rounds
+        if nothing_left:
+            run_dir.finished_rows()  # a finished run whose last row was cut afterwards: no resume writes it again
     else:
         run_dir = RunDirectory.plan(config)
     digest = check_with_data(config, num_clients)

@@ -107,6 +107,9 @@ def _check_out(config: CertifyConfig) -> None:
     resume (whether it is this job's is checked when the journal is opened); anything
     else in it needs ``--overwrite``.
     """
+    import os
+
+    from stamen.certify.report import OUTPUT_FILES
 
     out = Path(str(config.out)).expanduser()
     if out.exists():
@@ -114,8 +117,10 @@ def _check_out(config: CertifyConfig) -> None:
             raise ValueError(f"--out {out} exists and is not a folder")
         if not os.access(out, os.W_OK | os.X_OK):
             raise ValueError(f"--out {out} is not writable; choose a writable folder")
-        # the journal, and a write's staging file an interrupted run left, are the certification's own
-        kept = [e for e in out.iterdir() if e.name != JOURNAL_FILE and not e.name.startswith(STAGING_PREFIXES)]
+        # the journal, and a write's staging file an interrupted run left, are the certification's own; beside a
+        # journal, so are the outputs (a run interrupted while writing them, which the resume writes again)
+        own = {JOURNAL_FILE, *OUTPUT_FILES} if (out / JOURNAL_FILE).is_file() else {JOURNAL_FILE}
+        kept = [e for e in out.iterdir() if e.name not in own and not e.name.startswith(STAGING_PREFIXES)]
         if not config.overwrite and kept:
             raise ValueError(f"--out {out} exists and is not empty; pass --overwrite to replace its files")
         return
@@ -139,12 +144,13 @@ def _load_instance(config: CertifyConfig):
     ``ogb:...``) is read by graphs' loaders from ``--data-root`` (else ``$STAMEN_DATA``).
     """
     if config.graph is not None:
-        arrays = load_graph_npz(config.graph)
-        return instance_from_arrays(arrays, config.class_ids(), config.binary), Path(config.graph).name
+        inst = instance_from_arrays(load_graph_npz(config.graph), config.class_ids(), config.binary)
+        return _checked(inst, config), Path(config.graph).name
     if config.dataset == PAPER_CSBM:
         # on use: torch, torch_geometric stay out of this module's import
         from stamen.graphs.csbm import make_paper_csbm
 
+        _check_kernel_size(config.csbm_nodes, "use fewer --csbm-nodes")  # before the graph is generated
         data = make_paper_csbm(num_nodes=config.csbm_nodes, seed=config.seed)
     else:
         data = load_dataset(config.dataset, root=config.data_root, seed=config.seed)
@@ -160,7 +166,35 @@ def _load_instance(config: CertifyConfig):
     )
     if config.binary_features:
         inst.x = (inst.x > 0).astype(np.float64)
-    return inst, config.dataset
+    return _checked(inst, config), config.dataset
+
+
+def _checked(inst, config: CertifyConfig):
+    """``inst`` if its kernels fit this machine's memory and no budget exceeds its labelled nodes."""
+    _check_kernel_size(inst.n, "certify a smaller graph")
+    budgets = config.budget_list()
+    if budgets[-1] > len(inst.labeled):
+        raise ValueError(
+            f"--budgets {budgets[-1]} exceeds the {len(inst.labeled)} labelled nodes (a budget flips that many labels "
+            f"at most); give budgets up to {len(inst.labeled)}"
+        )
+    return inst
+
+
+#: the n x n float64 matrices certification holds at once (propagation, kernel, and the NTK's terms)
+_KERNEL_MATRICES = 4
+
+
+def _check_kernel_size(nodes: int, advice: str) -> None:
+    """ValueError in one line when the kernels over ``nodes`` nodes need more memory than this machine has."""
+    from stamen.simulations.size_check import available_memory, size_text
+
+    needed, have = _KERNEL_MATRICES * 8 * nodes**2, available_memory()
+    if needed > have:
+        raise ValueError(
+            f"certify needs about {size_text(needed)} of memory for the kernels over {nodes} nodes; this machine has "
+            f"{size_text(have)} available; {advice}"
+        )
 
 
 def _owners(config: CertifyConfig, inst) -> np.ndarray | None:
@@ -279,7 +313,11 @@ def certify_job(config: CertifyConfig, *, command: str, screen: Console) -> Cert
 
     payload["provenance"] = provenance(seeds=[config.seed])
     payload = clean_floats(payload)
-    write_outputs(out, payload)
+    try:
+        write_outputs(out, payload)
+    except BaseException:  # Ctrl-C or a full disk while writing: the journal stays, unlocked, for the same job again
+        journal.close()
+        raise
     journal.remove()
     return Certified(out, payload)
 

@@ -146,6 +146,7 @@ def main(args: argparse.Namespace) -> int:
     for line in lines:
         line.summaries = [RunDirectory(run).summary() for run in line.runs]
         line.config = RunDirectory(line.runs[0]).config()
+    _one_task(lines)
     rows = [line.row() for line in lines]
     if args.plot is not None:
         _plot(lines, args.plot)
@@ -158,6 +159,16 @@ def main(args: argparse.Namespace) -> int:
     for note in notes_once((line.name, [n for s in line.summaries for n in s.get("notes", [])]) for line in lines):
         print(f"note: {note}")
     return 0
+
+
+def _one_task(lines: list[Line]) -> None:
+    """Lines of different tasks have different headline figures (accuracy, AUC): one column cannot hold both."""
+    tasks: dict[str, list[str]] = {}
+    for line in lines:
+        tasks.setdefault(str(line.config.get("task", "node-classification")), []).append(line.name)
+    if len(tasks) > 1:
+        named = "; ".join(f"{task}: {', '.join(names)}" for task, names in tasks.items())
+        raise ValueError(f"these runs learn different tasks ({named}), whose figures differ; compare runs of one task")
 
 
 def _print(rows: list[dict[str, Any]]) -> None:

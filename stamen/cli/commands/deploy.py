@@ -96,7 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default="127.0.0.1",
         help="IP address on which runs are submitted and nodes registered (default: this host's loopback only)",
     )
-    superlink.add_argument("--port", type=int, default=SUPERLINK_PORT)
+    superlink.add_argument("--port", type=_port, default=SUPERLINK_PORT)
     superlink.add_argument("--state", type=Path, default=Path("superlink-state.db"), help="state database file")
     superlink.set_defaults(func=superlink_main)
 
@@ -113,7 +113,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     supernode.add_argument("--num-partitions", type=int, required=True)
     supernode.add_argument("--data-root", default="", help="this host's data folder (e.g. from `deploy partition`)")
     supernode.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    supernode.add_argument("--port", type=int, default=9094, help="local port of the ClientApp runtime API")
+    supernode.add_argument("--port", type=_port, default=9094, help="local port of the ClientApp runtime API")
     add_clientapps_option(supernode)
     supernode.set_defaults(func=supernode_main)
 
@@ -142,14 +142,29 @@ def _connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ca", type=Path, required=True, help="the deployment's ca.pem")
 
 
-def _checked_config(texts: list[str]) -> RunConfig:
-    """The run config of ``--run-config``, parsed here (:meth:`RunConfig.from_mapping`), checked once."""
+def _port(text: str) -> int:
+    """A TCP port, 1 to 65535 (argparse's one-line error otherwise)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 1 to 65535, got {text!r}")
+    return port
+
+
+def _checked_config(texts: list[str], here: bool = False) -> RunConfig:
+    """The run config of ``--run-config``, parsed here (:meth:`RunConfig.from_mapping`), checked once; ``here``:
+    the graph is built on this machine, so its size is checked against this machine's memory first."""
     from stamen.common.registry import check_engine
     from stamen.contract.plugins import plugin_choices
     from stamen.simulations.preflight import check_config
+    from stamen.simulations.size_check import check_size
 
     config = check_config(RunConfig.from_mapping(parse_overrides(texts)))
     check_engine(plugin_choices(config), "deployment")  # its SuperNodes load plug-ins from entry points alone
+    if here:
+        check_size(config)
     return config
 
 
@@ -210,7 +225,7 @@ def partition_main(args: argparse.Namespace) -> int:
             existing.append(str(folder / PARTITION_FILE))
     if existing:
         raise FileExistsError(f"{existing[0]} exists ({len(existing)} in all); give a new or empty --out")
-    config = _checked_config(args.run_config)
+    config = _checked_config(args.run_config, here=True)
     for path in export_partitions(config.federation(args.nodes), args.out):
         print(path)
     print("copy node-<i>/ to SuperNode i's host and pass data-root='<that folder>' in its node config")
@@ -333,7 +348,7 @@ def deploy_run(config: RunConfig, superlink: str, ca: Path, stream: bool = True)
 
 
 def local_main(args: argparse.Namespace) -> int:
-    config = _checked_config(args.run_config)
+    config = _checked_config(args.run_config, here=True)
     deploy_local(config, args.nodes, args.workdir, loopback=args.loopback, clientapps=args.clientapps)
     return 0
 
@@ -353,7 +368,7 @@ def deploy_local(
     from stamen.graphs.node_data import export_partitions
 
     if config.min_clients > nodes:
-        raise ValueError(f"min-clients={config.min_clients} exceeds --nodes={nodes}")
+        raise ValueError(f"min-clients={config.min_clients} exceeds --clients={nodes}; give more --clients")
     if clientapps not in CLIENTAPPS:
         raise ValueError(f"clientapps must be one of {', '.join(CLIENTAPPS)}, got {clientapps!r}")
     # SIGTERM, like Ctrl-C, stops every process started here; the workdir is this deployment's alone

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +69,9 @@ class DeploymentFiles:
 
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+MAX_NODES = 10_000  # SuperNodes of one deployment: far beyond a federation Flower's SuperLink serves
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = rf"{_LABEL}(?:\.{_LABEL})*\.?"
 _NEW_FILE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW
 
 
@@ -138,6 +142,15 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+def _is_host(text: str) -> bool:
+    """An IP address, or a host name of letters, digits and hyphens in dot-separated labels (RFC 1123)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return len(text) <= 253 and re.fullmatch(_HOST_NAME, text) is not None
+    return True
+
+
 def _subject_names(hosts: list[str]) -> list[x509.GeneralName]:
     names: list[x509.GeneralName] = []
     for host in hosts:
@@ -160,6 +173,11 @@ def make_certificates(root: Path, hosts: list[str], num_nodes: int, days: int = 
         raise ValueError("give at least one host name or IP address the SuperLink is reached under")
     if num_nodes < 1:
         raise ValueError(f"the number of SuperNodes must be >= 1, got {num_nodes}")
+    if num_nodes > MAX_NODES:
+        raise ValueError(f"the number of SuperNodes must be at most {MAX_NODES:,} (a key pair each), got {num_nodes}")
+    for host in hosts:
+        if not _is_host(host):
+            raise ValueError(f"--host {host!r} is neither an IP address nor a host name; give e.g. 10.0.0.5 or node1")
     files = DeploymentFiles(Path(root))
     names = ["ca.key", "ca.pem", "superlink.key", "superlink.pem"]
     names += [f"nodes/node-{index}.{ext}" for index in range(num_nodes) for ext in ("key", "pub")]

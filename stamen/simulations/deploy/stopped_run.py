@@ -41,11 +41,16 @@ def deployed_run_folder(output_dir: str, run_name: str, flower_run_id: int) -> R
 
 def stopped_from_outside(output_dir: str, run_name: str, flower_run_id: int) -> RunFailed:
     """Record Flower run ``flower_run_id``, stopped from outside, as failed in its run directory (if it is
-    still ``running`` there), and return the one-line failure to raise (exit 1)."""
+    still ``running`` there, or ``failed`` with no cause: the ServerApp's own record of an exit it was not told
+    the reason of, kept as ``serverapp_error``), and return the one-line failure to raise (exit 1)."""
     error = f"the run was stopped from outside (flwr stop, Flower run {flower_run_id}) before it finished"
     run_dir = deployed_run_folder(output_dir, run_name, flower_run_id)
     if run_dir is None:
         return RunFailed(f"{error}; it wrote no run directory")
-    if run_dir.status().get("status") == RunStatus.RUNNING.value:
+    recorded = run_dir.status()
+    if recorded.get("status") == RunStatus.RUNNING.value:
         run_dir.set_status(RunStatus.FAILED, error=error, cause=CAUSE, ended=time.time())
+    elif recorded.get("status") == RunStatus.FAILED.value and "cause" not in recorded:
+        # the ServerApp saw its end come (Flower exits it) but not why: the SuperLink says why
+        run_dir.set_status(RunStatus.FAILED, error=error, cause=CAUSE, serverapp_error=recorded.get("error"))
     return RunFailed(f"{error}; {run_dir.path / STATUS_FILE} records it as {run_dir.status().get('status')}")
