@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -279,8 +278,8 @@ def _spec(**facts) -> AlgorithmSpec:
     [
         ({"keys": ("lr",)}, "algorithm 'hostile-alg': each key is a stamen.option(name, ...) with a kebab-case name"),
         ({"help": 5}, "algorithm 'hostile-alg': help must be a string, got 5"),
-        ({"task": "nosuch"}, "algorithm 'hostile-alg': task 'nosuch' is not one of node-classification, "
-         "link-prediction, graph-classification"),
+        ({"task": "nosuch"}, "algorithm 'hostile-alg': task 'nosuch' is not one of graph-classification, "
+         "link-prediction, node-classification"),
         ({"privacy": ("nosuch",)}, "algorithm 'hostile-alg': privacy must be a tuple of none, dp-sgd, client-dp; "
          "got ('nosuch',)"),
         ({"privacy": "none"}, "algorithm 'hostile-alg': privacy must be a tuple of privacy modes; got 'none'"),
