@@ -14,14 +14,12 @@ partition cache.
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stamen.common.suggest import did_you_mean
 from stamen.contract.requests import parse_request
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import examples
@@ -29,8 +27,8 @@ from stamen.contract.tracking import missing_tracker
 from stamen.graphs import build_federation
 from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.simulations.cluster import check_cluster_federation, check_ray_address, cluster_environment
-from stamen.simulations.federation_config import FederationConfig
-from stamen.simulations.flower import APP_CONFIG_DIR, FEDERATION_KEYS
+from stamen.simulations.federation_config import FederationConfig, check_federation
+from stamen.simulations.flower import APP_CONFIG_DIR
 from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.size_check import check_size
 
@@ -150,49 +148,6 @@ def prepare_config(
     digest = check_with_data(config, num_clients)
     config = dataclasses.replace(config, output_dir=str(run_dir.path.parent), run_name=run_dir.path.name)
     return PreparedRun(config, flower, run_dir, nothing_left, ray_address, digest)
-
-
-def check_federation(federation: dict[str, object], on_cluster: bool = False) -> int:
-    """Flower's federation config: only the keys Flower's simulation accepts (:data:`FEDERATION_KEYS`,
-    a suggestion for a typo), each of its type; returns the number of clients. ValueError in one line.
-    ``on_cluster``: the run joins a Ray cluster, whose size no ``init-args-*`` key sets (none is suggested)."""
-    unknown = [key for key in federation if key not in FEDERATION_KEYS]
-    if len(unknown) == 1:
-        key = unknown[0]
-        close = did_you_mean(key, FEDERATION_KEYS)
-        known = "" if close else f"; the keys are: {', '.join(FEDERATION_KEYS)}"
-        raise ValueError(f"unknown federation-config key {key!r}{close}{known}")
-    if unknown:
-        named = ", ".join(f"{key!r}{did_you_mean(key, FEDERATION_KEYS, ' (')}".replace("?", "?)") for key in unknown)
-        raise ValueError(f"unknown federation-config keys {named}; the keys are: {', '.join(FEDERATION_KEYS)}")
-    num_clients = federation["num-supernodes"]
-    if not isinstance(num_clients, int) or isinstance(num_clients, bool) or num_clients < 1:
-        raise ValueError(f"num-supernodes must be a positive integer, got {num_clients!r}")
-    cpus = federation.get("client-resources-num-cpus", 1)
-    if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
-        more = "start the cluster's nodes with more --num-cpus" if on_cluster else "raise init-args-num-cpus instead"
-        raise ValueError(
-            f"client-resources-num-cpus must be a whole number of CPUs >= 1 (Flower 1.42's simulation fails on "
-            f"{cpus!r}); to run more clients at once than cores, {more}"
-        )
-    for key, value in federation.items():
-        problem = _federation_value_problem(FEDERATION_KEYS[key], value)
-        if problem:
-            raise ValueError(f"federation-config key {key!r} must be {problem}, got {value!r}")
-    return num_clients
-
-
-def _federation_value_problem(kind: type, value: object) -> str:
-    """What a value of ``kind`` must be, in words, when ``value`` is not that (``""``: it is)."""
-    if kind is bool:
-        return "" if isinstance(value, bool) else "true or false"
-    if kind is str:
-        return "" if isinstance(value, str) else "a quoted string"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "a whole number >= 0" if kind is int else "a finite number >= 0"
-    if kind is int:
-        return "" if isinstance(value, int) and value >= 0 else "a whole number >= 0"
-    return "" if math.isfinite(value) and value >= 0 else "a finite number >= 0"
 
 
 def check_with_data(config: RunConfig, num_clients: int) -> str:
