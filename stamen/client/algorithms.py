@@ -27,7 +27,6 @@ model) is the spec's ``aggregates``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -37,7 +36,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
 from stamen.client.job import LocalJob
 from stamen.client.weights import load_weights, weights_record
 from stamen.contract import protocol as p
-from stamen.contract.algorithms import AlgorithmSpec, algorithm_spec
+from stamen.contract.algorithms import AlgorithmSpec, algorithm_spec, import_part
 
 Train = TypeVar("Train", bound=Callable[..., Any])
 
@@ -90,18 +89,7 @@ def client_algorithm(name: str) -> tuple[AlgorithmSpec, ClientAlgorithm]:
     spec = algorithm_spec(name)
     module, _, attribute = spec.client.partition(":")
     attribute = attribute or "PART"
-    part = getattr(_imported(module, spec.client, "client", name), attribute, None)
+    part = getattr(import_part(module, spec.client, "client", name), attribute, None)
     if not isinstance(part, ClientAlgorithm):
         raise ValueError(f"{spec.client} (the client part of {name!r}) sets no {attribute} = a ClientAlgorithm")
     return spec, part
-
-
-def _imported(module: str, path: str, part: str, name: str) -> object:
-    """``module``, or a ValueError in one line naming the plug-in whose client part it is."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        raise ValueError(
-            f"{path} (the {part} part of algorithm {name!r}) cannot be imported ({error}); install its package, "
-            "or register the algorithm with the module that defines it"
-        ) from None

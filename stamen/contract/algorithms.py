@@ -63,6 +63,7 @@ Adding an algorithm: its folder (spec, server part, client part, math) and its e
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -156,6 +157,18 @@ def register_algorithm(spec: AlgorithmSpec, *, origin: str = PYTHON) -> Algorith
     registered = dataclasses.replace(spec, keys=keys, options=options)
     ALGORITHMS.add(spec.name, registered, origin)
     return registered
+
+
+def import_part(module: str, path: str, part: str, name: str) -> object:
+    """``module`` of algorithm ``name``'s ``part`` (``server`` or ``client``; ``path``: the spec's text), or a
+    ValueError in one line naming the plug-in whose part it is."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(
+            f"{path} (the {part} part of algorithm {name!r}) cannot be imported ({error}); install its package, "
+            "or register the algorithm with the module that defines it"
+        ) from None
 
 
 def _check_facts(spec: AlgorithmSpec) -> None:

@@ -9,13 +9,12 @@ adding an algorithm's server side is one module and its registry line.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from flwr.serverapp.strategy import Strategy
 
-from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec, algorithm_spec
+from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec, algorithm_spec, import_part
 from stamen.contract.run_config import RunConfig
 
 
@@ -74,18 +73,7 @@ def server_algorithm(name: str) -> ServerAlgorithm:
     """The algorithm ``name`` with its strategy factory imported (ValueError in one line if unknown)."""
     spec = algorithm_spec(name)
     module, _, function = spec.server.partition(":")
-    factory = getattr(_imported(module, spec.server, "server", name), function or "make_strategy", None)
+    factory = getattr(import_part(module, spec.server, "server", name), function or "make_strategy", None)
     if not callable(factory):
         raise ValueError(f"{spec.server} (the server part of {name!r}) names no make_strategy(config) factory")
     return ServerAlgorithm(spec, factory)
-
-
-def _imported(module: str, path: str, part: str, name: str) -> object:
-    """``module``, or a ValueError in one line naming the plug-in whose server part it is."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as error:
-        raise ValueError(
-            f"{path} (the {part} part of algorithm {name!r}) cannot be imported ({error}); install its package, "
-            "or register the algorithm with the module that defines it"
-        ) from None
