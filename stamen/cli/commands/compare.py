@@ -31,6 +31,7 @@ from stamen.contract.figures import (
     TEST_ACC,
     model_figure,
 )
+from stamen.contract.tasks import DEFAULT_TASK
 from stamen.experiments.sweep import HEADLINE_COLUMN, HEADLINE_MARK, HEADLINE_NOTE, spec_headline
 from stamen.server.rundir import RunDirectory
 
@@ -165,7 +166,7 @@ def _one_task(lines: list[Line]) -> None:
     """Lines of different tasks have different headline figures (accuracy, AUC): one column cannot hold both."""
     tasks: dict[str, list[str]] = {}
     for line in lines:
-        tasks.setdefault(str(line.config.get("task", "node-classification")), []).append(line.name)
+        tasks.setdefault(str(line.config.get("task", DEFAULT_TASK)), []).append(line.name)
     if len(tasks) > 1:
         named = "; ".join(f"{task}: {', '.join(names)}" for task, names in tasks.items())
         raise ValueError(f"these runs learn different tasks ({named}), whose figures differ; compare runs of one task")
