@@ -1,9 +1,9 @@
 """A federation of graph sets: many small graphs shared out to clients, each client's split three ways.
 
 Graph classification (``task='graph-classification'``) reads a graph set
-(:func:`stamen.graphs.names.is_graph_set`): ``graphs-synth`` (:mod:`stamen.graphs.graph_sets`) or ``tu:NAME``
-(:mod:`stamen.graphs.tu_folder`). Its clients hold whole graphs, not subgraphs of one graph, so
-nothing is cut:
+(:func:`stamen.graphs.names.is_graph_set`): ``graphs-synth`` (:mod:`stamen.graphs.graph_sets`), ``tu:NAME``
+(:mod:`stamen.graphs.tu_folder`) or a plug-in's (:class:`stamen.graphs.names.DatasetSpec`). Its clients hold
+whole graphs, not subgraphs of one graph, so nothing is cut:
 
 - the graphs are shared out by the partitioner over graphs (:func:`stamen.graphs.names.graph_set_partitioners`):
   ``label-dirichlet`` deals each class's graphs by ``Dirichlet(alpha)`` shares, ``random`` deals a
@@ -28,31 +28,41 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from stamen.graphs.datasets import data_root
-from stamen.graphs.graph_sets import make_graph_set
-from stamen.graphs.names import cross_dataset_problem, dataset_problem, graph_set_partitioners, is_dataset_list
+from stamen.graphs.names import (
+    cross_dataset_problem,
+    dataset_problem,
+    dataset_spec,
+    graph_set_partitioners,
+    is_dataset_list,
+    resolve,
+)
 from stamen.graphs.partition import partition_nodes
 from stamen.graphs.spec import FederationSpec
 from stamen.graphs.splits import split_masks
-from stamen.graphs.tu_folder import read_tu_folder, tu_source
 
 if TYPE_CHECKING:
     from stamen.graphs.federation import Federation
 
 
 def load_graph_set(name: str, root: str | None, seed: int) -> list[Data]:
-    """The graphs of graph set ``name`` (``graphs-synth`` from ``seed``; ``tu:NAME`` from ``root``)."""
+    """The graphs of graph set ``name`` (``graphs-synth`` from ``seed``; ``tu:NAME`` from ``root``), read by its
+    spec's reader (:class:`stamen.graphs.names.DatasetSpec`)."""
     problem = dataset_problem(name)
     if problem:
         raise ValueError(problem)
-    if name == "graphs-synth":
-        return make_graph_set(seed)
+    spec = dataset_spec(name)
+    assert spec is not None  # a name without a problem has a spec
+    if not spec.files:  # generated from the seed
+        graphs: list[Data] = resolve(spec.reader)(name, None, seed)
+        return graphs
     folder = data_root(root)
     if folder is None:
         raise FileNotFoundError(
             f"dataset {name!r} needs a data root: set the run-config key data-root "
             "(stamen run -c \"data-root='/data'\") or the environment variable STAMEN_DATA"
         )
-    return read_tu_folder(tu_source(name, folder))
+    graphs = resolve(spec.reader)(name, folder, seed)
+    return graphs
 
 
 def build_graph_federation(spec: FederationSpec) -> Federation:
