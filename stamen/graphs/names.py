@@ -192,7 +192,7 @@ def accepted_datasets(also: tuple[str, ...] = (), graph_sets: bool = True) -> st
     """Every accepted dataset name and form, in words (one line, for help texts); ``also``: a
     caller's own names first (``stamen certify``'s ``csbm-paper``); ``graph_sets``: the graph sets too."""
     one = [spec.listed or spec.form for spec in (*_specs(False, form=False), *_specs(False, form=True))]
-    sets = _graph_set_forms()
+    sets = graph_set_forms()
     listed = f"; graph sets: {', '.join(sets)}, and lists of them joined by '+'" if graph_sets and sets else ""
     return f"{', '.join((*also, *one))}{listed}"
 
@@ -243,7 +243,7 @@ def _list_problem(name: str, also: tuple[str, ...], graph_sets: bool) -> str | N
         if not is_graph_set(part):
             return (
                 f"dataset list {name!r}, part {number} ({part!r}) is one graph, not a graph set; a list deals graph "
-                f"sets ({', '.join(_graph_set_forms())}) to the clients of task 'graph-classification': {how}"
+                f"sets ({', '.join(graph_set_forms())}) to the clients of task 'graph-classification': {how}"
             )
         if part in seen:
             return f"dataset list {name!r}: part {number} ({part!r}) is listed twice (the same graphs twice); {how}"
@@ -251,7 +251,7 @@ def _list_problem(name: str, also: tuple[str, ...], graph_sets: bool) -> str | N
     return None
 
 
-def _graph_set_forms() -> list[str]:
+def graph_set_forms() -> list[str]:
     """The graph sets' names and forms (``graphs-synth``, ``tu:NAME``), in registry order."""
     return [spec.form for spec in (*_specs(True, form=False), *_specs(True, form=True))]
 
