@@ -16,9 +16,9 @@ def files(name: str, root: Path) -> list[Path]:
 
 def read(name: str, root: Path, seed: int) -> Any:
     """The graph (see :class:`DatasetSpec`); ``seed`` is unused."""
-    from stamen.graphs.forms.npz import read_file
+    from stamen.graphs.npz_graph import read_npz_file
 
-    return read_file(name, root / "npz", "cora_ml.npz")
+    return read_npz_file(name, root / "npz", "cora_ml.npz")
 
 
 SPEC = DatasetSpec("cora_ml", "the Cora-ML citation graph (a file)", f"{__name__}:read", files=f"{__name__}:files")

@@ -74,12 +74,12 @@ def files(name: str, root: Path) -> list[Path]:
 
 def read(name: str, root: Path, seed: int) -> Any:
     """The graph (see :class:`DatasetSpec`); ``seed`` is unused."""
-    from stamen.graphs.forms.npz import read_file
+    from stamen.graphs.npz_graph import read_npz_file
 
     where = source(name, root)
     cls, _, sub = name.partition(":")[2].partition("/")
     if cls not in ("WikiCS", "Planetoid"):
-        return read_file(name, where.folder, where.files[0], binary_features=True)
+        return read_npz_file(name, where.folder, where.files[0], binary_features=True)
     where.require()
     if cls == "WikiCS":
         from stamen.graphs.wikics import read_wikics

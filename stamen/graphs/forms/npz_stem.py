@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from stamen.graphs.names import DatasetSpec
-from stamen.graphs.sources import Source
 
 STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -30,16 +29,9 @@ def files(name: str, root: Path) -> list[Path]:
 
 def read(name: str, root: Path, seed: int) -> Any:
     """The graph (see :class:`DatasetSpec`); ``seed`` is unused."""
-    return read_file(name, root / "npz", f"{name.partition(':')[2]}.npz")
+    from stamen.graphs.npz_graph import read_npz_file
 
-
-def read_file(name: str, folder: Path, file: str, binary_features: bool = False) -> Any:
-    """Graph ``file`` of ``folder``, read as dataset ``name`` (its features made 0/1 if ``binary_features``)."""
-    from stamen.graphs.npz_graph import read_npz_graph
-
-    where = Source(name, folder, (file,))
-    where.require()
-    return read_npz_graph(where.paths[0], name, binary_features=binary_features)
+    return read_npz_file(name, root / "npz", f"{name.partition(':')[2]}.npz")
 
 
 SPEC = DatasetSpec(
