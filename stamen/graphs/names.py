@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stamen.common.registry import PYTHON, Registry
+from stamen.common.registry import BUILT_IN, PYTHON, Registry
 
 CROSS_DATASET = "cross-dataset"  # one dataset of a dataset list per client (stamen.graphs.cross_dataset)
 DEFAULT_PARTITIONER = "louvain"  # the run config's default (Flower's app config holds it too)
@@ -52,7 +52,7 @@ class DatasetSpec:
     Attributes:
         name: a fixed name (``cora``: letters, digits, ``_ . -``), or a form's prefix ending in ``:`` (``npz:``),
             followed in a run config by the form's parameter (``npz:cora_ml``).
-        help: one line for ``stamen config``, ``--help`` and docs/reference.md.
+        help: one line for ``stamen config dataset`` (:func:`dataset_helps`).
         reader: ``module:function`` of ``reader(name, root, seed, **options)``: ``name`` is the dataset as the run
             config gives it (``npz:cora_ml``), ``root`` the data root (a ``Path``; ``None`` only for a dataset
             without files), ``seed`` the run's seed (a generator's draws), ``options`` a generator's options
@@ -136,6 +136,16 @@ def __getattr__(name: str) -> tuple[str, ...]:
     if name == "DATASET_FORMS":
         return tuple(spec.form for spec in DATASET_SPECS.values() if spec.name.endswith(":"))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def dataset_helps() -> dict[str, str]:
+    """Each registered dataset and form as written (``npz:STEM``) with its help line, in registry order; a
+    plug-in's help says where it came from."""
+    helps = {}
+    for name, spec in DATASET_SPECS.items():
+        origin = DATASET_SPECS.origin(name)
+        helps[spec.form] = spec.help if origin == BUILT_IN else f"{spec.help} (a plug-in: {origin})"
+    return helps
 
 
 def is_graph_set(name: str) -> bool:

@@ -18,6 +18,7 @@ from stamen.contract.plugins import plugin_choices
 from stamen.contract.run_config import KEYS, RunConfig
 from stamen.graphs import build_federation, load_dataset, names
 from stamen.graphs.names import DATASET_SPECS, accepted_datasets, dataset_problem, is_graph_set
+from stamen.simulations.commands.config import describe
 from stamen.simulations.size_check import estimate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -45,6 +46,9 @@ def test_a_registered_form_is_a_choice_and_its_check_refuses_in_one_line(edges):
     assert "edges:" in DATASET_SPECS and DATASET_SPECS.origin("edges:") == PYTHON
     assert "edges:STEM" in names.DATASET_FORMS and "edges:STEM" in accepted_datasets()
     assert "edges:STEM" in KEYS["dataset"].accepted()  # stamen config's words, read live
+    shown = describe(KEYS["dataset"]).splitlines()
+    assert shown[-1].split()[0] == "edges:STEM" and "a graph in two text files" in shown[-1]
+    assert shown[-1].endswith("(a plug-in: python)") and any(line.split()[0] == "tu:NAME" for line in shown[5:])
     assert RunConfig.from_flower({"dataset": "edges:tiny"}).dataset == "edges:tiny" and not is_graph_set("edges:t")
     with pytest.raises(ValueError, match="^dataset 'edges:../x': edges:STEM takes a file stem") as error:
         RunConfig.from_flower({"dataset": "edges:../x"})
