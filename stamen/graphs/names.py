@@ -200,8 +200,11 @@ def cross_dataset_problem(dataset: str, partitioner: str, num_clients: int | Non
 
 def accepted_datasets(also: tuple[str, ...] = (), graph_sets: bool = True) -> str:
     """Every accepted dataset name and form, in words (one line, for help texts); ``also``: a
-    caller's own names first (``stamen certify``'s ``csbm-paper``); ``graph_sets``: the graph sets too."""
-    one = [spec.listed or spec.form for spec in (*_specs(False, form=False), *_specs(False, form=True))]
+    caller's own names first (``stamen certify``'s ``csbm-paper``); ``graph_sets``: the graph sets too.
+    In registry order, except that a form shown by its spec's ``listed`` words (``pyg:``, with its classes)
+    comes after the forms shown by their name alone."""
+    forms = sorted(_specs(False, form=True), key=lambda spec: bool(spec.listed))  # the long words last
+    one = [spec.listed or spec.form for spec in (*_specs(False, form=False), *forms)]
     sets = graph_set_forms()
     listed = f"; graph sets: {', '.join(sets)}, and lists of them joined by '+'" if graph_sets and sets else ""
     return f"{', '.join((*also, *one))}{listed}"
