@@ -35,6 +35,8 @@ _EXPORTS = {
     "Deployed": "stamen.cli.commands.deploy",
     "ModelSpec": "stamen.models.names",
     "option": "stamen.contract.keys",
+    "DatasetSpec": "stamen.graphs.names",
+    "register_dataset": "stamen.graphs.names",
     "PartitionerSpec": "stamen.graphs.names",
     "register_partitioner": "stamen.graphs.names",
     "Pooling": "stamen.contract.tasks",
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
     from stamen.contract.algorithms import AlgorithmSpec, register_algorithm
     from stamen.contract.keys import option
     from stamen.contract.tasks import Pooling, TaskSpec, register_task
-    from stamen.graphs.names import PartitionerSpec, register_partitioner
+    from stamen.graphs.names import DatasetSpec, PartitionerSpec, register_dataset, register_partitioner
     from stamen.models.names import ModelSpec, register_model
     from stamen.runs import Run, load, run
     from stamen.server.rundir import RunStatus
@@ -115,6 +117,7 @@ __all__ = [
     "AuditResult",
     "AuditSettings",
     "Certificates",
+    "DatasetSpec",
     "Deployed",
     "EnvironmentFailed",
     "Run",
@@ -134,6 +137,7 @@ __all__ = [
     "load",
     "option",
     "register_algorithm",
+    "register_dataset",
     "register_model",
     "register_partitioner",
     "register_task",

@@ -249,10 +249,10 @@ def registries():
     """The plug-in registries as they were before the test: what the test registers leaves with it."""
     from stamen.contract.algorithms import ALGORITHMS
     from stamen.contract.tasks import TASKS
-    from stamen.graphs.names import PARTITIONER_SPECS
+    from stamen.graphs.names import DATASET_SPECS, PARTITIONER_SPECS
     from stamen.models.names import MODEL_SPECS
 
-    kinds = (ALGORITHMS, MODEL_SPECS, TASKS, PARTITIONER_SPECS)
+    kinds = (ALGORITHMS, MODEL_SPECS, TASKS, PARTITIONER_SPECS, DATASET_SPECS)
     for registry in kinds:
         len(registry)  # its entry points loaded first: what is saved is what every later read sees
     saved = [(registry, dict(registry._entries), dict(registry._origins)) for registry in kinds]

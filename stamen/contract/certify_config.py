@@ -90,7 +90,7 @@ def _is_classes(text: str) -> bool:
     return len(ids) == 2 and ids[0] != ids[1] and min(ids) >= 0
 
 
-DATASET = Form(_is_dataset, accepted_datasets(also=(PAPER_CSBM,), graph_sets=False))
+DATASET = Form(_is_dataset, lambda: accepted_datasets(also=(PAPER_CSBM,), graph_sets=False))
 ARCHITECTURES = Form(_is_architectures, f"a comma list of: {', '.join(NTK_ARCHITECTURES)}")
 BUDGETS = Form(_is_budgets, "a comma list of integers >= 0, like '1,2,3'")
 C_VALUE = Form(_is_c, "a positive number or 'cv'")

@@ -48,7 +48,7 @@ def _is_malicious_clients(text: str) -> bool:
 
 DEVICE = Form(_is_device, "auto, cpu, cuda or cuda:N")
 BUDGETS = Form(_is_budget_list, "like '1,2,3' (empty: off)")
-DATASET = Form(_is_dataset, accepted_datasets())
+DATASET = Form(_is_dataset, accepted_datasets)  # read live: the dataset registry's plug-ins too
 REQUEST = Form(_is_unlearn_request, "client:i, nodes:i:FRACTION, class:c or empty")
 TRACKING = Form(is_tracking, TRACKING_FORM_TEXT)
 MALICIOUS = Form(_is_malicious_clients, "a count like '2', partition ids like '0,3' or '3,', or empty")

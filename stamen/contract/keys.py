@@ -77,10 +77,16 @@ def within(low: float, high: float, ends: str = "[]") -> Bound:
 
 @dataclass(frozen=True)
 class Form:
-    """The shape of a string value: ``test`` accepts it, ``text`` describes it (``cpu, cuda or cuda:N``)."""
+    """The shape of a string value: ``test`` accepts it, ``text`` describes it (``cpu, cuda or cuda:N``), or
+    gives the words when asked (a registry's entries, read live: ``dataset``'s)."""
 
     test: Callable[[str], bool]
-    text: str
+    text: str | Callable[[], str]
+
+    @property
+    def words(self) -> str:
+        """What :attr:`text` says now."""
+        return self.text if isinstance(self.text, str) else self.text()
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,7 @@ class Key:
                 f"{did_you_mean(str(value), self.choices)}"
             )
         if self.form is not None and not self.form.test(value):  # type: ignore[arg-type]
-            raise ValueError(f"{self.name} must be {self.form.text}, got {value!r}")
+            raise ValueError(f"{self.name} must be {self.form.words}, got {value!r}")
 
     def accepted(self) -> str:
         """What the key accepts, in words (for ``stamen config`` and docs/reference.md)."""
@@ -150,7 +156,7 @@ class Key:
         if self.bound is not None:
             return f"{_ARTICLE[self.kind]} {self.bound.text().removeprefix('be ').removeprefix('lie ')}"
         if self.form is not None:
-            return self.form.text
+            return self.form.words
         return _ARTICLE[self.kind]
 
 

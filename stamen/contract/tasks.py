@@ -251,9 +251,9 @@ def graph_set_tasks() -> tuple[str, ...]:
 
 def graph_set_datasets() -> tuple[str, ...]:
     """The graph-set datasets and forms, as a refusal names them."""
-    from stamen.graphs.names import GRAPH_SETS
+    from stamen.graphs.names import graph_set_forms
 
-    return (*GRAPH_SETS, "tu:NAME")
+    return tuple(graph_set_forms())
 
 
 def task_spec(task: str | None) -> TaskSpec | None:

@@ -6,8 +6,9 @@ and ``name``.
 
 Files are read from a *data root* (argument ``root``, else the environment variable
 ``STAMEN_DATA``) and never written: a root may be read-only (a shared folder, CI).
-Nothing is ever downloaded; which files a dataset needs and where is
-:mod:`stamen.graphs.sources`, and missing ones are named in one line. Files are read as data,
+Nothing is ever downloaded; which files a dataset needs and where, and its reader, is its spec
+(:class:`stamen.graphs.names.DatasetSpec`; Stamen's own: :mod:`stamen.graphs.forms`), and missing ones are
+named in one line. Files are read as data,
 never unpickled with code: Planetoid's raw pickles by :mod:`stamen.graphs.planetoid`, graph
 archives by :mod:`stamen.graphs.npz_graph`, Wiki-CS's JSON by :mod:`stamen.graphs.wikics`, OGB's CSV
 by :mod:`stamen.graphs.ogb_folder`; a damaged, foreign or inconsistent file is a one-line
@@ -27,12 +28,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops, to_undirected
 
-from stamen.graphs.csbm import make_csbm
-from stamen.graphs.npz_graph import read_npz_graph
-from stamen.graphs.ogb_folder import read_ogb_folder
-from stamen.graphs.planetoid import read_planetoid
-from stamen.graphs.sources import Layout, Source, locate
-from stamen.graphs.wikics import read_wikics
+from stamen.graphs.names import dataset_problem, dataset_spec, resolve
 
 
 def data_root(root: str | os.PathLike | None) -> Path | None:
@@ -57,9 +53,10 @@ def load_dataset(
     """Load a graph by name.
 
     Args:
-        name: one of :data:`stamen.graphs.names.DATASETS`, or ``npz:STEM``, ``pyg:CLASS/NAME``,
-            ``ogb:ogbn-NAME`` (:mod:`stamen.graphs.names`).
-        root: data root holding the raw files (ignored by ``csbm``).
+        name: a dataset of one graph: a fixed name (:data:`stamen.graphs.names.DATASETS`) or a form
+            (``npz:STEM``, ``pyg:CLASS/NAME``, ``ogb:ogbn-NAME``; :mod:`stamen.graphs.names`), read by its spec's
+            reader.
+        root: data root holding the raw files (ignored by a dataset generated from the seed, ``csbm``).
         seed: seed of generated datasets (``csbm``); file datasets ignore it.
         **options: generator options of ``csbm`` (see :func:`stamen.graphs.csbm.make_csbm`).
 
@@ -68,27 +65,30 @@ def load_dataset(
             foreign or inconsistent (one line naming it).
         FileNotFoundError: no data root, or files missing under it (one line naming them and where).
     """
-    source = locate(name, data_root(root) if name != "csbm" else None)
-    if options and source.layout is not Layout.GENERATED:
-        raise ValueError(f"dataset {name!r} takes no generator options (got {sorted(options)})")
-    data = _canonical(make_csbm(seed=seed, **options) if source.layout is Layout.GENERATED else _read(source))
+    problem = dataset_problem(name)
+    if problem:
+        raise ValueError(problem)
+    spec = dataset_spec(name)
+    assert spec is not None  # a name without a problem has a spec
+    if spec.graph_set:
+        raise ValueError(
+            f"dataset {name!r} is a set of small graphs, read by task='graph-classification' only; "
+            "give a single-graph dataset such as csbm or cora"
+        )
+    folder = None
+    if spec.files:  # a dataset read from files: none generated from the seed
+        folder = data_root(root)
+        if folder is None:
+            raise FileNotFoundError(
+                f"dataset {name!r} needs a data root: set the run-config key data-root "
+                "(stamen run -c \"data-root='/data'\"), the option --data-root of stamen certify, partition, audit "
+                "and bench, or the environment variable STAMEN_DATA"
+            )
+        if options:
+            raise ValueError(f"dataset {name!r} takes no generator options (got {sorted(options)})")
+    data = _canonical(resolve(spec.reader)(name, folder, seed, **options))
     data.name = name
     return data
-
-
-def _read(source: Source) -> Data:
-    missing = source.missing()
-    if missing:
-        raise FileNotFoundError(source.missing_message(missing))
-    path = source.paths[0]
-    if source.layout is Layout.PLANETOID:
-        assert source.folder is not None
-        return read_planetoid(source.folder, source.planetoid, label=source.name)
-    if source.layout is Layout.NPZ:
-        return read_npz_graph(path, source.name, binary_features=source.binary_features)
-    if source.layout is Layout.WIKICS:
-        return read_wikics(path, source.name)
-    return read_ogb_folder(path.parent, source.name)
 
 
 def _canonical(data: Data) -> Data:

@@ -1,9 +1,9 @@
 """A federation of graph sets: many small graphs shared out to clients, each client's split three ways.
 
 Graph classification (``task='graph-classification'``) reads a graph set
-(:func:`stamen.graphs.names.is_graph_set`): ``graphs-synth`` (:mod:`stamen.graphs.graph_sets`) or ``tu:NAME``
-(:mod:`stamen.graphs.tu_folder`). Its clients hold whole graphs, not subgraphs of one graph, so
-nothing is cut:
+(:func:`stamen.graphs.names.is_graph_set`): ``graphs-synth`` (:mod:`stamen.graphs.graph_sets`), ``tu:NAME``
+(:mod:`stamen.graphs.tu_folder`) or a plug-in's (:class:`stamen.graphs.names.DatasetSpec`). Its clients hold
+whole graphs, not subgraphs of one graph, so nothing is cut:
 
 - the graphs are shared out by the partitioner over graphs (:func:`stamen.graphs.names.graph_set_partitioners`):
   ``label-dirichlet`` deals each class's graphs by ``Dirichlet(alpha)`` shares, ``random`` deals a

@@ -1,4 +1,5 @@
-"""A graph set's graphs (:func:`load_graph_set`) and one client's batch of them (:func:`client_batch`), for the
+"""A graph set's graphs (:func:`load_graph_set`, read by its spec's reader) and one client's batch of them
+(:func:`client_batch`), for the
 federations of graph sets (:mod:`stamen.graphs.graph_federation`, :mod:`stamen.graphs.cross_dataset`)."""
 
 from __future__ import annotations
@@ -7,27 +8,30 @@ import numpy as np
 from torch_geometric.data import Batch, Data
 
 from stamen.graphs.datasets import data_root
-from stamen.graphs.graph_sets import make_graph_set
-from stamen.graphs.names import dataset_problem
+from stamen.graphs.names import dataset_problem, dataset_spec, resolve
 from stamen.graphs.spec import FederationSpec
 from stamen.graphs.splits import split_masks
-from stamen.graphs.tu_folder import read_tu_folder, tu_source
 
 
 def load_graph_set(name: str, root: str | None, seed: int) -> list[Data]:
-    """The graphs of graph set ``name`` (``graphs-synth`` from ``seed``; ``tu:NAME`` from ``root``)."""
+    """The graphs of graph set ``name`` (``graphs-synth`` from ``seed``; ``tu:NAME`` from ``root``), read by its
+    spec's reader (:class:`stamen.graphs.names.DatasetSpec`)."""
     problem = dataset_problem(name)
     if problem:
         raise ValueError(problem)
-    if name == "graphs-synth":
-        return make_graph_set(seed)
+    spec = dataset_spec(name)
+    assert spec is not None  # a name without a problem has a spec
+    if not spec.files:  # generated from the seed
+        graphs: list[Data] = resolve(spec.reader)(name, None, seed)
+        return graphs
     folder = data_root(root)
     if folder is None:
         raise FileNotFoundError(
             f"dataset {name!r} needs a data root: set the run-config key data-root "
             "(stamen run -c \"data-root='/data'\") or the environment variable STAMEN_DATA"
         )
-    return read_tu_folder(tu_source(name, folder))
+    graphs = resolve(spec.reader)(name, folder, seed)
+    return graphs
 
 
 def client_batch(graphs: list[Data], part: np.ndarray, spec: FederationSpec, index: int, num_classes: int) -> Batch:

@@ -3,21 +3,15 @@
 Kept free of heavy imports so that a process that only checks a config (the
 ServerApp, the CLI's parser) never loads PyTorch Geometric.
 
-A dataset is a fixed name (:data:`DATASETS`) or one of three forms that name files
-under the data root (:data:`DATASET_FORMS`; where each reads from: :mod:`stamen.graphs.sources`):
+A dataset is a plug-in: its spec (:class:`DatasetSpec`) enters one registry, :data:`DATASET_SPECS`, through
+:func:`register_dataset` from Python or a package's ``stamen.datasets`` entry points, as Stamen's own do (one
+module each in :mod:`stamen.graphs.forms`). A spec is a fixed name (``cora``; all of them:
+:data:`DATASETS`) or a form whose prefix takes a parameter that names files under the data root
+(``npz:STEM``, ``pyg:CLASS/NAME``, ``ogb:ogbn-NAME``, ``tu:NAME``; all of them: :data:`DATASET_FORMS`),
+checked by the form's own ``check``. Lists and messages show them in registry order.
 
-- ``npz:STEM``: ``<root>/npz/STEM.npz`` in a graph ``.npz`` layout (:mod:`stamen.graphs.npz_graph`);
-- ``pyg:CLASS/NAME`` (``pyg:WikiCS`` without a name): the raw files of a PyG dataset
-  class, read by Stamen's own readers. Only the classes of :data:`PYG` are accepted:
-  those whose raw files are data Stamen can read without PyG's processing, which
-  would unpickle its processed ``.pt`` files;
-- ``ogb:ogbn-NAME``: an OGB node-property folder ``<root>/ogbn_NAME/raw/*.csv.gz``
-  (:mod:`stamen.graphs.ogb_folder`), read without the ``ogb`` package;
-- ``tu:NAME``: a set of small graphs in the TU layout, ``<root>/NAME/raw/NAME_*.txt`` as PyG's
-  ``TUDataset`` places it (:mod:`stamen.graphs.tu_folder`), for graph classification only.
-
-*Graph sets* (:data:`GRAPH_SETS` and ``tu:NAME``, :func:`is_graph_set`) are many small graphs
-with a class each, which the clients share out graph by graph; every other dataset is one
+*Graph sets* (specs with ``graph_set``: ``graphs-synth`` and ``tu:NAME``, :func:`is_graph_set`) are many
+small graphs with a class each, which the clients share out graph by graph; every other dataset is one
 graph that the clients cut into subgraphs. Which task reads which is :mod:`stamen.contract.tasks`.
 
 A *dataset list* joins two or more distinct graph sets with ``+`` (:data:`LIST_SEPARATOR`),
@@ -44,34 +38,120 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stamen.common.registry import PYTHON, Registry
+from stamen.common.registry import BUILT_IN, PYTHON, Registry
 
-PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
-DATASETS = ("csbm", *PLANETOID, "cora_ml")
-GRAPH_SETS = ("graphs-synth",)  # generated from the seed, no files (stamen/graphs/graph_sets.py)
 CROSS_DATASET = "cross-dataset"  # one dataset of a dataset list per client (stamen.graphs.cross_dataset)
 DEFAULT_PARTITIONER = "louvain"  # the run config's default (Flower's app config holds it too)
 LIST_SEPARATOR = "+"
 
-# PyG class -> its dataset names (empty: the class holds one dataset and takes no name).
-PYG: dict[str, tuple[str, ...]] = {
-    "Amazon": ("Computers", "Photo"),
-    "Coauthor": ("CS", "Physics"),
-    "CitationFull": ("Cora", "Cora_ML", "CiteSeer", "DBLP", "PubMed"),
-    "Planetoid": ("Cora", "CiteSeer", "PubMed"),
-    "WikiCS": (),
-}
-DATASET_FORMS = ("npz:STEM", "pyg:CLASS/NAME", "ogb:ogbn-NAME", "tu:NAME")
 
-NPZ_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-OGB_NAME = re.compile(r"ogbn-[A-Za-z0-9]{1,40}")
-TU_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One dataset, or one form of datasets (``npz:STEM``): its name, how it is read and what it costs.
+
+    Attributes:
+        name: a fixed name (``cora``: letters, digits, ``_ . -``), or a form's prefix ending in ``:`` (``npz:``),
+            followed in a run config by the form's parameter (``npz:cora_ml``).
+        help: one line for ``stamen config dataset`` (:func:`dataset_helps`).
+        reader: ``module:function`` of ``reader(name, root, seed, **options)``: ``name`` is the dataset as the run
+            config gives it (``npz:cora_ml``), ``root`` the data root (a ``Path``; ``None`` only for a dataset
+            without files), ``seed`` the run's seed (a generator's draws), ``options`` a generator's options
+            (``csbm``'s; a dataset with files gets none). One graph: a ``torch_geometric.data.Data`` with ``x``
+            (n x d features), ``edge_index`` (2 x E node ids, either direction: Stamen makes it undirected,
+            coalesced, self-loop free), ``y`` (n classes ``0..C-1``) and ``num_classes`` (C). A graph set: a list
+            of such ``Data``, one per graph, with ``y`` its graph's class (shape ``(1,)``) and no
+            ``num_classes`` (Stamen counts the classes). A missing file is a one-line ``FileNotFoundError``,
+            a damaged one a one-line ``ValueError``; nothing read may execute code (no pickles).
+        graph_set: a set of small graphs (graph classification's), not one graph (node tasks').
+        parameter: a form's parameter, in words (``STEM``: the form reads ``npz:STEM``); empty for a fixed name.
+        check: a form's ``module:function`` of ``check(name) -> str | None``, torch-free: what is wrong with the
+            form's parameter in ``name`` (one line naming what to write), or ``None``. Required for a form: the
+            parameter names files under the data root, so it must not reach outside it (no ``/``, no ``..``).
+        files: ``module:function`` of ``files(name, root) -> list of Path``, torch-free: the files the reader
+            reads under data root ``root``. The size pre-flight counts twice their size (read, then held as
+            tensors); empty: a dataset generated from the seed, with no files and no data root.
+        listed: how lists of the accepted datasets show it (default: the name, or ``prefix:PARAMETER``).
+    """
+
+    name: str
+    help: str
+    reader: str
+    graph_set: bool = False
+    parameter: str = ""
+    check: str = ""
+    files: str = ""
+    listed: str = ""
+
+    @property
+    def form(self) -> str:
+        """The dataset as written in lists and messages: ``cora``, ``npz:STEM``."""
+        return f"{self.name}{self.parameter}"
+
+
+_DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*:?")
+
+
+def register_dataset(spec: DatasetSpec, *, origin: str = PYTHON) -> DatasetSpec:
+    """Enter ``spec`` in :data:`DATASET_SPECS`; ValueError in one line when the spec cannot be one."""
+    if not isinstance(spec, DatasetSpec):
+        raise ValueError(f"a dataset plug-in is a stamen.DatasetSpec, got {type(spec).__name__}")
+    if not _DATASET_NAME.fullmatch(spec.name):
+        raise ValueError(
+            f"dataset name {spec.name!r} must be letters, digits, _ . - (a form: a prefix ending in ':', like 'npz:')"
+        )
+    is_form = spec.name.endswith(":")
+    if is_form and not (spec.parameter and spec.check):
+        raise ValueError(f"dataset form {spec.name!r} needs a parameter (in words) and a check of it (module:function)")
+    if not is_form and (spec.parameter or spec.check):
+        raise ValueError(f"dataset {spec.name!r} is a fixed name: it takes no parameter or check (a form ends in ':')")
+    for field in ("reader", "check", "files"):
+        path = getattr(spec, field)
+        if (path or field == "reader") and not _FUNCTION.fullmatch(path):
+            raise ValueError(f"dataset {spec.name!r}: {field} must name module:function, got {path!r}")
+    DATASET_SPECS.add(spec.name, spec, origin)
+    return spec
+
+
+DATASET_SPECS: Registry[DatasetSpec] = Registry("dataset", "stamen.datasets", register_dataset)
+
+
+def dataset_spec(name: str) -> DatasetSpec | None:
+    """The spec of single dataset ``name`` (a fixed name, or a form by its prefix), or ``None`` if none."""
+    prefix, colon, _ = name.partition(":")
+    return DATASET_SPECS.get(prefix + colon if colon else name)
+
+
+def _specs(graph_set: bool, form: bool) -> list[DatasetSpec]:
+    """The registered specs of one kind (graph sets or one graph; forms or fixed names), in registry order."""
+    return [spec for spec in DATASET_SPECS.values() if spec.graph_set == graph_set and spec.name.endswith(":") == form]
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """:data:`DATASETS` (the fixed names of one graph), :data:`GRAPH_SETS` (of graph sets) and
+    :data:`DATASET_FORMS` (every form, ``npz:STEM``), read live from the registry."""
+    if name == "DATASETS":
+        return tuple(spec.name for spec in _specs(graph_set=False, form=False))
+    if name == "GRAPH_SETS":
+        return tuple(spec.name for spec in _specs(graph_set=True, form=False))
+    if name == "DATASET_FORMS":
+        return tuple(spec.form for spec in DATASET_SPECS.values() if spec.name.endswith(":"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def dataset_helps() -> dict[str, str]:
+    """Each registered dataset and form as written (``npz:STEM``) with its help line, in registry order; a
+    plug-in's help says where it came from."""
+    helps = {}
+    for name, spec in DATASET_SPECS.items():
+        origin = DATASET_SPECS.origin(name)
+        helps[spec.form] = spec.help if origin == BUILT_IN else f"{spec.help} (a plug-in: {origin})"
+    return helps
 
 
 def is_graph_set(name: str) -> bool:
     """Whether dataset ``name`` is a set of small graphs (graph classification's), not one graph; a dataset
     list is one when each of its parts is."""
-    return all(part in GRAPH_SETS or part.startswith("tu:") for part in dataset_parts(name))
+    return all((spec := dataset_spec(part)) is not None and spec.graph_set for part in dataset_parts(name))
 
 
 def dataset_parts(name: str) -> tuple[str, ...]:
@@ -118,17 +198,16 @@ def cross_dataset_problem(dataset: str, partitioner: str, num_clients: int | Non
     return None
 
 
-def pyg_datasets() -> list[str]:
-    """Every accepted ``pyg:`` dataset, as written in a run config."""
-    return [f"pyg:{cls}/{name}" if name else f"pyg:{cls}" for cls, names in PYG.items() for name in names or ("",)]
-
-
 def accepted_datasets(also: tuple[str, ...] = (), graph_sets: bool = True) -> str:
     """Every accepted dataset name and form, in words (one line, for help texts); ``also``: a
-    caller's own names first (``stamen certify``'s ``csbm-paper``); ``graph_sets``: the graph sets too."""
-    classes = ", ".join(f"{cls}/{'|'.join(names)}" if names else cls for cls, names in PYG.items())
-    sets = f"; graph sets: {', '.join(GRAPH_SETS)}, tu:NAME, and lists of them joined by '+'" if graph_sets else ""
-    return f"{', '.join((*also, *DATASETS))}, npz:STEM, ogb:ogbn-NAME, pyg:CLASS/NAME ({classes}){sets}"
+    caller's own names first (``stamen certify``'s ``csbm-paper``); ``graph_sets``: the graph sets too.
+    In registry order, except that a form shown by its spec's ``listed`` words (``pyg:``, with its classes)
+    comes after the forms shown by their name alone."""
+    forms = sorted(_specs(False, form=True), key=lambda spec: bool(spec.listed))  # the long words last
+    one = [spec.listed or spec.form for spec in (*_specs(False, form=False), *forms)]
+    sets = graph_set_forms()
+    listed = f"; graph sets: {', '.join(sets)}, and lists of them joined by '+'" if graph_sets and sets else ""
+    return f"{', '.join((*also, *one))}{listed}"
 
 
 def dataset_problem(name: str, also: tuple[str, ...] = (), graph_sets: bool = True) -> str | None:
@@ -136,49 +215,29 @@ def dataset_problem(name: str, also: tuple[str, ...] = (), graph_sets: bool = Tr
 
     ``also``: names a caller accepts besides the datasets (``stamen certify``'s ``csbm-paper``);
     ``graph_sets``: whether the caller reads graph sets (``stamen certify`` reads one graph).
-    A dataset list: each part as its single form, named (see the module docstring).
+    A dataset list: each part as its single form, named (see the module docstring); a form's parameter:
+    its spec's ``check``.
     """
     if is_dataset_list(name):
         return _list_problem(name, also, graph_sets)
     if not graph_sets and is_graph_set(name):
         one_graph = accepted_datasets(also, graph_sets=False)
         return f"dataset {name!r} is a set of small graphs (graph classification's); give one graph: {one_graph}"
-    prefix, colon, rest = name.partition(":")
+    prefix, colon, _ = name.partition(":")
+    forms = tuple(spec.form for spec in DATASET_SPECS.values() if spec.name.endswith(":"))
     if not colon:
-        names = (*also, *DATASETS, *GRAPH_SETS)
+        names = (*also, *(spec.name for spec in (*_specs(False, form=False), *_specs(True, form=False))))
         if name in names:
             return None
         return (
-            f"unknown dataset {name!r}; dataset must be one of: {', '.join((*names, *DATASET_FORMS))}"
+            f"unknown dataset {name!r}; dataset must be one of: {', '.join((*names, *forms))}"
             f"{_did_you_mean(name, names)}"
         )
-    if prefix == "npz":
-        if NPZ_STEM.fullmatch(rest) and not rest.endswith(".npz"):
-            return None
-        return (
-            f"dataset {name!r}: npz:STEM takes a file stem (letters, digits, _ . -; no folder, no .npz) "
-            "and reads <root>/npz/STEM.npz"
-        )
-    if prefix == "ogb":
-        if OGB_NAME.fullmatch(rest):
-            return None
-        return f"dataset {name!r}: ogb: takes an OGB node-property dataset name such as ogbn-arxiv"
-    if prefix == "tu":
-        if TU_NAME.fullmatch(rest):
-            return None
-        return (
-            f"dataset {name!r}: tu:NAME takes a TU dataset name (letters, digits, _ -; no folder) "
-            "and reads <root>/NAME/raw/NAME_*.txt"
-        )
-    if prefix == "pyg":
-        cls, slash, sub = rest.partition("/")
-        if cls in PYG and ((not PYG[cls] and not slash) or sub in PYG[cls]):
-            return None
-        return (
-            f"unknown dataset {name!r}; Stamen reads the raw files of these PyG datasets only: "
-            f"{', '.join(pyg_datasets())}{_did_you_mean(name, pyg_datasets())}"
-        )
-    return f"unknown dataset form {prefix + ':'!r} in {name!r}; the forms are {', '.join(DATASET_FORMS)}"
+    spec = dataset_spec(name)
+    if spec is None:
+        return f"unknown dataset form {prefix + ':'!r} in {name!r}; the forms are {', '.join(forms)}"
+    problem: str | None = resolve(spec.check)(name)
+    return problem
 
 
 def _list_problem(name: str, also: tuple[str, ...], graph_sets: bool) -> str | None:
@@ -197,12 +256,17 @@ def _list_problem(name: str, also: tuple[str, ...], graph_sets: bool) -> str | N
         if not is_graph_set(part):
             return (
                 f"dataset list {name!r}, part {number} ({part!r}) is one graph, not a graph set; a list deals graph "
-                f"sets ({', '.join(GRAPH_SETS)}, tu:NAME) to the clients of task 'graph-classification': {how}"
+                f"sets ({', '.join(graph_set_forms())}) to the clients of task 'graph-classification': {how}"
             )
         if part in seen:
             return f"dataset list {name!r}: part {number} ({part!r}) is listed twice (the same graphs twice); {how}"
         seen.add(part)
     return None
+
+
+def graph_set_forms() -> list[str]:
+    """The graph sets' names and forms (``graphs-synth``, ``tu:NAME``), in registry order."""
+    return [spec.form for spec in (*_specs(True, form=False), *_specs(True, form=True))]
 
 
 def dataset_slug(name: str) -> str:

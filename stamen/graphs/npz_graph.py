@@ -37,6 +37,7 @@ import torch
 from torch_geometric.data import Data
 
 from stamen.graphs.csr import check_dense_size, csr_from_parts
+from stamen.graphs.sources import Source
 
 MATRICES = ("adj_matrix", "attr_matrix")
 PARTS = ("data", "indices", "indptr", "shape")
@@ -168,3 +169,10 @@ def _check_graph(adjacency: tuple[int, int], attributes: tuple[int, ...], labels
 def _one_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def read_npz_file(name: str, folder: Path, file: str, binary_features: bool = False) -> Data:
+    """Graph ``file`` of ``folder``, read as dataset ``name`` (its features made 0/1 if ``binary_features``)."""
+    where = Source(name, folder, (file,))
+    where.require()
+    return read_npz_graph(where.paths[0], name, binary_features=binary_features)

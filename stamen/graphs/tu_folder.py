@@ -28,7 +28,7 @@ import torch
 from torch_geometric.data import Data
 
 from stamen.graphs.graph_sets import MAX_DEGREE
-from stamen.graphs.sources import Layout, Source
+from stamen.graphs.sources import Source
 
 REQUIRED = ("A", "graph_indicator", "graph_labels")
 OPTIONAL = ("node_labels", "node_attributes")
@@ -37,7 +37,7 @@ OPTIONAL = ("node_labels", "node_attributes")
 def tu_source(name: str, root: Path) -> Source:
     """The required files of ``tu:NAME`` (``name``) under data root ``root``."""
     stem = name.partition(":")[2]
-    return Source(name, Layout.TU, root / stem / "raw", tuple(f"{stem}_{part}.txt" for part in REQUIRED))
+    return Source(name, root / stem / "raw", tuple(f"{stem}_{part}.txt" for part in REQUIRED))
 
 
 def read_tu_folder(source: Source) -> list[Data]:
@@ -47,10 +47,7 @@ def read_tu_folder(source: Source) -> list[Data]:
         FileNotFoundError: a required file is missing (one line naming it and the folder).
         ValueError: a file is not numbers, or its counts or ids do not fit the others (one line).
     """
-    missing = source.missing()
-    if missing:
-        raise FileNotFoundError(source.missing_message(missing))
-    assert source.folder is not None
+    source.require()
     stem = source.folder.parent.name
     path = {part: source.folder / f"{stem}_{part}.txt" for part in (*REQUIRED, *OPTIONAL)}
     edges = _table(path["A"], np.int64, source.name)

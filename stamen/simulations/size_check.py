@@ -4,7 +4,8 @@
 made. Its estimate is a lower bound of what loading the data and training take: for ``csbm``
 the features (``nodes x features x 4`` bytes), the edges (``2 x nodes x degree`` int64 pairs)
 and one layer of activations per layer; for a dataset read from files, twice their size
-(read, then held as tensors); the model's weights, with their gradients and Adam's two
+(read, then held as tensors; which files: the dataset spec's ``files``,
+:class:`stamen.graphs.names.DatasetSpec`); the model's weights, with their gradients and Adam's two
 moments. A run whose estimate exceeds the machine's available memory is refused in one line
 with both figures and the key to lower; ``size-check=false`` lets it go on anyway.
 """
@@ -15,8 +16,7 @@ import os
 from pathlib import Path
 
 from stamen.contract.run_config import RunConfig
-from stamen.graphs.names import GRAPH_SETS, dataset_parts
-from stamen.graphs.sources import locate
+from stamen.graphs.names import dataset_parts, dataset_spec, resolve
 
 FLOAT = 4  # bytes of a float32
 INDEX = 8  # bytes of an int64
@@ -68,21 +68,13 @@ def estimate(config: RunConfig) -> list[tuple[float, str]]:
 
 
 def _files_size(dataset: str, root: Path | None) -> int:
-    """Bytes of the files ``dataset`` reads (0 where there are none, or they are missing: the reader says so)."""
-    # on use: torch, torch_geometric, numpy stay out of this module's import
-    from stamen.graphs.tu_folder import tu_source
-
-    if dataset == "csbm" or dataset in GRAPH_SETS or root is None:
+    """Bytes of the files ``dataset`` reads (its spec's ``files``; 0 where there are none, or they are missing:
+    the reader says so)."""
+    spec = dataset_spec(dataset)
+    if spec is None or not spec.files or root is None:
         return 0
-    if dataset.startswith("tu:"):  # its optional files too: every file of the set's name in its folder
-        source = tu_source(dataset, root)
-        folder = source.folder
-        paths = sorted(folder.glob(f"{folder.parent.name}_*.txt")) if folder is not None else []
-    else:
-        source = locate(dataset, root)
-        paths = list(source.paths) if source.folder is not None else []
     total = 0
-    for path in paths:
+    for path in resolve(spec.files)(dataset, root):
         try:
             total += path.stat().st_size if path.is_file() else 0
         except OSError:  # gone, or unreadable: the reader names it

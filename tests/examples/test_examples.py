@@ -9,6 +9,7 @@ import os
 import runpy
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -144,8 +145,34 @@ def test_e_own_partitioner(tmp_path, monkeypatch, registries):
     assert sum(c["train_nodes"] for c in run.rows[-1]["per_client"].values()) == train
 
 
+def test_f_own_dataset(tmp_path, monkeypatch, registries):
+    """The example's 120-node graph of 3 classes, written as two text files, is what the run's clients hold."""
+    from stamen.contract.run_config import RunConfig
+    from stamen.graphs import build_federation
+
+    scope = _run("10_own_dataset.py", tmp_path, monkeypatch)
+    run = stamen.load(tmp_path / "own-dataset" / "edges")
+    assert run.config["dataset"] == "edges:communities" and run.status == stamen.RunStatus.FINISHED
+    assert len(run.rows) == 4 and scope["run"].rows[-1]["global_test_acc"] == run.rows[-1]["global_test_acc"]
+    assert sorted(p.name for p in (tmp_path / "own-dataset" / "data" / "edges").iterdir()) == [
+        "communities.edges",
+        "communities.nodes",
+    ]
+    script = types.ModuleType("__main__")  # the spec names the script's functions as __main__'s, as run
+    script.__dict__.update(scope)
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    federation = build_federation(RunConfig.from_flower(run.config).federation(3))  # the run's clients
+    assert federation.graph.num_nodes == 120 and int(federation.graph.num_classes) == 3
+    assert sum(part.size for part in federation.parts) == 120
+
+
 @pytest.mark.parametrize(
-    "section,example", [("Your own task", "08_own_task.py"), ("Your own partitioner", "09_own_partitioner.py")]
+    "section,example",
+    [
+        ("Your own task", "08_own_task.py"),
+        ("Your own partitioner", "09_own_partitioner.py"),
+        ("Your own dataset", "10_own_dataset.py"),
+    ],
 )
 def test_the_guide_shows_the_code_the_examples_run(section, example):
     """docs/extending.md's code of a plug-in kind is its example's, verbatim: the code the tests above run."""

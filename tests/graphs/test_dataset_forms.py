@@ -10,7 +10,8 @@ from torch_geometric.utils import coalesce, is_undirected
 
 from stamen.contract.run_config import KEYS, RunConfig
 from stamen.graphs import load_dataset
-from stamen.graphs.names import accepted_datasets, dataset_slug, pyg_datasets
+from stamen.graphs.forms.pyg import pyg_datasets
+from stamen.graphs.names import accepted_datasets, dataset_slug
 
 
 def _check_graph(data, graph, binary: bool = False) -> None:

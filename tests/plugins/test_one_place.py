@@ -1,4 +1,4 @@
-"""Adding a task or a partitioner touches its own folder or module and one entry-point line:
+"""Adding a task, a partitioner or a dataset touches its own folder or module and one entry-point line:
 for each built-in, the places outside its own that name it (docs and tests aside) are listed here, and none
 other is allowed.
 
@@ -21,6 +21,7 @@ ENTRY_POINT = "pyproject.toml: entry point"
 FLOWER_DEFAULT = "pyproject.toml: [tool.flwr.app.config]"  # the run config's default, which Flower's config holds
 TASKS = Path("stamen/tasks")
 PARTITIONERS = Path("stamen/graphs/partitioners")
+FORMS = Path("stamen/graphs/forms")
 # Each built-in: (its name, its package or module identifier, its own folder or module).
 BUILT_INS = {
     "node-classification": ("node_classification", TASKS / "node_classification"),
@@ -30,6 +31,18 @@ BUILT_INS = {
     "metis": ("metis", PARTITIONERS / "metis.py"),
     "label-dirichlet": ("label_dirichlet", PARTITIONERS / "label_dirichlet.py"),
     "random": ("random_deal", PARTITIONERS / "random_deal.py"),
+    # datasets: a form by its prefix (``npz:``), which no code but its own module writes as a whole string.
+    # csbm is not here: its generator's options are run-config keys of their own (csbm-nodes, ...), read by the
+    # run config, the size pre-flight and the commands that make a csbm graph.
+    "cora": ("citation_graphs", FORMS / "citation_graphs.py"),
+    "citeseer": ("citation_graphs", FORMS / "citation_graphs.py"),
+    "pubmed": ("citation_graphs", FORMS / "citation_graphs.py"),
+    "cora_ml": ("cora_ml", FORMS / "cora_ml.py"),
+    "graphs-synth": ("graphs_synth", FORMS / "graphs_synth.py"),
+    "npz:": ("npz_stem", FORMS / "npz_stem.py"),
+    "pyg:": ("pyg", FORMS / "pyg.py"),
+    "ogb:": ("ogb", FORMS / "ogb.py"),
+    "tu:": ("tu", FORMS / "tu.py"),
 }
 # Places besides the entry-point line, each with why. Every built-in may be named by the dev-only benches
 # (stamen/benches/: its tables beside published ones, its command-line defaults).
@@ -54,6 +67,15 @@ ALLOWED = {
         "stamen/contract/certify_config.py",  # certify's own 'random' split of the labelled nodes, by that name
         "stamen/cli/commands/certify.py",  # ... which the certify command reads
     },
+    "cora": set(),
+    "citeseer": {"stamen/graphs/planetoid.py"},  # the Planetoid reader's one file quirk (PyG's too) is CiteSeer's
+    "pubmed": set(),
+    "cora_ml": set(),
+    "graphs-synth": {"stamen/tasks/graph_classification/__init__.py"},  # the task's default dataset
+    "npz:": set(),
+    "pyg:": set(),
+    "ogb:": set(),
+    "tu:": set(),
 }
 
 
@@ -134,3 +156,17 @@ def test_the_check_finds_a_place_that_names_a_task(tmp_path):
         "stamen/server/outputs.py",
         "stamen/server/rows.py",
     }
+
+
+def test_the_check_finds_a_place_that_names_a_dataset_form(tmp_path):
+    (tmp_path / "stamen" / "graphs" / "forms").mkdir(parents=True)
+    (tmp_path / "hatch_build.py").write_text("")
+    (tmp_path / "stamen" / "graphs" / "forms" / "ogb.py").write_text('SPEC = DatasetSpec("ogb:", "h", "m:read")\n')
+    (tmp_path / "stamen" / "graphs" / "fine.py").write_text('"""Reads ``ogb:ogbn-arxiv``."""\n')
+    (tmp_path / "stamen" / "graphs" / "chain.py").write_text('def f(prefix):\n    return prefix == "ogb:"\n')
+    (tmp_path / "stamen" / "graphs" / "reader.py").write_text("from stamen.graphs.forms.ogb import check\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project.entry-points."stamen.datasets"]\n7-ogb = "stamen.graphs.forms.ogb:SPEC"\n'
+    )
+    own = tmp_path / "stamen" / "graphs" / "forms" / "ogb.py"
+    assert places("ogb:", "ogb", own, tmp_path) == {ENTRY_POINT, "stamen/graphs/chain.py", "stamen/graphs/reader.py"}

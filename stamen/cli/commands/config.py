@@ -21,6 +21,7 @@ from stamen.common.suggest import did_you_mean
 from stamen.contract.algorithms import ALGORITHMS, algorithm_sections, plugin_keys
 from stamen.contract.keys import Key
 from stamen.contract.run_config import KEYS, SECTIONS
+from stamen.graphs.names import dataset_helps
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -101,6 +102,8 @@ def describe(key: Key) -> str:
     ]
     if key.choices is not None:
         lines += [f"    {name:<16} {text}".rstrip() for name, text in key.choices.items()]
+    if key.name == "dataset":  # a form, not choices: its datasets and forms with their help, from the registry
+        lines += [f"    {name:<16} {text}".rstrip() for name, text in dataset_helps().items()]
     readers = used_by(key)
     if readers:
         lines.append(f"  read by  algorithm {', '.join(readers)}")
