@@ -1,6 +1,6 @@
 """A graph set's graphs (:func:`load_graph_set`, read by its spec's reader) and one client's batch of them
-(:func:`client_batch`), for the
-federations of graph sets (:mod:`stamen.graphs.graph_federation`, :mod:`stamen.graphs.cross_dataset`)."""
+(:func:`client_batch`), for the federations of graph sets (:mod:`stamen.graphs.graph_federation`,
+:mod:`stamen.graphs.cross_dataset`)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from stamen.simulations.commands.config import describe
 
 import stamen
+from stamen.cli.commands.config import describe
 from stamen.common.registry import PYTHON, check_engine
 from stamen.contract.plugins import plugin_choices
 from stamen.contract.run_config import KEYS, RunConfig
