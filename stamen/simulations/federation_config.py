@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stamen.contract.key_spelling import kebab_keys, key_name
+from stamen.simulations.cluster import check_cluster_federation
 
 # Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
 # CPUs per client would run one client at a time on a two-core machine).
@@ -48,13 +49,12 @@ class FederationConfig:
         """Check and build from federation keys in either spelling over :data:`FEDERATION_DEFAULTS`; ValueError in
         one line (an unknown key with a suggestion, a value of the wrong type). ``on_cluster``: the run joins a Ray
         cluster, which refuses the keys that size a Ray instance of the run's own."""
+        # on use: an import circle (stamen.simulations.preflight imports this module)
         from stamen.simulations.preflight import check_federation
 
         given = dict(FEDERATION_DEFAULTS)
         given.update(kebab_keys({str(key): value for key, value in values.items()}, "federation config"))
         if on_cluster:
-            from stamen.simulations.cluster import check_cluster_federation
-
             check_cluster_federation(given)
         check_federation(given, on_cluster=on_cluster)
         return cls(**{key.replace("-", "_"): value for key, value in given.items()})  # type: ignore[arg-type]
