@@ -35,7 +35,6 @@ from stamen.simulations.cluster import ray_address
 from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted, os_error_line
 from stamen.simulations.federation_config import FederationConfig
 from stamen.simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run, run_config_overrides
-from stamen.simulations.inprocess import InProcessGrid, task_identity
 from stamen.simulations.overrides import override_text
 from stamen.simulations.preflight import PreparedRun, prepare_config
 from stamen.simulations.progress import RunProgress
@@ -276,6 +275,9 @@ def _serve_in_process(
 
     A failure is judged from the run's status, as a Flower run's is.
     """
+    # on use: the Flower adapter's version check runs as the run starts, where its refusal is one line
+    from stamen.simulations.inprocess import InProcessGrid, task_identity
+
     logger = logging.getLogger("flwr")
     handlers, buffer = list(logger.handlers), io.StringIO()
     if not verbose:
