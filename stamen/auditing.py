@@ -15,6 +15,10 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any
 
+from stamen.common.suggest import did_you_mean
+from stamen.config import call_text
+from stamen.simulations.errors import one_line
+
 if TYPE_CHECKING:
     from stamen.cli.commands.audit import AuditReport, AuditResult, AuditSettings
 
@@ -42,9 +46,8 @@ def audit(
         ValueError: bad input, before any run; the message is the line ``stamen audit privacy`` prints.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; with ``out``, the finished runs are kept.
     """
+    # on use: torch, torch_geometric, flwr stay out of this module's import
     from stamen.cli.commands.audit import AuditSettings, _output, audit_privacy
-    from stamen.config import call_text
-    from stamen.simulations.errors import one_line
 
     command = call_text("stamen.audit", settings, out=out, **options)
     try:
@@ -58,8 +61,6 @@ def audit(
 def _settings(settings: AuditSettings, options: dict[str, Any]) -> AuditSettings:
     """``settings`` with ``options`` in place of its fields; ValueError in one line for an unknown option or a value
     of the wrong type."""
-    from stamen.common.suggest import did_you_mean
-
     types = {field.name: type(field.default) for field in dataclasses.fields(settings)}
     for name, value in options.items():
         if name not in types:

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, run_config
+from stamen.simulations.deploy.local import SUPERLINK_PORT
+from stamen.simulations.errors import RunFailed, one_line
+from stamen.simulations.flower import flower_state
 
 if TYPE_CHECKING:
     from stamen.cli.commands.deploy import Deployed
@@ -53,9 +56,8 @@ def local(
         ValueError: bad input, before anything starts; the message is the line ``stamen deploy local`` prints.
         stamen.simulations.errors.RunFailed: the deployed run failed or was stopped.
     """
+    # on use: torch, torch_geometric, flwr stay out of this module's import
     from stamen.cli.commands.deploy import deploy_local
-    from stamen.simulations.errors import one_line
-    from stamen.simulations.flower import flower_state
     from stamen.simulations.preflight import check_config
 
     if isinstance(clients, bool) or not isinstance(clients, int) or clients < 1:
@@ -91,9 +93,8 @@ def run(
         ValueError: bad input, before anything is submitted.
         stamen.simulations.errors.RunFailed: the run failed, or was stopped from outside (recorded as such).
     """
+    # on use: torch, torch_geometric, flwr stay out of this module's import
     from stamen.cli.commands.deploy import deploy_run
-    from stamen.simulations.deploy.local import SUPERLINK_PORT
-    from stamen.simulations.errors import RunFailed, one_line
     from stamen.simulations.preflight import check_config
 
     try:

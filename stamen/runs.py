@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, federation_config, run_config
 from stamen.contract.figures import headline_key
+from stamen.contract.provenance import Provenance
 from stamen.server.rundir import RunDirectory, RunStatus
-from stamen.simulations.errors import one_line
+from stamen.simulations.errors import EnvironmentFailed, is_bad_input, one_line, os_error_line
 from stamen.tables import data_frame
 
 if TYPE_CHECKING:
@@ -153,11 +154,8 @@ def run(
         stamen.simulations.errors.EnvironmentFailed: the machine failed the run (a full disk mid-run).
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the run is marked interrupted, the message says how to resume.
     """
-    from stamen.contract.provenance import Provenance
+    # on use: torch, torch_geometric, flwr stay out of this module's import
     from stamen.simulations import runner
-
-    # on use: flwr, numpy stay out of this module's import
-    from stamen.simulations.errors import EnvironmentFailed, is_bad_input, os_error_line
 
     command = call_text("stamen.run", config, clients=clients, engine=engine, out=out, **overrides)
     try:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, config_values, federation_values
 from stamen.contract.key_spelling import key_name
-from stamen.experiments.sweep import check_set, grid_file
+from stamen.contract.provenance import Provenance
+from stamen.experiments.sweep import check_set, fixed_file_keys, grid_file
 from stamen.runs import load
 from stamen.simulations.errors import one_line
 from stamen.simulations.experiment_file import is_scalar
@@ -85,10 +86,8 @@ def sweep(
     Raises:
         ValueError: bad input, before anything runs; the message is the line ``stamen sweep`` prints.
     """
+    # on use: torch, torch_geometric, flwr stay out of this module's import
     from stamen.cli.commands.sweep import SweepSpec, run_sweep
-    from stamen.contract.provenance import Provenance
-    from stamen.experiments.sweep import fixed_file_keys
-    # on use: flwr, numpy stay out of this module's import
 
     command = call_text("stamen.sweep", config, grid=grid, seeds=list(seeds), name=name or None, **overrides)
     try:

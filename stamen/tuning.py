@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.config import Config, call_text, config_values, federation_values
 from stamen.contract.key_spelling import key_name
-from stamen.experiments.tune import run_tune
+from stamen.contract.provenance import Provenance
+from stamen.experiments.tune import TuneSpec, run_tune
 from stamen.experiments.tune_space import dimension, parse_dimension, space_file
 from stamen.simulations.errors import one_line
 from stamen.tables import data_frame
@@ -87,9 +88,6 @@ def tune(
         ValueError: bad input, before any trial; the message is the line ``stamen tune`` prints.
         stamen.simulations.errors.RunInterrupted: Ctrl-C; the finished trials are kept (the same call goes on).
     """
-    from stamen.contract.provenance import Provenance
-    from stamen.experiments.tune import TuneSpec
-
     command = call_text("stamen.tune", config, space=space, trials=trials, name=name or None, **overrides)
     try:
         spec = TuneSpec(

@@ -15,6 +15,8 @@ import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stamen.common.file_writes import atomic_write
+from stamen.common.pictures import BLUE, VERMILLION, figure_bytes, new_figure
 from stamen.contract.algorithms import Headline, headline_of
 from stamen.contract.figures import GLOBAL_TEST_ACC, TEST_ACC
 
@@ -42,8 +44,6 @@ def read_record(path: Path) -> dict[str, Any]:
 
 def algorithms_figure(record: dict[str, Any]) -> Figure:
     """The picture of an ``algorithms`` record (see the module docstring)."""
-    from stamen.common.pictures import BLUE, VERMILLION, new_figure
-
     ran = [r for r in record["results"] if r.get("status") == "ran"]
     settings = list(dict.fromkeys((r["dataset"], r["partitioner"]) for r in ran))
     algorithms = list(dict.fromkeys(r["algorithm"] for r in ran))
@@ -90,9 +90,6 @@ def algorithms_figure(record: dict[str, Any]) -> Figure:
 
 def plot_record(path: Path, out: Path | None = None) -> Path:
     """Draw the record at ``path`` to ``out`` (default: beside it, ``<name>.png``); the picture's path."""
-    from stamen.common.file_writes import atomic_write
-    from stamen.common.pictures import figure_bytes
-
     record = read_record(path)
     target = out or path.with_suffix(".png")
     if target.suffix.lower() != ".png":

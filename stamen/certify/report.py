@@ -26,6 +26,7 @@ from rich.table import Table
 
 from stamen.certify.outcome import BudgetOutcome, CollectiveOutcome, Status
 from stamen.common.file_writes import atomic_write
+from stamen.common.pictures import DPI, MARKERS, PALETTE, new_figure
 
 if TYPE_CHECKING:
     from stamen.certify.task import CertificationTask
@@ -163,8 +164,6 @@ def print_tables(payload: dict, console) -> None:
 def plot(payload: dict, path: Path | BinaryIO) -> None:
     """Certified accuracy (sample-wise) or certified share (collective) vs budget."""
     # on use: matplotlib stays out of this module's import
-
-    from stamen.common.pictures import DPI, MARKERS, PALETTE, new_figure
 
     fig = new_figure(5.5, 3.8)
     ax = fig.subplots()

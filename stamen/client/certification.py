@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from torch_geometric.data import Data
 
+from stamen.certify.solvers import SolverSpec
+from stamen.certify.task import CertificationTask
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 def client_task(data: Data, config: RunConfig, partition_id: int) -> CertificationTask | None:
     """This client's certification task (``None`` when it has nothing to certify)."""
     from stamen.certify.data import client_instance  # MILP solvers load only when asked
-    from stamen.certify.solvers import SolverSpec
-    from stamen.certify.task import CertificationTask
 
     instance = client_instance(
         data.x.cpu().numpy(),

@@ -68,7 +68,7 @@ def where_name() -> str:
 def peak_rss_mb() -> float:
     """This process's peak resident memory so far, in MB (``getrusage``; 0 where it is not available)."""
     try:
-        import resource
+        import resource  # optional: resource is Unix-only
     except ImportError:  # Windows
         return 0.0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

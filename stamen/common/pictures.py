@@ -36,6 +36,7 @@ DPI = 120
 
 def new_figure(width: float, height: float) -> Figure:
     """An empty figure of ``width`` x ``height`` inches on its own Agg canvas, laid out so that nothing clips."""
+    # on use: matplotlib stays out of this module's import
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -46,6 +47,7 @@ def new_figure(width: float, height: float) -> Figure:
 
 def figure_bytes(figure: Figure, kind: Literal["png", "svg"]) -> bytes:
     """``figure`` as a PNG or an SVG file's bytes (its bounding box fitted to what it draws)."""
+    # on use: matplotlib stays out of this module's import
     import matplotlib
 
     buffer = io.BytesIO()

@@ -184,6 +184,7 @@ def _check_facts(spec: AlgorithmSpec) -> None:
     ):
         raise ValueError(f"algorithm {name!r}: least_clients must be (factor, constant), integers >= 0; got {least!r}")
     try:  # the floor above names the tasks and privacy modes (an entry point loaded while it loads: types only)
+        # on use: an import circle (stamen.contract.run_config and stamen.contract.tasks import this module)
         from stamen.contract.run_config import PRIVACY
         from stamen.contract.tasks import TASKS
     except ImportError:

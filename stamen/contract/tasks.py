@@ -29,7 +29,13 @@ from stamen.common.registry import PYTHON, Registry
 from stamen.common.suggest import one_of
 from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec
 from stamen.contract.figures import ACCURACY_FIGURES, SUMMARY_FIGURES
-from stamen.graphs.names import CROSS_DATASET, cross_dataset_problem, graph_set_partitioners, is_graph_set
+from stamen.graphs.names import (
+    CROSS_DATASET,
+    cross_dataset_problem,
+    graph_set_forms,
+    graph_set_partitioners,
+    is_graph_set,
+)
 from stamen.models.names import models_for
 
 if TYPE_CHECKING:
@@ -251,8 +257,6 @@ def graph_set_tasks() -> tuple[str, ...]:
 
 def graph_set_datasets() -> tuple[str, ...]:
     """The graph-set datasets and forms, as a refusal names them."""
-    from stamen.graphs.names import graph_set_forms
-
     return tuple(graph_set_forms())
 
 

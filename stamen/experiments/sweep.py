@@ -30,6 +30,7 @@ from stamen.contract.figures import (
     headline,
     model_figure,
 )
+from stamen.contract.key_spelling import kebab_keys
 from stamen.simulations.experiment_file import is_scalar, read_toml
 from stamen.simulations.overrides import parse_overrides
 
@@ -114,8 +115,6 @@ def grid_file(path: str) -> list[tuple[str, list[Any]]]:
 def fixed_file_keys(path: str) -> dict[str, Any]:
     """The fixed run-config values of the experiment file ``path``: its top-level keys beside ``[grid]``
     (kebab-case; checked as :func:`stamen.simulations.experiment_file.run_config_file` checks a file's keys)."""
-    from stamen.contract.key_spelling import kebab_keys
-
     fixed = {key: value for key, value in read_toml(path).items() if key != "grid"}
     for key, value in fixed.items():
         if key == "seed":

@@ -51,10 +51,12 @@ from stamen.experiments.tune_outputs import print_table, write_outputs
 from stamen.experiments.tune_space import UNSEARCHABLE, check_space
 from stamen.experiments.tune_trials import TrialOutcome, TrialRecord, TuneResult, TuneSpec, top_trials
 from stamen.experiments.unit_progress import UnitProgress
+from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory, check_output_dir, check_run_name
 from stamen.server.runlock import FolderLock
 from stamen.simulations.errors import RunFailed, RunInterrupted, one_line
-from stamen.simulations.preflight import default_run_config
+from stamen.simulations.federation_config import FederationConfig
+from stamen.simulations.preflight import default_run_config, prepare_mapping
 
 STUDY_FILE = "study.db"
 MAX_TRIALS = 1_000_000  # a trial is a whole run with a folder of its own: far beyond any study's worth
@@ -116,8 +118,6 @@ def _check_folder(folder: Path) -> None:
 def _probe(spec: TuneSpec, folder: Path) -> None:
     """Every value that bounds the space, in the fixed run config (the rules between keys included), then one
     whole run's checks with the data (:func:`stamen.simulations.preflight.prepare`): all before anything is written."""
-    from stamen.simulations.preflight import prepare_mapping
-
     base = default_run_config()
     base.update(spec.run_config)
     if not (base.get("val-frac", 0) or 0) > 0:
@@ -233,9 +233,6 @@ def _study(optuna: Any, study: Any, spec: TuneSpec, folder: Path, show: bool) ->
 
 def _trial(optuna: Any, study: Any, trial: Any, spec: TuneSpec, folder: Path) -> str:
     """Run ``trial`` and tell the study how it ended; returns a few words saying so."""
-    from stamen.server.loop import RunPruned
-    from stamen.simulations.federation_config import FederationConfig
-
     # on use: flwr, numpy stay out of this module's import
     from stamen.simulations.runner import Engine, run
 

@@ -20,9 +20,12 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from stamen.common.file_writes import atomic_write
+from stamen.common.pictures import BLUE, ORANGE, VERMILLION, figure_bytes, new_figure
 from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.figures import BEST_VAL_ACC, FINAL_VAL_ACC, TEST_ACC_AT_BEST_VAL
+from stamen.contract.provenance import Provenance
 from stamen.experiments.tune_trials import TrialOutcome, top_trials
 
 if TYPE_CHECKING:
@@ -31,9 +34,6 @@ if TYPE_CHECKING:
 
 def write_outputs(folder: Path, spec: TuneSpec, found: list[TrialRecord]) -> None:
     """``tune.json``, ``tune.csv`` and ``tune.png`` of the trials ``found`` into ``folder``."""
-    from stamen.contract.provenance import Provenance
-    from stamen.server.rundir import atomic_write
-
     record = {
         "provenance": (spec.provenance or Provenance.of_process()).record(seeds=[spec.sampler_seed]),
         "setting": {**spec.setting(), "trials": spec.trials},
@@ -63,9 +63,6 @@ def _cell(value: object) -> object:
 
 
 def _plot(folder: Path, found: list[TrialRecord]) -> None:
-    from stamen.common.pictures import BLUE, ORANGE, VERMILLION, figure_bytes, new_figure
-    from stamen.server.rundir import atomic_write
-
     figure = new_figure(7, 4.5)
     axes = figure.subplots()
     looks = (

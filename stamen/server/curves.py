@@ -124,6 +124,7 @@ def _best_round(rows: Sequence[Row]) -> float | None:
 def _panel(
     axis: Axes, title: str, y_label: str, lines: list[tuple[Series, list[tuple[float, float]]]], best: float | None
 ) -> None:
+    # on use: matplotlib stays out of this module's import
     from matplotlib.ticker import MaxNLocator
 
     axis.set_title(title, fontsize=11)

@@ -170,6 +170,7 @@ class MlflowTracker:
 
     def _experiment(self, name: str) -> str:
         """The id of experiment ``name``, made if the store has none (another unit may make it at the same time)."""
+        # optional: mlflow (stamen[mlflow])
         from mlflow.exceptions import MlflowException
 
         found = self._client.get_experiment_by_name(name)
@@ -225,6 +226,7 @@ class MlflowTracker:
 def prepare_group_store(group: TrackingGroup) -> None:
     """Make ``group``'s store and experiment once, before its units start side by side in processes of their own
     (each would otherwise create the store's tables at the same moment, and all but one fail)."""
+    # optional: mlflow (stamen[mlflow])
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=group.uri)

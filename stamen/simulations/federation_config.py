@@ -17,6 +17,7 @@ from typing import Any
 
 from stamen.common.suggest import did_you_mean
 from stamen.contract.key_spelling import kebab_keys, key_name
+from stamen.simulations.cluster import check_cluster_federation
 from stamen.simulations.flower import FEDERATION_KEYS
 
 # Stamen's simulation defaults: ten clients, one CPU each (Flower's own default of two
@@ -54,8 +55,6 @@ class FederationConfig:
         given = dict(FEDERATION_DEFAULTS)
         given.update(kebab_keys({str(key): value for key, value in values.items()}, "federation config"))
         if on_cluster:
-            from stamen.simulations.cluster import check_cluster_federation
-
             check_cluster_federation(given)
         check_federation(given, on_cluster=on_cluster)
         return cls(**{key.replace("-", "_"): value for key, value in given.items()})  # type: ignore[arg-type]

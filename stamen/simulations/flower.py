@@ -153,8 +153,6 @@ def _add_plugin_keys(pyproject: Path) -> None:
     """The algorithms' keys (:func:`stamen.contract.algorithms.plugin_keys`) that the staged app's
     ``[tool.flwr.app.config]`` lacks (a plug-in's; Stamen's own are in the table, a test keeps them there), added
     with their defaults: Flower keeps of a run's overrides only the keys that table holds."""
-    import tomllib
-
     header = "[tool.flwr.app.config]\n"
     text = pyproject.read_text()
     if header not in text:

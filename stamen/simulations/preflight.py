@@ -20,12 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from stamen.client.tasks import client_task
+from stamen.common.registry import check_engine
+from stamen.contract.plugins import plugin_choices
 from stamen.contract.requests import parse_request
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import examples
 from stamen.contract.tracking import missing_tracker
 from stamen.graphs import build_federation
-from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.server.rundir import RunDirectory, RunStatus, check_run_name
 from stamen.simulations.cluster import check_cluster_federation, check_ray_address, cluster_environment
 from stamen.simulations.federation_config import FederationConfig, check_federation
 from stamen.simulations.flower import APP_CONFIG_DIR
@@ -100,9 +103,6 @@ def prepare_mapping(
 def check_config(config: RunConfig) -> RunConfig:
     """What a run checks of its config beyond :meth:`RunConfig.from_flower`: ``run-name``'s path and the
     trackers' packages. ValueError in one line."""
-    from stamen.contract.tracking import missing_tracker
-    from stamen.server.rundir import check_run_name
-
     check_run_name(config.run_name)
     missing = missing_tracker(config.tracking)
     if missing:
@@ -120,9 +120,6 @@ def prepare_config(
     run goes to; a plug-in registered in this process only is refused for an engine of other processes, before the
     data is read (:func:`stamen.common.registry.check_engine`).
     """
-    from stamen.common.registry import check_engine
-    from stamen.contract.plugins import plugin_choices
-
     # on use: flwr, numpy stay out of this module's import
     from stamen.server.app import resume_target
 
@@ -198,6 +195,4 @@ def _check_with_data(config: RunConfig, num_clients: int) -> str:
 def check_task_data(config: RunConfig, federation: Federation) -> None:
     """What the run's task needs of the clients' data, before anything is written (ValueError in one line): its
     client part's check (:meth:`stamen.client.tasks.ClientTask.check_data`)."""
-    from stamen.client.tasks import client_task
-
     client_task(config.task).check_data(config, federation)

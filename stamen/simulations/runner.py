@@ -13,20 +13,29 @@ recorded in the run directory.
 from __future__ import annotations
 
 import enum
+import io
+import logging
+import os
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from flwr.serverapp import Grid
+
 from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
+from stamen.server.app import serve
 from stamen.server.loop import RunPruned
 from stamen.server.rundir import RunDirectory, RunStatus, run_token
 from stamen.server.runlock import FolderLock
-from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted
+from stamen.simulations.cluster import ray_address
+from stamen.simulations.errors import EnvironmentFailed, RunFailed, RunInterrupted, os_error_line
 from stamen.simulations.federation_config import FederationConfig
-from stamen.simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run
+from stamen.simulations.flower import LocalSuperLink, PeakMemory, flower_home, flwr_run, run_config_overrides
+from stamen.simulations.overrides import override_text
 from stamen.simulations.preflight import PreparedRun, prepare_config
 from stamen.simulations.progress import RunProgress
 
@@ -143,8 +152,6 @@ def run(
 
 def ray_address_for(engine: Engine | str, option: str | None) -> str:
     """The cluster a run on ``engine`` joins (``""``: none); ``--ray-address`` with the in-process engine is refused."""
-    from stamen.simulations.cluster import ray_address
-
     flower = Engine.named(engine) is Engine.FLOWER
     if option and not flower:
         raise ValueError("--ray-address applies to the flower engine only; drop it or add --engine flower")
@@ -155,11 +162,6 @@ def resume_command(
     config: RunConfig, federation: FederationConfig, engine: Engine, in_turn: bool = False, address: str = ""
 ) -> str:
     """``stamen run`` with the options and the config keys (those not at their defaults) that repeat this run."""
-    import shlex
-
-    from stamen.simulations.flower import run_config_overrides
-    from stamen.simulations.overrides import override_text
-
     changed = run_config_overrides(config)
     usual = FederationConfig().to_flower()
     federation_keys = {
@@ -273,13 +275,7 @@ def _serve_in_process(
 
     A failure is judged from the run's status, as a Flower run's is.
     """
-    import io
-    import logging
-    import os
-
-    from flwr.serverapp import Grid
-
-    from stamen.server.app import serve
+    # on use: the Flower adapter's version check runs as the run starts, where its refusal is one line
     from stamen.simulations.inprocess import InProcessGrid, task_identity
 
     logger = logging.getLogger("flwr")
@@ -334,8 +330,6 @@ def _judge(run_dir: RunDirectory, token: str, where: str) -> None:
 
 def _os_failure(run_dir: RunDirectory, error: OSError, resume_hint: str) -> str:
     """A run that an OS error ended (the ServerApp recorded it as failed): the error in one line, then how to go on."""
-    from stamen.simulations.errors import os_error_line
-
     if not (run_dir.path / "checkpoint.npz").is_file():
         return os_error_line(error)
     return f"{os_error_line(error)}; then resume with: {resume_hint} -c \"resume-from='{run_dir.path}'\""

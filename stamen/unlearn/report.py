@@ -10,6 +10,8 @@ if TYPE_CHECKING:
 
 from rich.table import Table
 
+from stamen.common.pictures import PALETTE, new_figure
+
 COLUMNS = (
     ("acc_remaining", "Dr acc"),
     ("acc_forget", "Df acc"),
@@ -131,9 +133,8 @@ def markdown(result: dict[str, Any], command: str = "") -> str:
 def unlearning_figure(result: dict[str, Any]) -> Figure:
     """``unlearning.png``'s figure: per method (one colour and hatch each), its mean figures with ± std over
     seeds as bars from 0 (the figures share one 0-1 scale), each bar's value printed on it."""
+    # on use: numpy stays out of this module's import
     import numpy as np
-
-    from stamen.common.pictures import PALETTE, new_figure
 
     keys = [k for k, _ in columns(result) if k not in ("seconds", "time_ratio", "gap_closure")]
     labels = dict(COLUMNS)

@@ -36,7 +36,7 @@ from stamen.certify.data import build_instance, instance_from_arrays, load_graph
 from stamen.certify.journal import JOURNAL_FILE, Journal
 from stamen.certify.parallel import available_cores
 from stamen.certify.partition import random_label_split
-from stamen.certify.report import STAGING_PREFIXES, clean_floats, print_tables, write_outputs
+from stamen.certify.report import OUTPUT_FILES, STAGING_PREFIXES, clean_floats, print_tables, write_outputs
 from stamen.common.options import finite_float, renamed
 from stamen.common.screen import output_console
 from stamen.contract import strict_json
@@ -44,7 +44,9 @@ from stamen.contract.certify_config import OPTIONS, PAPER_CSBM, SECTIONS, Certif
 from stamen.contract.keys import Key
 from stamen.contract.provenance import provenance
 from stamen.graphs import load_dataset
+from stamen.graphs.partition import partition_nodes
 from stamen.simulations.errors import RunInterrupted
+from stamen.simulations.size_check import available_memory, size_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -107,10 +109,6 @@ def _check_out(config: CertifyConfig) -> None:
     resume (whether it is this job's is checked when the journal is opened); anything
     else in it needs ``--overwrite``.
     """
-    import os
-
-    from stamen.certify.report import OUTPUT_FILES
-
     out = Path(str(config.out)).expanduser()
     if out.exists():
         if not out.is_dir():
@@ -187,8 +185,6 @@ _KERNEL_MATRICES = 4
 
 def _check_kernel_size(nodes: int, advice: str) -> None:
     """ValueError in one line when the kernels over ``nodes`` nodes need more memory than this machine has."""
-    from stamen.simulations.size_check import available_memory, size_text
-
     needed, have = _KERNEL_MATRICES * 8 * nodes**2, available_memory()
     if needed > have:
         raise ValueError(
@@ -206,8 +202,6 @@ def _owners(config: CertifyConfig, inst) -> np.ndarray | None:
     # on use: torch, torch_geometric stay out of this module's import
     import torch
     from torch_geometric.data import Data
-
-    from stamen.graphs.partition import partition_nodes
 
     data = Data(
         x=torch.from_numpy(inst.x).float(), edge_index=torch.from_numpy(inst.edge_index), y=torch.from_numpy(inst.y)

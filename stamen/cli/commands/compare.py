@@ -14,12 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from matplotlib.ticker import MaxNLocator
 from rich.table import Table
 
+from stamen.common.pictures import DASHES, PALETTE, figure_bytes, new_figure
 from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.algorithms import Headline, headline_of
@@ -33,7 +37,7 @@ from stamen.contract.figures import (
 )
 from stamen.contract.tasks import DEFAULT_TASK
 from stamen.experiments.sweep import HEADLINE_COLUMN, HEADLINE_MARK, HEADLINE_NOTE, spec_headline
-from stamen.server.rundir import RunDirectory
+from stamen.server.rundir import RunDirectory, atomic_write
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -199,14 +203,6 @@ def _print(rows: list[dict[str, Any]]) -> None:
 def _plot(lines: list[Line], path: Path) -> None:
     """The lines' headline test figure per round (each its algorithm's headline model), overlaid, in
     colour-blind-safe colours and distinct dashes; a sweep config's as its mean with a ± std band over seeds."""
-    import textwrap
-
-    import numpy as np
-    from matplotlib.ticker import MaxNLocator
-
-    from stamen.common.pictures import DASHES, PALETTE, figure_bytes, new_figure
-    from stamen.server.rundir import RunDirectory, atomic_write
-
     if path.suffix.lower() != ".png":
         raise ValueError(f"--plot {path}: give a .png file name")
     labels, shared = plot_labels(lines)

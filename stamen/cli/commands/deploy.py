@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stamen.common.options import renamed
+from stamen.common.registry import check_engine
+from stamen.contract.plugins import plugin_choices
 from stamen.contract.run_config import RunConfig
 from stamen.simulations import lifetime
 from stamen.simulations.deploy.certs import (
@@ -60,6 +62,7 @@ from stamen.simulations.flower import flower_environment, flower_state, flwr_run
 from stamen.simulations.flower_internals import check_flower_version
 from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.run_follow import RunIdSink, follow_run
+from stamen.simulations.size_check import check_size
 
 OPERATOR_HOME = flower_state() / "deploy"  # the operator's FLWR_HOME: the SuperLink connection
 
@@ -156,10 +159,8 @@ def _port(text: str) -> int:
 def _checked_config(texts: list[str], here: bool = False) -> RunConfig:
     """The run config of ``--run-config``, parsed here (:meth:`RunConfig.from_mapping`), checked once; ``here``:
     the graph is built on this machine, so its size is checked against this machine's memory first."""
-    from stamen.common.registry import check_engine
-    from stamen.contract.plugins import plugin_choices
+    # on use: torch, torch_geometric stay out of this module's import
     from stamen.simulations.preflight import check_config
-    from stamen.simulations.size_check import check_size
 
     config = check_config(RunConfig.from_mapping(parse_overrides(texts)))
     check_engine(plugin_choices(config), "deployment")  # its SuperNodes load plug-ins from entry points alone
@@ -365,6 +366,7 @@ def deploy_local(
     """A whole deployment of ``nodes`` SuperNodes on this machine in ``workdir`` (network namespaces as hosts
     when root, unless ``loopback``), the run of ``config`` on it, then every process stopped; ``stream``: the
     run's log on the terminal. Raises :class:`RunFailed` for a run that did not finish."""
+    # on use: torch, torch_geometric stay out of this module's import
     from stamen.graphs.node_data import export_partitions
 
     if config.min_clients > nodes:

@@ -19,10 +19,15 @@ import argparse
 import shlex
 from collections.abc import Callable, Sequence
 
+from rich.table import Table
+
 from stamen.cli.helptext import HelpFormatter
+from stamen.client.algorithms import ClientAlgorithm, client_algorithm
 from stamen.common.options import add_ray_address
+from stamen.common.screen import output_console
 from stamen.contract.provenance import Provenance
 from stamen.contract.run_config import RunConfig
+from stamen.server.outputs import summary_lines, summary_table
 from stamen.simulations.federation_config import FederationConfig
 from stamen.simulations.overrides import parse_overrides
 from stamen.simulations.preflight import PreparedRun, check_config
@@ -163,11 +168,6 @@ def _announce(run: PreparedRun, engine: Engine) -> None:
 
 def print_summary(summary: dict) -> None:
     """One table of the figures the run was for, then its privacy, certificates, unlearning and clients."""
-    from rich.table import Table
-
-    from stamen.common.screen import output_console
-    from stamen.server.outputs import summary_lines, summary_table
-
     model = "" if _own_model(summary["algorithm"]) else f" / {summary['model']}"
     title = f"{summary['algorithm']}{model} on {summary['dataset']}, {summary['clients']} clients"
     table = Table(title=title)
@@ -204,7 +204,5 @@ def _seconds(summary: dict, who: str) -> str:
 
 def _own_model(algorithm: str) -> bool:
     """The algorithm trains a model of its own (FedLoG's), not the run's ``model``."""
-    from stamen.client.algorithms import ClientAlgorithm, client_algorithm
-
     _, part = client_algorithm(algorithm)
     return type(part).new_model is not ClientAlgorithm.new_model

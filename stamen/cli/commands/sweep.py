@@ -32,13 +32,14 @@ from rich.table import Table
 from stamen.cli.commands.run import federation_args
 from stamen.cli.helptext import HelpFormatter
 from stamen.common.options import add_ray_address
-from stamen.common.pictures import BLUE, VERMILLION
+from stamen.common.pictures import BLUE, DASHES, PALETTE, VERMILLION, figure_bytes, new_figure
 from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.algorithms import Headline
 from stamen.contract.equivalences import notes_once
 from stamen.contract.figures import FINAL_CLIENTS_TEST, FINAL_GLOBAL_TEST, GLOBAL_TEST_ACC, TEST_ACC
 from stamen.contract.provenance import Provenance
+from stamen.contract.run_config import RunConfig
 from stamen.contract.tracking_group import TrackingGroup, group_environment, group_of, tracking_group
 from stamen.experiments.sweep import (
     FIGURES,
@@ -58,12 +59,15 @@ from stamen.experiments.sweep import (
     run_figures,
 )
 from stamen.experiments.unit_progress import UnitProgress
-from stamen.server.rundir import RunDirectory, RunStatus, check_output_dir, check_run_name
+from stamen.server.rundir import RunDirectory, RunStatus, atomic_write, check_output_dir, check_run_name
 from stamen.server.runlock import FolderLock
-from stamen.simulations import lifetime
+from stamen.server.tracking import prepare_group_store
+from stamen.simulations import lifetime, runner
 from stamen.simulations.errors import RunFailed
+from stamen.simulations.federation_config import FederationConfig
 from stamen.simulations.overrides import override_text, parse_overrides
-from stamen.simulations.runner import ray_address_for
+from stamen.simulations.preflight import prepare_mapping
+from stamen.simulations.runner import Engine, ray_address_for
 
 DEFAULT_OUT = "sweeps"
 
@@ -191,8 +195,6 @@ def run_sweep(spec: SweepSpec, show: bool = True, provenance: Provenance | None 
 
 def _sweep(spec: SweepSpec, folder: Path, runs: list[SweepRun], show: bool, origin: Provenance) -> SweepResult:
     """The sweep in ``folder``, its lock held: every config checked, the unfinished runs run, the table."""
-    from stamen.simulations.preflight import prepare_mapping
-
     todo: list[SweepRun] = []
     for run in runs:  # every config is checked before the first run starts
         run_dir = folder / run.name
@@ -240,8 +242,6 @@ def _execute(
     logs.mkdir(parents=True, exist_ok=True)
 
     if any("mlflow" in str(_config_values(spec, run, folder).get("tracking", "")) for run in todo):
-        from stamen.server.tracking import prepare_group_store
-
         prepare_group_store(_group(todo[0], folder))  # the units' one store, made before they start together
     running: dict[str, subprocess.Popen] = {}
     queue = list(todo)
@@ -291,10 +291,6 @@ def _execute_here(
     todo: list[SweepRun], spec: SweepSpec, folder: Path, show: bool = True, origin: Provenance | None = None
 ) -> list[str]:
     """Run ``todo`` one after another in this process on the in-process engine."""
-    from stamen.contract.run_config import RunConfig
-    from stamen.simulations.federation_config import FederationConfig
-    from stamen.simulations.runner import Engine, run
-
     failed = []
     federation = FederationConfig.from_mapping(spec.federation_config)
     with _screen(show, len(todo)) as screen:
@@ -302,7 +298,7 @@ def _execute_here(
             config = RunConfig.from_mapping(_config_values(spec, one, folder))
             try:
                 with tracking_group(_group(one, folder)):  # one MLflow experiment for the sweep, a run per unit
-                    run(
+                    runner.run(
                         config,
                         federation=federation,
                         engine=Engine.INPROCESS,
@@ -334,8 +330,6 @@ def _outcome(name: str, failed: bool) -> str:
 def _write(
     folder: Path, spec: SweepSpec, runs: list[SweepRun], found: list[Group], failed: list[str], origin: Provenance
 ) -> None:
-    from stamen.server.rundir import atomic_write
-
     seeds = sorted({run.seed for run in runs})
     record = {
         "provenance": origin.record(seeds=seeds),
@@ -385,9 +379,6 @@ def _plot(folder: Path, found: list[Group]) -> None:
     into equal heights; points on an axis that spans the values (labelled as not starting at 0), each with its
     value printed, show the gaps and the spread over seeds. The algorithm's headline model's point is filled,
     the other hollow."""
-
-    from stamen.common.pictures import DASHES, PALETTE, figure_bytes, new_figure
-    from stamen.server.rundir import RunDirectory, atomic_write
 
     figure = new_figure(13, 5.2)
     curves, points = figure.subplots(1, 2, width_ratios=(1, max(1.0, len(found) / 4)))

@@ -29,11 +29,13 @@ from typing import Any
 import torch
 
 from stamen.common.options import renamed
+from stamen.common.pictures import figure_bytes
 from stamen.common.screen import output_console
 from stamen.contract import strict_json
 from stamen.contract.provenance import provenance
 from stamen.contract.requests import parse_request
 from stamen.contract.run_config import RunConfig
+from stamen.contract.tasks import TASKS
 from stamen.experiments.unlearn_experiment import (
     METHODS,
     NEEDS_HISTORY,
@@ -44,9 +46,9 @@ from stamen.experiments.unlearn_experiment import (
     run_request,
 )
 from stamen.graphs import build_federation
-from stamen.server.rundir import RunDirectory, RunStatus
+from stamen.server.rundir import RunDirectory, RunStatus, atomic_write
 from stamen.server.runlock import FolderLock
-from stamen.unlearn.report import markdown, mia_gap_line, rich_table, targets_table
+from stamen.unlearn.report import markdown, mia_gap_line, rich_table, targets_table, unlearning_figure
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -73,8 +75,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def load_run(run_dir: Path) -> tuple[Any, int, dict[str, torch.Tensor]]:
     """``(RunConfig, number of clients, saved state dict)`` of a run directory."""
-    from stamen.contract.tasks import TASKS
-
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} not found")
     run = RunDirectory.open(run_dir)
@@ -213,9 +213,6 @@ def _unlearn(
         result["run_dir"] = str(run_dir)
         result["provenance"] = provenance(seeds=seeds)
         out.mkdir(parents=True, exist_ok=True)
-        from stamen.common.pictures import figure_bytes
-        from stamen.server.rundir import atomic_write
-        from stamen.unlearn.report import unlearning_figure
 
         atomic_write(out / "result.json", strict_json.dumps(result, indent=2) + "\n")
         atomic_write(out / "report.md", markdown(result, command))

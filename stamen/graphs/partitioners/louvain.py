@@ -29,6 +29,7 @@ def _adjacency_lists(data: Any) -> list[np.ndarray]:
 
 
 def _louvain(data: Any, num_parts: int, seed: int) -> list[np.ndarray]:
+    # on use: networkx stays out of this module's import
     import networkx as nx
 
     graph = nx.Graph()

@@ -18,6 +18,7 @@ _GATHER = 1 << 22  # edges gathered at a time into METIS's adjacency lists
 
 
 def _metis(data: Any, num_parts: int, seed: int) -> list[np.ndarray]:
+    # on use: pymetis stays out of this module's import
     import pymetis
 
     if num_parts == 1:

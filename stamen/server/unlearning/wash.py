@@ -34,6 +34,7 @@ def check_statistics(record: ArrayRecord, dim: int, num_outputs: int) -> dict[st
     # on use: torch, torch_geometric stay out of this module's import
     import torch
 
+    # on use: torch, torch_geometric stay out of this module's import
     from stamen.unlearn.wash import check_statistic
 
     expected = {p.KEEP_GRAM: (dim, dim), p.FORGET_GRAM: (dim, dim), p.FORGET_CROSS: (dim, num_outputs)}
@@ -67,6 +68,7 @@ class Wash(UnlearningMethod):
     def run(self, job: UnlearningJob) -> MethodResult:
         import torch  # the solver's linear algebra loads only when a run forgets
 
+        # on use: torch, torch_geometric stay out of this module's import
         from stamen.unlearn.wash import (
             EditStatistics,
             WashConfig,

@@ -141,6 +141,7 @@ class ResidentClientApp:
         # on use: flwr stays out of this module's import
         from flwr.common import log
 
+        # on use: flwr stays out of this module's import
         from stamen.simulations.flower_internals.clientapp_task import serve_task
 
         task = TaskArguments.parse(argv)
