@@ -130,6 +130,12 @@ def run(
         raise ValueError("--in-turn applies to the in-process engine only; add --engine inprocess or drop it")
     if observe is not None and engine is not Engine.INPROCESS:
         raise ValueError("observing a run's rows needs the in-process engine (engine='inprocess')")
+    if engine is Engine.INPROCESS:  # the in-process grid is built by the Flower adapter: another Flower, one line
+        try:
+            # on use: the adapter checks the installed Flower as it loads, before anything is written
+            import stamen.simulations.inprocess  # noqa: F401
+        except RuntimeError as error:  # UnsupportedFlower, named by the adapter freshly imported
+            raise ValueError(str(error)) from None
     address = ray_address_for(engine, ray_address)
     prepared = prepare_config(config, federation, ray_address=address, engine=engine.value)
     rounds = prepared.config.num_server_rounds

@@ -13,6 +13,7 @@ from stamen.graphs.names import DatasetSpec
 
 def read(name: str, root: Path | None, seed: int, **options: float | int) -> Any:
     """The generated graph of ``seed`` and the generator's ``options`` (see :class:`DatasetSpec`)."""
+    # on use: torch, numpy stay out of the registry's import (every process loads the specs)
     from stamen.graphs.csbm import make_csbm
 
     return make_csbm(seed=seed, **options)

@@ -10,6 +10,7 @@ from stamen.graphs.names import DatasetSpec
 
 def read(name: str, root: Path | None, seed: int) -> Any:
     """The graphs of ``seed`` (see :class:`DatasetSpec`)."""
+    # on use: torch, numpy stay out of the registry's import (every process loads the specs)
     from stamen.graphs.graph_sets import make_graph_set
 
     return make_graph_set(seed)

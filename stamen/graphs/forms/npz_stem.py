@@ -29,6 +29,7 @@ def files(name: str, root: Path) -> list[Path]:
 
 def read(name: str, root: Path, seed: int) -> Any:
     """The graph (see :class:`DatasetSpec`); ``seed`` is unused."""
+    # on use: torch, numpy stay out of the registry's import (every process loads the specs)
     from stamen.graphs.npz_graph import read_npz_file
 
     return read_npz_file(name, root / "npz", f"{name.partition(':')[2]}.npz")

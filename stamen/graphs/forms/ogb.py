@@ -33,6 +33,7 @@ def files(name: str, root: Path) -> list[Path]:
 
 def read(name: str, root: Path, seed: int) -> Any:
     """The graph (see :class:`DatasetSpec`); ``seed`` is unused."""
+    # on use: torch, numpy stay out of the registry's import (every process loads the specs)
     from stamen.graphs.ogb_folder import read_ogb_folder
 
     where = source(name, root)

@@ -74,6 +74,7 @@ def files(name: str, root: Path) -> list[Path]:
 
 def read(name: str, root: Path, seed: int) -> Any:
     """The graph (see :class:`DatasetSpec`); ``seed`` is unused."""
+    # on use: torch, numpy stay out of the registry's import (every process loads the specs)
     from stamen.graphs.npz_graph import read_npz_file
 
     where = source(name, root)
@@ -82,9 +83,11 @@ def read(name: str, root: Path, seed: int) -> Any:
         return read_npz_file(name, where.folder, where.files[0], binary_features=True)
     where.require()
     if cls == "WikiCS":
+        # on use: torch, numpy stay out of the registry's import (every process loads the specs)
         from stamen.graphs.wikics import read_wikics
 
         return read_wikics(where.paths[0], name)
+    # on use: torch, numpy stay out of the registry's import (every process loads the specs)
     from stamen.graphs.planetoid import read_planetoid
 
     return read_planetoid(where.folder, sub.lower(), label=name)

@@ -30,6 +30,7 @@ def files(name: str, root: Path) -> list[Path]:
 
 def read(name: str, root: Path, seed: int) -> Any:
     """The graphs (see :class:`DatasetSpec`); ``seed`` is unused."""
+    # on use: torch, numpy stay out of the registry's import (every process loads the specs)
     from stamen.graphs.tu_folder import read_tu_folder, tu_source
 
     return read_tu_folder(tu_source(name, root))
