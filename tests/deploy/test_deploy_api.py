@@ -31,7 +31,7 @@ def test_a_local_deployment_from_python_records_the_in_process_numbers(tmp_path,
 def test_bad_input_to_a_local_deployment_is_one_line_before_anything_starts(tmp_path):
     with pytest.raises(ValueError) as refusal:
         stamen.deploy.local({**RUN, "min-clients": 3}, clients=2, workdir=tmp_path / "work")
-    assert str(refusal.value) == "min-clients=3 exceeds --nodes=2"
+    assert str(refusal.value) == "min-clients=3 exceeds --clients=2; give more --clients"
     with pytest.raises(ValueError, match="clients must be a whole number >= 1, got 0"):
         stamen.deploy.local(RUN, clients=0, workdir=tmp_path / "work")
     with pytest.raises(ValueError, match="unknown run-config key 'csbm-node'"):
