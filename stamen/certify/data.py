@@ -8,6 +8,7 @@ generator; targets are drawn from the remaining nodes.
 
 from __future__ import annotations
 
+import errno
 import os
 import zipfile
 import zlib
@@ -61,7 +62,9 @@ def load_graph_npz(path: str | Path) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as f:
             missing = [k for k in ("x", "edge_index", "y", "labeled", "targets") if k not in f]
             arrays = {} if missing else {k: np.asarray(f[k]) for k in ("x", "edge_index", "y", "labeled", "targets")}
-    except _DAMAGED as error:  # a damaged or foreign file
+    except (*_DAMAGED, OSError) as error:  # a damaged or foreign file
+        if isinstance(error, OSError) and error.errno != errno.EINVAL:
+            raise  # the machine's failure, not the file's (EINVAL: a damaged header seeks before the file's start)
         reason = " ".join(str(error).split()) or type(error).__name__
         raise ValueError(f"{path} is not a readable --graph .npz ({reason}); give an intact .npz file") from None
     if missing:
