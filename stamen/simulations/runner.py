@@ -132,8 +132,10 @@ def run(
         raise ValueError("observing a run's rows needs the in-process engine (engine='inprocess')")
     if engine is Engine.INPROCESS:  # the in-process grid is built by the Flower adapter: another Flower, one line
         try:
-            # on use: the adapter checks the installed Flower as it loads, before anything is written
-            import stamen.simulations.inprocess  # noqa: F401
+            # on use: the adapter's package checks the installed Flower as it loads, before anything is written
+            from stamen.simulations.flower_internals import version
+
+            version.check_flower_version()  # and again where the adapter was loaded before
         except RuntimeError as error:  # UnsupportedFlower, named by the adapter freshly imported
             raise ValueError(str(error)) from None
     address = ray_address_for(engine, ray_address)
