@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from stamen.contract import protocol as p
 from stamen.contract.tasks import TASKS
 
 if TYPE_CHECKING:
@@ -44,8 +45,14 @@ class ClientTask:
         raise NotImplementedError
 
     def sizes(self, job: LocalJob) -> dict[str, int]:
-        """The reply's sizes: NUM_EXAMPLES (the averaging weight), NUM_VAL, NUM_TEST and the task's own."""
-        raise NotImplementedError
+        """The reply's sizes: NUM_EXAMPLES (the averaging weight), NUM_VAL, NUM_TEST and the task's own (default:
+        the records of the client's train, validation and test masks, its nodes or its graphs)."""
+        data = job.data
+        return {
+            p.NUM_EXAMPLES: int(data.train_mask.sum()),
+            p.NUM_VAL: int(data.val_mask.sum()),
+            p.NUM_TEST: int(data.test_mask.sum()),
+        }
 
     def train_private(
         self,

@@ -59,14 +59,6 @@ class GraphClassificationTask(ClientTask):
         val_key, test_key = _COUNTS[which]
         return {val_key: correct_graphs(model, val), test_key: correct_graphs(model, test)}  # type: ignore[arg-type]
 
-    def sizes(self, job: LocalJob) -> dict[str, int]:
-        data = job.data
-        return {
-            p.NUM_EXAMPLES: int(data.train_mask.sum()),
-            p.NUM_VAL: int(data.val_mask.sum()),
-            p.NUM_TEST: int(data.test_mask.sum()),
-        }
-
     def train_private(
         self,
         model: torch.nn.Module,

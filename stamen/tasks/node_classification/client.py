@@ -18,7 +18,6 @@ from stamen.client.handlers import evaluation_counts
 from stamen.client.job import LocalJob
 from stamen.client.privacy import PrivateTraining, train_private
 from stamen.client.tasks import ClientTask, check_classes
-from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.graphs.federation import Federation
 from stamen.models import NodeClassifier, build_model
@@ -44,14 +43,6 @@ class NodeClassificationTask(ClientTask):
 
     def figures(self, model: torch.nn.Module, job: LocalJob, which: str) -> dict[str, float]:
         return evaluation_counts(evaluate(model, job.data, job.new_client), which)  # type: ignore[return-value]
-
-    def sizes(self, job: LocalJob) -> dict[str, int]:
-        data = job.data
-        return {
-            p.NUM_EXAMPLES: int(data.train_mask.sum()),
-            p.NUM_VAL: int(data.val_mask.sum()),
-            p.NUM_TEST: int(data.test_mask.sum()),
-        }
 
     def train_private(
         self,
