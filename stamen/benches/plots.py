@@ -94,5 +94,7 @@ def plot_record(path: Path, out: Path | None = None) -> Path:
     target = out or path.with_suffix(".png")
     if target.suffix.lower() != ".png":
         raise ValueError(f"--out {target}: give a .png file name")
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise ValueError(f"{target} is a link or not a regular file; give the path of a new or existing .png file")
     atomic_write(target, figure_bytes(algorithms_figure(record), "png"))
     return target

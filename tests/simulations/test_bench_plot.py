@@ -61,3 +61,14 @@ def test_a_record_without_a_picture_is_one_line_exit_2(tmp_path, capsys, content
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err
     assert not (tmp_path / "r.png").exists()
+
+
+def test_a_picture_is_never_written_through_a_link(tmp_path, capsys):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(RECORD))
+    kept = tmp_path / "kept.png"
+    kept.write_bytes(b"the user's own")
+    (tmp_path / "tiny.png").symlink_to(kept)
+    assert stamen(["bench", "plot", str(path)]) == 2
+    assert "is a link or not a regular file" in capsys.readouterr().err
+    assert kept.read_bytes() == b"the user's own"
