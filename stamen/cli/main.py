@@ -13,7 +13,6 @@ from types import ModuleType
 from typing import NoReturn
 
 from stamen.cli.helptext import plain
-from stamen.contract.provenance import handed_down
 from stamen.simulations.errors import (
     EXIT_ENVIRONMENT,
     EnvironmentFailed,
@@ -95,7 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     # A shell starts background jobs with SIGINT ignored, and Python then never raises
     # KeyboardInterrupt: a command started so could not be stopped by SIGINT at all.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.environ.update(handed_down())  # the processes a command starts record its commit and command line
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a reader that went away shows here, in the handler below, not at exit

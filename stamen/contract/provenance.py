@@ -135,8 +135,3 @@ def provenance(**extra: Any) -> dict[str, Any]:
     """This process's provenance record (:meth:`Provenance.of_process`); ``extra`` adds what the caller knows
     (e.g. ``seeds``)."""
     return Provenance.of_process().record(**extra)
-
-
-def handed_down() -> dict[str, str]:
-    """The environment that lets processes started by this one record this command's provenance."""
-    return Provenance.of_process().environment()

@@ -56,6 +56,8 @@ import threading
 import time
 from collections.abc import Sequence
 
+from stamen.contract.provenance import Provenance
+
 POLL_SECONDS = 0.1  # how often a reaper checks for its parent (and for ended processes)
 GRACE_SECONDS = 5.0  # what a command left behind has between SIGTERM and SIGKILL once it exited
 REAPER = "stamen.simulations.lifetime"  # in every reaper's command line
@@ -177,7 +179,12 @@ def start(
     of their own in this process's session. ``remove``: files (not folders) and then
     empty folders, made by Stamen for the command, that the reaper removes once the
     command's tree is gone, however it ended (a ClientApp launcher's socket).
+
+    The command's environment (``env``, else this process's) also carries this process's provenance
+    (:meth:`Provenance.environment`), so that what it records names the command that started it; a
+    provenance already in ``env`` (a sweep hands each run its own) is kept.
     """
+    popen["env"] = {**Provenance.of_process().environment(), **(popen.get("env") or os.environ)}
     if new_session:
         popen["start_new_session"] = True
     else:
