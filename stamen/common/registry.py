@@ -68,6 +68,11 @@ class Registry(Mapping[str, S], Generic[S]):
         self._load()
         return self._origins[name]
 
+    def entered(self) -> list[tuple[str, S, str]]:
+        """``(name, spec, origin)`` of each entry entered so far, without loading the entry points: for a check
+        that a module declares once it is imported (the entry points it has not seen pass it as they load)."""
+        return [(name, spec, self._origins[name]) for name, spec in self._entries.items()]
+
     def _load(self) -> None:
         if self._loaded:
             return

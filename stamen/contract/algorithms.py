@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING
 
 from stamen.common.registry import BUILT_IN, PYTHON, Registry
 from stamen.contract.keys import Key, Section
+from stamen.contract.privacy_modes import PRIVACY
 
 if TYPE_CHECKING:
     from stamen.contract.run_config import RunConfig
@@ -155,6 +156,8 @@ def register_algorithm(spec: AlgorithmSpec, *, origin: str = PYTHON) -> Algorith
         _check_keys(spec.name, keys)
     options = (*spec.options, *(key.name for key in keys if key.name not in spec.options))
     registered = dataclasses.replace(spec, keys=keys, options=options)
+    for check in _SPEC_CHECKS:
+        check(registered, origin)
     ALGORITHMS.add(spec.name, registered, origin)
     return registered
 
@@ -172,7 +175,7 @@ def import_part(module: str, path: str, part: str, name: str) -> object:
 
 
 def _check_facts(spec: AlgorithmSpec) -> None:
-    """A plug-in's facts are of their types and name what exists (a task, privacy modes): ValueError in one line."""
+    """A plug-in's facts are of their types and name what exists (privacy modes): ValueError in one line."""
     name = spec.name
     if not isinstance(spec.help, str):
         raise ValueError(f"algorithm {name!r}: help must be a string, got {spec.help!r}")
@@ -183,32 +186,40 @@ def _check_facts(spec: AlgorithmSpec) -> None:
         isinstance(least, tuple) and len(least) == 2 and all(type(n) is int and n >= 0 for n in least)
     ):
         raise ValueError(f"algorithm {name!r}: least_clients must be (factor, constant), integers >= 0; got {least!r}")
-    try:  # the floor above names the tasks and privacy modes (an entry point loaded while it loads: types only)
-        # on use: an import circle (stamen.contract.run_config and stamen.contract.tasks import this module)
-        from stamen.contract.run_config import PRIVACY
-        from stamen.contract.tasks import TASKS
-    except ImportError:
-        return
-    if spec.task and spec.task not in TASKS:
-        raise ValueError(f"algorithm {name!r}: task {spec.task!r} is not one of {', '.join(TASKS)}")
     if any(mode not in PRIVACY for mode in spec.privacy):
         raise ValueError(f"algorithm {name!r}: privacy must be a tuple of {', '.join(PRIVACY)}; got {spec.privacy!r}")
 
 
 def _check_keys(name: str, keys: tuple[Key, ...]) -> None:
-    """A plug-in's keys: kebab-case, each declared once, none a built-in key or another algorithm's."""
-    from stamen.contract.run_config import KEYS  # the floor above declares its keys from this registry's names
-
+    """A plug-in's keys: kebab-case, each declared once, none another algorithm's (the run config's own keys:
+    the check it adds, :func:`check_specs_with`)."""
     taken = {key.name: other for other, spec in ALGORITHMS.items() if other != name for key in spec.keys}
     seen: set[str] = set()
     for key in keys:
         if not isinstance(key, Key) or not re.fullmatch(r"[a-z][a-z0-9-]*", key.name):
             raise ValueError(f"algorithm {name!r}: each key is a stamen.option(name, ...) with a kebab-case name")
-        if key.name in KEYS or key.name in seen:
-            raise ValueError(f"algorithm {name!r}: key {key.name!r} is already a run-config key; name it otherwise")
+        if key.name in seen:
+            raise ValueError(f"algorithm {name!r}: key {key.name!r} is declared twice; name it otherwise")
         if key.name in taken:
             raise ValueError(f"algorithm {name!r}: key {key.name!r} is declared by algorithm {taken[key.name]!r}")
         seen.add(key.name)
+
+
+SpecCheck = Callable[[AlgorithmSpec, str], None]
+_SPEC_CHECKS: list[SpecCheck] = []
+
+
+def check_specs_with(check: SpecCheck) -> None:
+    """Have every algorithm spec pass ``check(spec, origin)``, those registered so far and every later one.
+
+    The modules above this one declare what a spec's names must name without this module importing them
+    (the contract's imports run one way): the tasks check a spec's ``task``
+    (:mod:`stamen.contract.tasks`), the run config that no key of a spec is one of its own
+    (:mod:`stamen.contract.run_config`). ``check`` raises a ValueError in one line.
+    """
+    _SPEC_CHECKS.append(check)
+    for _name, spec, origin in ALGORITHMS.entered():
+        check(spec, origin)
 
 
 ALGORITHMS: Registry[AlgorithmSpec] = Registry(

@@ -25,9 +25,10 @@ from typing import Any
 
 from stamen.common.registry import Helps
 from stamen.common.suggest import did_you_mean
-from stamen.contract.algorithms import ALGORITHMS, plugin_keys
+from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec, check_specs_with, plugin_keys
 from stamen.contract.key_forms import BUDGETS, DATASET, DEVICE, MALICIOUS, REQUEST, TRACKING
 from stamen.contract.keys import Key, Section, declared_keys, ge, gt, within
+from stamen.contract.privacy_modes import PRIVACY
 from stamen.contract.rules import check_rules
 from stamen.contract.run_mapping import kebab_values
 from stamen.contract.tasks import DEFAULT_TASK, TASKS, with_task_defaults
@@ -37,12 +38,6 @@ from stamen.graphs.names import DEFAULT_PARTITIONER, RUN_PARTITIONERS
 from stamen.graphs.spec import FederationSpec
 from stamen.models.names import LINK_DECODERS, MODEL_SPECS, NTK_ARCHITECTURES
 
-PRIVACY = {
-    "none": "no differential privacy",
-    "dp-sgd": "DP-SGD with Opacus's accountant on each client (per-record gradients clipped and noised: a training "
-    "node's, or a graph's for graph classification)",
-    "client-dp": "client-level DP: Flower's DP strategy wrappers clip and noise each client's update",
-}
 CLIPPINGS = ("server-fixed", "client-fixed", "server-adaptive", "client-adaptive")
 MAX_ROUNDS = 10_000_000  # a round takes at least the engine's 0.1 s tick on Flower: beyond a year of rounds
 UNLEARN_METHODS = tuple(UNLEARN_METHOD_SPECS)  # what a federated run can do with unlearn-request
@@ -263,7 +258,7 @@ class RunConfig:
         typed_options = {key: extra[key].typed(value) for key, value in values.items() if key in extra}
         # only the values other than the defaults: a config is the same whether a default was given or not
         options = tuple(sorted((key, value) for key, value in typed_options.items() if value != extra[key].default))
-        config = cls(**with_task_defaults(typed), plugin_options=options)
+        config = cls(**with_task_defaults(typed, DEFAULTS), plugin_options=options)
         config.validate()
         return config
 
@@ -361,6 +356,19 @@ class RunConfig:
 
 
 KEYS: dict[str, Key] = declared_keys(RunConfig)
+DEFAULTS: dict[str, Any] = {name: key.default for name, key in KEYS.items()}
+
+
+def _no_key_of_the_run_config(spec: AlgorithmSpec, origin: str) -> None:
+    """An algorithm's own keys (:attr:`AlgorithmSpec.keys`) are none of the run config's: ValueError in one line."""
+    for key in spec.keys:
+        if key.name in KEYS:
+            raise ValueError(
+                f"algorithm {spec.name!r}: key {key.name!r} is already a run-config key; name it otherwise"
+            )
+
+
+check_specs_with(_no_key_of_the_run_config)
 SECTIONS: dict[str, Section] = {
     section.name: section
     for section in (TRAINING, DATA, SETTINGS, MODEL, LOCAL, ATTACK, CERTIFY, UNLEARN, FEDERATION, OUTPUTS,

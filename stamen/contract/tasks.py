@@ -19,15 +19,16 @@ data the run config's defaults do not fit brings its own (``defaults``, :func:`w
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from stamen.common.registry import PYTHON, Registry
+from stamen.common.registry import BUILT_IN, PYTHON, Registry
 from stamen.common.suggest import one_of
-from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec
+from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec, check_specs_with
 from stamen.contract.figures import ACCURACY_FIGURES, SUMMARY_FIGURES
 from stamen.graphs.names import (
     CROSS_DATASET,
@@ -167,16 +168,16 @@ def register_task(spec: TaskSpec, *, origin: str = PYTHON) -> TaskSpec:
 TASKS: Registry[TaskSpec] = Registry("task", "stamen.tasks", register_task)
 
 
-def with_task_defaults(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` (a run config's, by attribute name) with the keys its task has defaults of (``defaults``) set to
-    them where they hold the run config's own default, which that task refuses.
+def with_task_defaults(values: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (a run config's, by attribute name) with the keys its task has defaults of (its spec's
+    ``defaults``) set to them where they hold the run config's own default (``defaults``, by key name), which
+    that task refuses.
 
     Flower hands the ServerApp every key, the defaults filled in, so a key left at its default and one given
     as the default look the same: both take the task's (the run config's default would be refused anyway)."""
     task = values.get("task", DEFAULT_TASK)
     if task not in TASKS:
         return values
-    defaults = _defaults()
     out = dict(values)
     for key, value in TASKS[task].defaults:
         attribute = key.replace("-", "_")
@@ -211,12 +212,13 @@ def check_task(config: RunConfig) -> None:
             f"task={spec.name!r} does not admit privacy={config.privacy!r} ({spec.privacy_refused}); "
             f"use privacy {one_of(spec.privacy)}"
         )
-    defaults = _defaults()
+    defaults = {field.name: field.default for field in dataclasses.fields(config)}  # by attribute
     for key, why in spec.fixed:
-        value = getattr(config, key.replace("-", "_"))
-        if value != defaults[key]:
+        attribute = key.replace("-", "_")
+        value = getattr(config, attribute)
+        if value != defaults[attribute]:
             raise ValueError(
-                f"task={spec.name!r} cannot honour {key}={value!r}: it {why}; leave {key} at {defaults[key]!r}"
+                f"task={spec.name!r} cannot honour {key}={value!r}: it {why}; leave {key} at {defaults[attribute]!r}"
             )
     for attack, why in spec.attacks_refused:
         if config.attack == attack:
@@ -278,8 +280,11 @@ def available() -> tuple[str, ...]:
     return tuple(name for name, spec in TASKS.items() if not spec.unavailable)
 
 
-def _defaults() -> dict[str, Any]:
-    # on use: stamen.contract.run_config imports this module
-    from stamen.contract.run_config import KEYS
+def _names_a_task(spec: AlgorithmSpec, origin: str) -> None:
+    """A plug-in algorithm made for one task (:attr:`AlgorithmSpec.task`) names a registered one: ValueError in
+    one line. (Stamen's own are not read here: they load while the tasks may still be loading.)"""
+    if origin != BUILT_IN and spec.task and spec.task not in TASKS:
+        raise ValueError(f"algorithm {spec.name!r}: task {spec.task!r} is not one of {', '.join(TASKS)}")
 
-    return {name: key.default for name, key in KEYS.items()}
+
+check_specs_with(_names_a_task)
