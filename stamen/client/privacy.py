@@ -28,16 +28,16 @@ and its propagated row. A node's raw features also enter its neighbours' rows
 through :math:`\mathbf{P}`, which this guarantee does not cover (see the README).
 
 Graph classification needs no decoupling: a graph is a record whose loss depends on it alone,
-so :func:`train_private_graphs` runs the same Poisson epochs and accountant over a client's
-training graphs, each graph's gradient taken whole (:mod:`stamen.models.graph_dp_sgd`); the guarantee
-is then for one whole training graph.
+so the graph task runs the same Poisson epochs and accountant (:func:`private_epochs`) over a client's
+training graphs, each graph's gradient taken whole (:mod:`stamen.tasks.graph_classification.dp_sgd`); the
+guarantee is then for one whole training graph.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,8 +53,6 @@ from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.models import NodeClassifier
 from stamen.models.dp_sgd import DpSgdSettings, LinearTape, expected_batch_size, poisson_epoch, private_step
-from stamen.models.graph_classifier import GraphClassifier
-from stamen.models.graph_dp_sgd import private_graph_step
 from stamen.models.names import check_decoupled
 from stamen.models.opacus_quiet import opacus_quietly
 
@@ -238,7 +236,7 @@ def train_private(
     settings = DpSgdSettings(sigma, config.max_grad_norm, expected_batch_size(len(labels), rate))
     module = RowClassifier(model).train()
     with LinearTape(module) as tape:
-        return _private_epochs(
+        return private_epochs(
             len(labels),
             lambda index: private_step(tape, optimizer, rows[index], labels[index], settings),
             config.local_epochs,
@@ -248,35 +246,7 @@ def train_private(
         )
 
 
-def train_private_graphs(
-    model: GraphClassifier,
-    graphs: Sequence[Data],
-    config: RunConfig,
-    optimizer: torch.optim.Optimizer,
-    accountant: RDPAccountant,
-    generator: torch.Generator,
-) -> PrivateTraining:
-    """``local-epochs`` epochs of per-graph DP-SGD on a client's training ``graphs`` (graph classification).
-
-    Each graph is one record (:mod:`stamen.models.graph_dp_sgd`); the batches are Poisson samples of the
-    graphs drawn from ``generator`` as :func:`train_private` draws them of nodes, so the accountant
-    composes the same subsampled Gaussian steps.
-    """
-    rate = sample_rate(len(graphs), config.dp_batch_size, "graphs")
-    sigma = noise_multiplier(config, len(graphs))
-    settings = DpSgdSettings(sigma, config.max_grad_norm, expected_batch_size(len(graphs), rate))
-    model.train()
-    return _private_epochs(
-        len(graphs),
-        lambda index: private_graph_step(model, optimizer, [graphs[i] for i in index.tolist()], settings),
-        config.local_epochs,
-        (rate, settings.noise_multiplier, config.target_delta),
-        accountant,
-        generator,
-    )
-
-
-def _private_epochs(
+def private_epochs(
     records: int,
     step: Callable[[torch.Tensor], float | None],
     epochs: int,

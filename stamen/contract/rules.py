@@ -2,7 +2,8 @@
 
 - ``privacy`` x ``algorithm``: the algorithm's spec admits the privacy mode
   (:mod:`stamen.contract.algorithms`); node classification's DP-SGD needs a decoupled model
-  (:mod:`stamen.models.names`; graph classification's records are whole graphs, :mod:`stamen.models.graph_dp_sgd`).
+  (:mod:`stamen.models.names`; graph classification's records are whole graphs,
+  :mod:`stamen.tasks.graph_classification.dp_sgd`).
 - ``resume-from``: not with a privacy mode (the clients' accountants would start
   empty), not with an algorithm whose spec is not ``resumable``, not with an unlearning
   method whose spec ``replays_history`` (:mod:`stamen.contract.unlearn_methods`).

@@ -67,7 +67,8 @@ for _spec in (
 # Stamen's own node models, which node_classifier.build_model builds.
 MODELS = ("gcn", "sgc", "sage", "gat", "appnp", "mlp")
 
-# Graph classification's models: message passing, then a readout over each graph (stamen/models/graph_classifier.py).
+# Graph classification's models: message passing, then a readout over each graph
+# (stamen/tasks/graph_classification/model.py).
 GRAPH_MODELS = ("gin", "gcn")
 
 
@@ -76,7 +77,7 @@ def models_for(task: str) -> tuple[str, ...]:
     return tuple(name for name, spec in MODEL_SPECS.items() if task in spec.tasks)
 
 
-# How link prediction scores an edge from its ends' embeddings (stamen/models/link_predictor.py).
+# How link prediction scores an edge from its ends' embeddings (stamen/tasks/link_prediction/model.py).
 LINK_DECODERS = {
     "dot": "score(u, v) = <z_u, z_v>, the graph autoencoder's inner product",
     "mlp": "score(u, v) = MLP(z_u * z_v), a hidden layer of the embeddings' width",

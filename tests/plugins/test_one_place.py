@@ -57,6 +57,10 @@ ALLOWED = {
     "graph-classification": {
         "stamen/contract/algorithms.py",  # GCFL and FedStar are methods made for it: their specs say so
         "stamen/models/names.py",  # GIN (and GCN with a readout) is trained by it: the model specs say so
+        # FedStar, a method made for it, builds its feature encoder of the task's GIN layers and trains its
+        # graphs with the task's loop
+        "stamen/algorithms/fedstar/model.py",
+        "stamen/algorithms/fedstar/client.py",
     },
     "louvain": {FLOWER_DEFAULT, "stamen/graphs/names.py"},  # DEFAULT_PARTITIONER: the run config's default
     "metis": set(),

@@ -10,7 +10,7 @@ evaluation read them. Each round the client receives the averaged structure enco
 (:mod:`stamen.server.strategy_options`, weighted by training graphs; round 1 sends nothing and every client
 starts from the run's seeded model), puts its own feature branch and head on it (kept in its
 state from its last round), trains the whole model for ``local-epochs`` passes of the task's
-local step (:func:`stamen.models.graph_training.fit_graphs`), keeps the local part and replies with the
+local step (:func:`stamen.tasks.graph_classification.training.fit_graphs`), keeps the local part and replies with the
 structure encoder only, as the authors' server averages the ``_s`` weights alone.
 
 What the run reports, as FedPer's: ``global_*`` is the received model (the averaged structure

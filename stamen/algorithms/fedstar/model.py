@@ -13,7 +13,7 @@ features :math:`\mathbf{x}_i` beside its structural embedding :math:`\mathbf{s}_
     \mathrm{logits} = \mathrm{head}(\mathrm{dropout}(\mathbf{z})),
 
 ``conv`` the run's model (GIN with a two-layer MLP and a sum readout, or GCN with a mean readout,
-as :mod:`stamen.models.graph_classifier`). The **structure encoder** (:math:`\mathbf{W}_s` and the GCN
+as :mod:`stamen.tasks.graph_classification.model`). The **structure encoder** (:math:`\mathbf{W}_s` and the GCN
 layers over the structural embeddings, state-dict keys ``structure.*``) reads no feature, so it
 means the same on every client: FedStar shares it (FedAvg), while the feature branch
 (:math:`\mathbf{W}_x`, the convs over features and structure, :math:`\mathbf{W}_c`) and the head
@@ -31,8 +31,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv, global_add_pool, global_mean_pool
 
-from stamen.models.graph_classifier import gin_layer
 from stamen.models.names import GRAPH_MODELS
+from stamen.tasks.graph_classification.model import gin_layer
 
 STRUCTURE = "structure."  # the state-dict key prefix of the shared structure encoder
 

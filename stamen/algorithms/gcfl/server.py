@@ -77,7 +77,7 @@ from stamen.server.rows import RowFigures
 from stamen.server.strategy_options import strategy_options
 
 log = logging.getLogger(__name__)
-LAYERS = "layers."  # the graph classifier's message-passing layers (stamen.models.graph_classifier)
+LAYERS = "layers."  # the graph classifier's message-passing layers (stamen.tasks.graph_classification.model)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The dataset is a *graph set* (:func:`stamen.graphs.names.is_graph_set`: ``graphs-synth`` or ``tu:NAME``),
 shared out whole by ``label-dirichlet`` or ``random`` (:mod:`stamen.graphs.graph_federation`), or a list of
 graph sets dealt one dataset per client by ``cross-dataset`` (:mod:`stamen.graphs.cross_dataset`). A GIN
-or GCN with a readout per graph (:mod:`stamen.models.graph_classifier`) trains on mini-batches of
+or GCN with a readout per graph (:mod:`stamen.tasks.graph_classification.model`) trains on mini-batches of
 graphs and is scored by accuracy over the clients' validation and test graphs, under node
 classification's figure names, pooled from counts. A graph is a record of its own, so DP-SGD runs per graph.
 The client part is :mod:`stamen.tasks.graph_classification.client`. This module is the task's spec only

@@ -3,12 +3,12 @@ step, the figures, DP-SGD, the data check.
 
 The client holds a set of small graphs (:mod:`stamen.graphs.graph_federation`: one batch of its graphs
 with graph-level train/validation/test masks), trains the run's graph classifier
-(:mod:`stamen.models.graph_classifier`) on its training graphs in mini-batches of ``graph-batch-size``
-(:func:`stamen.models.graph_training.fit_graphs`) and scores a model by the number of its validation
+(:mod:`stamen.tasks.graph_classification.model`) on its training graphs in mini-batches of ``graph-batch-size``
+(:func:`stamen.tasks.graph_classification.training.fit_graphs`) and scores a model by the number of its validation
 and test graphs classified right. It replies node classification's counts, over graphs
 (:mod:`stamen.contract.protocol`), so the server's rows, summary, table and curves show accuracies
 over graphs under the usual names. With ``privacy='dp-sgd'`` the local step is per-graph DP-SGD
-(:func:`stamen.client.privacy.train_private_graphs`): each training graph is one record.
+(:func:`stamen.tasks.graph_classification.dp_sgd.train_private_graphs`): each training graph is one record.
 
 A client's graphs are unbatched once per process and kept, as its batch is.
 """
@@ -22,13 +22,14 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from stamen.client.job import LocalJob
-from stamen.client.privacy import PrivateTraining, train_private_graphs
+from stamen.client.privacy import PrivateTraining
 from stamen.client.tasks import ClientTask, check_classes
 from stamen.contract import protocol as p
 from stamen.contract.run_config import RunConfig
 from stamen.graphs.federation import Federation
-from stamen.models.graph_classifier import GraphClassifier, build_graph_classifier
-from stamen.models.graph_training import correct_graphs, fit_graphs
+from stamen.tasks.graph_classification.dp_sgd import train_private_graphs
+from stamen.tasks.graph_classification.model import GraphClassifier, build_graph_classifier
+from stamen.tasks.graph_classification.training import correct_graphs, fit_graphs
 
 if TYPE_CHECKING:
     from opacus.accountants import RDPAccountant
@@ -67,7 +68,8 @@ class GraphClassificationTask(ClientTask):
         accountant: RDPAccountant,
         generator: torch.Generator,
     ) -> PrivateTraining:
-        """Per-graph DP-SGD on the training graphs: each graph is one record (:mod:`stamen.models.graph_dp_sgd`)."""
+        """Per-graph DP-SGD on the training graphs: each graph is one record
+        (:mod:`stamen.tasks.graph_classification.dp_sgd`)."""
         graphs = self.graphs(job)[0]
         return train_private_graphs(model, graphs, job.config, optimizer, accountant, generator)  # type: ignore[arg-type]
 

@@ -3,7 +3,7 @@
 Each client splits its own edges into training, validation and test edges with seeded non-edges beside
 them (:mod:`stamen.graphs.link_splits`), trains an encoder with a dot-product (or MLP) decoder on its
 training edges against sampled non-edges, and is scored by AUC, average precision and Hits@K
-(:mod:`stamen.models.link_metrics`); the edges the partition cut, which no client sees, are scored by the
+(:mod:`stamen.tasks.link_prediction.metrics`); the edges the partition cut, which no client sees, are scored by the
 same model too (the ``cut`` figures). AUC and AP do not add over clients as counts do: the server pools
 each client's figure weighted by its positive edges of the set (:attr:`stamen.contract.tasks.Pooling.WEIGHTED`).
 The client part is :mod:`stamen.tasks.link_prediction.client`.

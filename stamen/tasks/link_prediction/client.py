@@ -3,8 +3,8 @@ figures, the data check.
 
 The client splits its own edges (:func:`stamen.graphs.link_splits.split_links`, seeded by the run's
 seed and its partition id), trains the run's model with a decoder
-(:mod:`stamen.models.link_predictor`) on its training edges against sampled non-edges
-(:func:`stamen.models.link_training.fit_links`) and scores a model on its validation and test
+(:mod:`stamen.tasks.link_prediction.model`) on its training edges against sampled non-edges
+(:func:`stamen.tasks.link_prediction.training.fit_links`) and scores a model on its validation and test
 edges, each against as many fixed non-edges: AUC, average precision and Hits@K
 (``hits-k``). It also scores the cut edges assigned to it (:func:`stamen.graphs.link_splits.cut_links`)
 on the whole graph's nodes with the union of the clients' training edges, which it reads
@@ -31,9 +31,9 @@ from stamen.graphs import FederationSpec, build_federation
 from stamen.graphs.federation import Federation
 from stamen.graphs.link_splits import CutLinks, LinkSplit, cut_links, split_links
 from stamen.graphs.node_data import load_partition
-from stamen.models.link_metrics import LinkFigures
-from stamen.models.link_predictor import LinkPredictor, build_link_predictor
-from stamen.models.link_training import fit_links, score_links
+from stamen.tasks.link_prediction.metrics import LinkFigures
+from stamen.tasks.link_prediction.model import LinkPredictor, build_link_predictor
+from stamen.tasks.link_prediction.training import fit_links, score_links
 
 _SPLITS: dict[tuple, tuple[Data, LinkSplit]] = {}  # by seed, client, fractions and data object
 

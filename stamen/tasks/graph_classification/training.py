@@ -22,7 +22,7 @@ from torch import nn
 from torch_geometric.data import Batch, Data
 from torch_geometric.loader import DataLoader
 
-from stamen.models.graph_classifier import GraphClassifier
+from stamen.tasks.graph_classification.model import GraphClassifier
 
 
 def fit_graphs(

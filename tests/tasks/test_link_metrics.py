@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from stamen.models.link_metrics import auc, average_precision, hits_at_k, link_figures
-from stamen.models.link_predictor import build_link_predictor
-from stamen.models.link_training import sample_negatives
+from stamen.tasks.link_prediction.metrics import auc, average_precision, hits_at_k, link_figures
+from stamen.tasks.link_prediction.model import build_link_predictor
+from stamen.tasks.link_prediction.training import sample_negatives
 
 
 def _brute_auc(pos, neg):

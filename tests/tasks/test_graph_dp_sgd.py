@@ -1,13 +1,14 @@
-"""Per-graph DP-SGD (stamen/models/graph_dp_sgd.py): each graph's gradient is its own, the clipped sum moves by at most
-the clip norm when one graph leaves the batch, and a step adds noise calibrated to sigma C over the expected batch."""
+"""Per-graph DP-SGD (stamen/tasks/graph_classification/dp_sgd.py): each graph's gradient is its own, the
+clipped sum moves by at most the clip norm when one graph leaves the batch, and a step adds noise calibrated to
+sigma C over the expected batch."""
 
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
 from stamen.models.dp_sgd import DpSgdSettings
-from stamen.models.graph_classifier import build_graph_classifier
-from stamen.models.graph_dp_sgd import clipped_graph_sum, graph_loss, private_graph_step
+from stamen.tasks.graph_classification.dp_sgd import clipped_graph_sum, graph_loss, private_graph_step
+from stamen.tasks.graph_classification.model import build_graph_classifier
 
 CLIP = 0.05  # far below the graphs' gradient norms (about 1 to 5 here): every graph is clipped
 

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from stamen.models.link_metrics import LinkFigures, link_figures
-from stamen.models.link_predictor import LinkPredictor
+from stamen.tasks.link_prediction.metrics import LinkFigures, link_figures
+from stamen.tasks.link_prediction.model import LinkPredictor
 
 
 def fit_links(

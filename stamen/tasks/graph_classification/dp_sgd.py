@@ -1,7 +1,7 @@
 r"""DP-SGD for graph classification: each graph is one record, its gradient taken alone, clipped, noised.
 
 A client holds graphs :math:`G_1, \dots, G_N`, disjoint from one another. A graph
-classifier (:mod:`stamen.models.graph_classifier`) passes messages only along a graph's own
+classifier (:mod:`stamen.tasks.graph_classification.model`) passes messages only along a graph's own
 edges, reads each graph out by itself and has no batch normalisation, so the loss of
 graph :math:`i`,
 
@@ -40,13 +40,19 @@ generator and the noise follows, one ``torch.normal`` per parameter in the optim
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
-from stamen.models.dp_sgd import DpSgdSettings, clip_factors, gaussian_noise, trainable
-from stamen.models.graph_classifier import GraphClassifier
+from stamen.client.privacy import PrivateTraining, noise_multiplier, private_epochs, sample_rate
+from stamen.contract.run_config import RunConfig
+from stamen.models.dp_sgd import DpSgdSettings, clip_factors, expected_batch_size, gaussian_noise, trainable
+from stamen.tasks.graph_classification.model import GraphClassifier
+
+if TYPE_CHECKING:  # Opacus loads on first use (stamen.client.privacy)
+    from opacus.accountants import RDPAccountant
 
 
 def graph_loss(model: GraphClassifier, graph: Data) -> Tensor:
@@ -91,3 +97,31 @@ def private_graph_step(
             p.grad = (summed + gaussian_noise(summed, std)) / settings.expected_batch_size
     optimizer.step()
     return sum(losses) / len(losses) if losses else None
+
+
+def train_private_graphs(
+    model: GraphClassifier,
+    graphs: Sequence[Data],
+    config: RunConfig,
+    optimizer: torch.optim.Optimizer,
+    accountant: RDPAccountant,
+    generator: torch.Generator,
+) -> PrivateTraining:
+    """``local-epochs`` epochs of per-graph DP-SGD on a client's training ``graphs`` (graph classification).
+
+    Each graph is one record (this module's step); the batches are Poisson samples of the graphs drawn from
+    ``generator`` as :func:`stamen.client.privacy.train_private` draws them of nodes, so the accountant composes
+    the same subsampled Gaussian steps.
+    """
+    rate = sample_rate(len(graphs), config.dp_batch_size, "graphs")
+    sigma = noise_multiplier(config, len(graphs))
+    settings = DpSgdSettings(sigma, config.max_grad_norm, expected_batch_size(len(graphs), rate))
+    model.train()
+    return private_epochs(
+        len(graphs),
+        lambda index: private_graph_step(model, optimizer, [graphs[i] for i in index.tolist()], settings),
+        config.local_epochs,
+        (rate, settings.noise_multiplier, config.target_delta),
+        accountant,
+        generator,
+    )
