@@ -27,12 +27,12 @@ threads too (a pidfd and ``getppid()`` follow the process). Why it freezes and k
 once rather than asking first: the process that would have collected the results, and
 recorded the run's state, is gone; what is frozen can write nothing more.
 
-Measured (2 cores, ``stamen run`` on Flower, 2 clients, ``kill -9`` mid-run): before,
+Measured (2 cores, ``stamen run`` on Flower, 2 clients, ``kill -9`` mid-run): without reapers,
 13 processes (SuperLink, SuperExec, ``flwr run``, the simulation, Ray's daemons and
 actors) carried on and the run kept writing ``metrics.jsonl``; with reapers, none is left
 (all 16 of the tree, its two reapers included, gone 0.5 s after the kill).
 
-The reaper and its command form a process group of their own (optionally a session):
+The reaper and its command form a process group of their own (optionally a session of their own):
 :class:`Bound` (what :func:`start` returns) signals that group, so ``terminate()``
 reaches the command (the reaper ignores SIGINT, SIGTERM and SIGHUP: it stays to clean
 up), and ``kill()`` freezes and kills the whole tree (:func:`kill_tree`).
