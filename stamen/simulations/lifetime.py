@@ -20,7 +20,7 @@ stamen.simulations.lifetime``), one per started command, which
 Why a reaper and not just ``PR_SET_PDEATHSIG`` on each child: Flower's SuperLink starts
 SuperExec in a new session, SuperExec the simulation process, and that one Ray's
 daemons and workers; a death signal (or a process group) reaches the direct child
-only, and the grandchildren carried on (the run went on writing ``metrics.jsonl``).
+only, and the grandchildren carry on (the run goes on writing ``metrics.jsonl``).
 Why the reaper watches its parent rather than taking a death signal itself: the death
 signal fires when the *thread* that started it ends, and Stamen starts processes from
 threads too (a pidfd and ``getppid()`` follow the process). Why it freezes and kills at
