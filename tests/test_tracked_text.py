@@ -61,8 +61,8 @@ def test_no_tracked_file_names_a_folder_of_one_machine():
 
 ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
 # What tells the history of the software's making rather than what the software does. A pattern says its
-# legitimate neighbours in its look-arounds (a process's session, a config file's renamed key, a run directory
-# changed by hand); what is still legitimate after that is listed in ALLOWED, one file and phrase at a time.
+# legitimate neighbours in its look-arounds (a process's session, a record of an earlier version, a run
+# directory changed by hand); what is still legitimate after that is listed in ALLOWED, one file and phrase at a time.
 HISTORY = {
     "an issue number": r"\bissues? #?\d+",
     "this issue": r"\b(?:this|that|an earlier|a later|the next|the last) issue\b",
