@@ -51,7 +51,7 @@ TEST_ACC_AT_BEST_VAL = "test_acc_at_best_val"  # at the round of best validation
 FINAL_GLOBAL_TEST = "final_global_test"  # the global model's test figure at the last round (model_figure)
 FINAL_CLIENTS_TEST = "final_clients_test"  # the clients' own (personalised) models' test figure at the last round
 # The attack, privacy and scale benches' name of FINAL_TEST_ACC before it was declared here; read
-# only, from units an earlier version kept in a journal that a bench resumes.
+# only, from units kept by an earlier version in a journal that a bench resumes.
 EARLIER_FINAL_TEST_ACC = TEST_ACC
 
 # Link prediction: what is scored (positive edges: the NUM_VAL, NUM_TEST and NUM_CUT metrics) and how.

@@ -269,8 +269,8 @@ def task_spec(task: str | None) -> TaskSpec | None:
 
 
 def examples(task: str | None) -> str:
-    """What task ``task``'s figures are pooled over (``nodes`` for an unknown or missing task: a record of an
-    earlier version)."""
+    """What task ``task``'s figures are pooled over (``nodes`` for an unknown or missing task:
+    a record of an earlier version)."""
     spec = task_spec(task)
     return spec.examples if spec is not None else "nodes"
 

@@ -11,7 +11,7 @@ started the ServerApp and wherever its console output went. A resumed run append
 
 Records are written as plain text: Flower's console handler colours the level name with
 ANSI escape codes, and a message may carry some (a relayed client log); :func:`strip_ansi`,
-the one helper every log Stamen writes or relays goes through (:mod:`stamen.simulations.relay`),
+the one function every log Stamen writes or relays goes through (:mod:`stamen.simulations.relay`),
 removes them. The file is opened with ``O_NOFOLLOW`` (never through a link put in its place),
 like ``metrics.jsonl``.
 """

@@ -20,19 +20,19 @@ stamen.simulations.lifetime``), one per started command, which
 Why a reaper and not just ``PR_SET_PDEATHSIG`` on each child: Flower's SuperLink starts
 SuperExec in a new session, SuperExec the simulation process, and that one Ray's
 daemons and workers; a death signal (or a process group) reaches the direct child
-only, and the grandchildren carried on (the run went on writing ``metrics.jsonl``).
+only, and the grandchildren carry on (the run goes on writing ``metrics.jsonl``).
 Why the reaper watches its parent rather than taking a death signal itself: the death
 signal fires when the *thread* that started it ends, and Stamen starts processes from
 threads too (a pidfd and ``getppid()`` follow the process). Why it freezes and kills at
 once rather than asking first: the process that would have collected the results, and
 recorded the run's state, is gone; what is frozen can write nothing more.
 
-Measured (2 cores, ``stamen run`` on Flower, 2 clients, ``kill -9`` mid-run): before,
+Measured (2 cores, ``stamen run`` on Flower, 2 clients, ``kill -9`` mid-run): without reapers,
 13 processes (SuperLink, SuperExec, ``flwr run``, the simulation, Ray's daemons and
 actors) carried on and the run kept writing ``metrics.jsonl``; with reapers, none is left
 (all 16 of the tree, its two reapers included, gone 0.5 s after the kill).
 
-The reaper and its command form a process group of their own (optionally a session):
+The reaper and its command form a process group of their own (optionally a session of their own):
 :class:`Bound` (what :func:`start` returns) signals that group, so ``terminate()``
 reaches the command (the reaper ignores SIGINT, SIGTERM and SIGHUP: it stays to clean
 up), and ``kill()`` freezes and kills the whole tree (:func:`kill_tree`).

@@ -4,7 +4,7 @@ Flower's console handler colours each level (``\\x1b[92mINFO \\x1b[0m:``) whethe
 writes to a terminal, so the log of ``flwr run --stream`` carries escape codes into every
 file it reaches (``run.log``, a deployment's logs) and into pipes. Every log of a Flower
 process that Stamen shows or keeps goes through :func:`clean_line`: colour and other ANSI
-escape sequences removed (:func:`stamen.server.runlog.strip_ansi`, the one helper), and the lines
+escape sequences removed (:func:`stamen.server.runlog.strip_ansi`, the one function), and the lines
 of :data:`DROPPED` left out: Flower 1.42's simulation prints ``Since flwr 1.32, default
 simulated SuperNodes changed from 10 to 2.`` on every run, whatever ``num-supernodes``
 says (``stamen run --clients 3`` sets it; the next line of the log names the real count).

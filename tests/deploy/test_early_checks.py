@@ -1,8 +1,8 @@
 """``stamen deploy supernode`` and ``superlink`` check their input before they start anything.
 
 A wrong partition id, a key that is no SuperNode key, a missing CA or a busy port: one
-line on stderr, exit 2, and no process left behind (before, ``supernode`` started its
-ClientApp launcher and the SuperNode, and the launcher outlived the SuperNode's failure).
+line on stderr, exit 2, and no process left behind (checked after the start, a failing
+SuperNode would leave its ClientApp launcher running behind it).
 And a ``kill -9`` of a ``deploy supernode`` that did start takes its SuperNode, SuperExec and
 ClientApp launcher along, and the launcher's socket folder. Processes are found by a marker in
 their environment: only this test's.

@@ -133,7 +133,7 @@ def test_without_a_push_a_held_pull_is_asked_every_recheck_only_and_the_empty_an
     link = Link()
     sent, seconds = _ask(_wrapped(link, hold=1.0, recheck=0.3), pull_body(7))
     assert 1.0 <= seconds < 4.0
-    # asked at 0, 0.3, 0.6, 0.9 s and at the end (an earlier version asked every 10-100 ms); fewer when loaded
+    # asked at 0, 0.3, 0.6, 0.9 s and at the end, not every 10-100 ms; fewer when loaded
     assert 2 <= link.pulls[7] <= 5
     assert sent[0]["status"] == 200 and _body(sent) == EMPTY
 

@@ -1,6 +1,7 @@
-"""The vectorised graph building (csbm edges, METIS's input, client subgraphs) gives the old outputs bit for bit.
+"""The vectorised graph building (csbm edges, METIS's input, client subgraphs) gives the plain loops' outputs bit
+for bit.
 
-Each old implementation is kept here as the oracle: a faster path that changed a graph,
+Each plain loop is kept here as the oracle: a faster path that changed a graph,
 a partition or a client's edges for the same seed would break users' reproducibility.
 """
 
@@ -18,7 +19,7 @@ from stamen.graphs.csbm import make_paper_csbm, sample_csbm
 from stamen.graphs.datasets import canonical_edges
 
 
-def _old_sample_block(left, right, prob, rng):
+def _plain_sample_block(left, right, prob, rng):
     same = left is right or (left.size == right.size and np.array_equal(left, right))
     num_pairs = left.size * (left.size - 1) // 2 if same else left.size * right.size
     count = rng.binomial(num_pairs, prob) if num_pairs > 0 else 0
@@ -41,7 +42,7 @@ def _old_sample_block(left, right, prob, rng):
     return pairs[:, 0], pairs[:, 1]
 
 
-def _old_sample_csbm(labels, means, sigma, p, q, seed):
+def _plain_sample_csbm(labels, means, sigma, p, q, seed):
     labels = np.asarray(labels, dtype=np.int64)
     means = np.asarray(means, dtype=np.float64)
     rng = np.random.default_rng(seed)
@@ -51,7 +52,7 @@ def _old_sample_csbm(labels, means, sigma, p, q, seed):
     sources, targets = [], []
     for a in range(num_classes):
         for b in range(a, num_classes):
-            src, dst = _old_sample_block(members[a], members[b], p if a == b else q, rng)
+            src, dst = _plain_sample_block(members[a], members[b], p if a == b else q, rng)
             sources.append(src)
             targets.append(dst)
     src, dst = np.concatenate(sources), np.concatenate(targets)
@@ -73,7 +74,7 @@ def test_csbm_sampling_equals_the_per_pair_loop(monkeypatch, num_nodes, num_clas
     means = rng.standard_normal((num_classes, 6))
     sigma = 0.5 + seed / 7  # not 1: the scaling of the noise is compared too
     new = sample_csbm(labels, means, sigma, p, q, seed=seed)
-    x, edge_index = _old_sample_csbm(labels, means, sigma, p, q, seed=seed)
+    x, edge_index = _plain_sample_csbm(labels, means, sigma, p, q, seed=seed)
     assert new.edge_index.dtype == edge_index.dtype == torch.int64 and new.x.dtype == x.dtype == torch.float32
     assert torch.equal(new.edge_index, edge_index) and torch.equal(new.x, x)
     if p > 0:
@@ -84,17 +85,17 @@ def test_csbm_sampling_equals_the_per_pair_loop(monkeypatch, num_nodes, num_clas
 def test_default_and_paper_csbm_keep_their_graphs(monkeypatch, make, num_nodes):
     new = make(num_nodes=num_nodes, seed=5)
 
-    def old(labels, means, sigma, p, q, seed):
-        x, edge_index = _old_sample_csbm(labels, means, sigma, p, q, seed)
+    def plain(labels, means, sigma, p, q, seed):
+        x, edge_index = _plain_sample_csbm(labels, means, sigma, p, q, seed)
         return Data(x=x, edge_index=edge_index, y=torch.from_numpy(np.asarray(labels, dtype=np.int64)))
 
-    monkeypatch.setattr("stamen.graphs.csbm.sample_csbm", old)
+    monkeypatch.setattr("stamen.graphs.csbm.sample_csbm", plain)
     reference = make(num_nodes=num_nodes, seed=5)
     assert reference.edge_index.size(1) > num_nodes
     assert torch.equal(new.edge_index, reference.edge_index) and torch.equal(new.x, reference.x)
 
 
-def _old_client_subgraph(data: Data, nodes: np.ndarray) -> Data:
+def _plain_client_subgraph(data: Data, nodes: np.ndarray) -> Data:
     index = torch.as_tensor(nodes, dtype=torch.long)
     edge_index, _ = subgraph(index, data.edge_index, relabel_nodes=True, num_nodes=data.num_nodes)
     return Data(x=data.x[index], y=data.y[index], edge_index=edge_index, global_id=index, num_classes=data.num_classes)
@@ -117,7 +118,7 @@ def test_client_subgraphs_equal_one_subgraph_per_client(method):
     for given in (parts, shuffled, parts[:2]):  # parts[:2]: nodes outside every part drop their edges
         fast = client_subgraphs(data, given)
         assert len(fast) == len(given)
-        assert all(_same(f, _old_client_subgraph(data, nodes)) for f, nodes in zip(fast, given))
+        assert all(_same(f, _plain_client_subgraph(data, nodes)) for f, nodes in zip(fast, given))
         assert all(_same(f, client_subgraph(data, nodes)) for f, nodes in zip(fast, given))
     assert sum(sub.edge_index.size(1) for sub in client_subgraphs(data, parts)) > 0
 
@@ -128,7 +129,7 @@ def test_client_subgraphs_refuse_overlapping_parts():
         client_subgraphs(data, [np.arange(0, 200), np.arange(150, 300)])
 
 
-def _old_metis(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
+def _plain_metis(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
     order = np.random.default_rng(seed).permutation(int(data.num_nodes))
     relabel = np.empty_like(order)
     relabel[order] = np.arange(order.size)
@@ -146,8 +147,8 @@ def _old_metis(data: Data, num_parts: int, seed: int) -> list[np.ndarray]:
 def test_metis_input_in_csr_gives_the_same_parts(num_parts, seed):
     data = make_csbm(num_nodes=300, seed=2)
     fast = partition_nodes(data, num_parts, "metis", seed=seed)
-    old = _old_metis(data, num_parts, seed)
-    assert all(np.array_equal(a, b) for a, b in zip(fast, old))
+    plain = _plain_metis(data, num_parts, seed)
+    assert all(np.array_equal(a, b) for a, b in zip(fast, plain))
     assert len({part.size for part in fast}) > 0 and sum(part.size for part in fast) == 300
 
 

@@ -2,7 +2,7 @@
 
 A node is stopped by its own processes (:func:`stamen.simulations.lifetime.kill_tree` on its ``ray start``, then
 its process group), never with ``ray stop``, which ends every Ray process of the machine's user, other
-sessions' clusters and simulations included. Each node keeps its files in a temp dir of its own.
+clusters and simulations included. Each node keeps its files in a temp dir of its own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ STARTED = "Ray runtime started"
 
 
 def _ports() -> list[str]:
-    """Ports a node would otherwise take at fixed defaults (clashing with another node or session here)."""
+    """Ports a node would otherwise take at fixed defaults (clashing with another node or Ray on this machine)."""
     return [
         f"--ray-client-server-port={free_port()}",
         f"--dashboard-agent-listen-port={free_port()}",

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_a_unit_kept_by_an_earlier_version_reads_under_the_declared_name():
     assert final_acc({FINAL_TEST_ACC: 0.75, "test_acc": 0.1}) == 0.75
-    assert final_acc({"test_acc": 0.5}) == 0.5  # an earlier version's unit, resumed from its journal
+    assert final_acc({"test_acc": 0.5}) == 0.5  # a unit of an earlier version, resumed from its journal
     assert final_acc({"test_acc_mean": 0.5, "test_acc_std": 0.25}, "_std") == 0.25
 
 

@@ -1,5 +1,5 @@
 """``--help`` and messages: plain text, each default once, every audit option helped, ``--out``
-everywhere, a closed pipe, the data-root hint, and logs without colour codes (one helper)."""
+everywhere, a closed pipe, the data-root hint, and logs without colour codes (one function)."""
 
 import argparse
 import io

@@ -133,8 +133,8 @@ def stored_generator(job: LocalJob) -> tuple[NeighGen, str]:
     A client's state record of its generator is replaced, never written to, when the
     generator changes, so the module loaded from it is kept while the record lives
     (:mod:`stamen.models.object_cache`), and a number given at loading keys its weights (and so
-    the mended graph, :func:`stamen.algorithms.fedsage.model.mended_once`): a classifier round no longer
-    parses the generator's 1.5 M weights (Cora) per client, and no step hashes them.
+    the mended graph, :func:`stamen.algorithms.fedsage.model.mended_once`): a classifier round does not
+    parse the generator's 1.5 M weights (Cora) again for each client, and no step hashes them.
     """
 
     def load() -> tuple[NeighGen, str]:

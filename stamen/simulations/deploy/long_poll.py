@@ -20,9 +20,9 @@ so when Flower has answered such a push, the held pulls of the nodes it addresse
 Otherwise a held pull is asked again every :data:`RECHECK` seconds only, a safety net for
 a message arriving by any other route. Each ask runs Flower's whole pull handler (the
 node's signature checked, its node ID and messages looked up in the link state's
-database, some milliseconds of the SuperLink's one process), so an earlier version that
-asked every 10 to 100 ms cost the SuperLink about ten asks a second per waiting
-SuperNode, which saturated two cores at 10 to 20 SuperNodes (benchmarks/deploy-nodes.md).
+database, some milliseconds of the SuperLink's one process), so asking every 10 to 100 ms
+would cost the SuperLink about ten asks a second per waiting SuperNode, which saturates two
+cores at 10 to 20 SuperNodes (benchmarks/deploy-nodes.md).
 
 The same signed request is asked again: Flower's SuperNode signature covers a timestamp
 valid for minutes, not one use, so authentication is unchanged. Only a successful

@@ -50,7 +50,7 @@ _PATCHED = "_stamen_indexed_by_node"
 
 def _index(state: Any) -> dict[int, dict[str, None]]:
     index = state.__dict__.get(_INDEX)
-    if index is None:  # messages stored before the patch: index them once
+    if index is None:  # messages stored before the state was patched: index them once
         index = {}
         for message_id, message in state.message_ins_store.items():
             if message.metadata.delivered_at == "":

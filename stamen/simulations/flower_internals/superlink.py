@@ -46,7 +46,7 @@ def patient_state_database() -> None:
     Flower 1.42 waits 5 s, then answers the request with HTTP 500 (``database is locked``), and a
     SuperNode does not send its reply again: with 10 SuperNodes on 2 loaded cores, one reply of
     round 1 was lost this way and the round waited out its ``round-timeout``
-    (benchmarks/deploy-nodes.md). A busy write now takes longer instead of failing.
+    (benchmarks/deploy-nodes.md). With the longer wait, a busy write takes longer instead of failing.
     """
     sql_mixin.SQLITE_PRAGMAS = tuple(
         (name, str(STATE_BUSY_TIMEOUT_MS) if name == "busy_timeout" else value)
