@@ -61,18 +61,34 @@ def _logged(row: dict) -> dict[str, float]:
     return found
 
 
-def _services() -> list:
-    """W&B's service processes that this process started and that still run."""
+def _services(root: int | None = None) -> list:
+    """W&B's service processes that process ``root`` (None: this one) started and that still run."""
     import psutil
 
-    alive = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if "wandb-core" in child.name() and child.status() != psutil.STATUS_ZOMBIE:
-                alive.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return alive
+    try:
+        children = psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    return [child for child in children if _running(child) and "wandb-core" in _name(child)]
+
+
+def _running(process) -> bool:
+    """Whether ``process`` runs (a zombie has ended: only its parent's wait is missing)."""
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _name(process) -> str:
+    import psutil
+
+    try:
+        return str(process.name())
+    except psutil.NoSuchProcess:
+        return ""
 
 
 def _rows(run_dir: Path) -> list[dict]:
@@ -217,7 +233,7 @@ def test_wandb_s_service_ends_with_a_run_stopped_by_ctrl_c_or_killed(tmp_path, s
     process = subprocess.Popen([*command, "-c", config], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     metrics, deadline, services = tmp_path / "k" / "metrics.jsonl", time.monotonic() + 120, []
     while time.monotonic() < deadline and process.poll() is None:
-        services = [p for p in psutil.Process(process.pid).children() if "wandb-core" in p.name()]
+        services = _services(process.pid)
         if services and metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
             break
         time.sleep(0.1)
@@ -226,6 +242,6 @@ def test_wandb_s_service_ends_with_a_run_stopped_by_ctrl_c_or_killed(tmp_path, s
     process.wait(timeout=60)
     assert process.returncode == (130 if sent == signal.SIGINT else -signal.SIGKILL)
     _, alive = psutil.wait_procs(services, timeout=5)
-    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]  # a killed run's: its parent's end seen
+    assert not [p for p in alive if _running(p)]  # a killed run's service: its parent's end seen, it exits
     if sent == signal.SIGINT:
         assert _read(_offline_runs(tmp_path / "k")[0])["exit"] == [255]  # W&B's code for Ctrl-C
