@@ -175,7 +175,7 @@ class RunConfig:
     overwrite: bool = OUTPUTS.key(False, "replace an earlier run directory of the same name")
     tracking: str = OUTPUTS.key(
         "none",
-        "live tracking each round: none, tensorboard, mlflow or both joined by a comma (docs/runs.md)",
+        "live tracking each round: none, tensorboard, mlflow, wandb or several joined by commas (docs/runs.md)",
         form=TRACKING,
     )
     privacy: str = PRIVACY_SECTION.key("none", "differential privacy", choices=PRIVACY)

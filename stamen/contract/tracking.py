@@ -1,7 +1,7 @@
 """Live tracking of a run: the trackers a run can feed each round, declared once (names, help, extras).
 
 The run-config key ``tracking`` names them: ``none`` (the default), one tracker
-(``tensorboard``, ``mlflow``) or several joined by commas (``tensorboard,mlflow``), each
+(``tensorboard``, ``mlflow``, ``wandb``) or several joined by commas (``tensorboard,mlflow``), each
 at most once; the order does not matter. Each round's row is handed to every tracker
 named (:mod:`stamen.server.tracking`) as it is written to ``metrics.jsonl``; a tracker copies
 the row's figures and never changes one, so the figures of a run are the same with any
@@ -45,6 +45,13 @@ TRACKERS: dict[str, TrackerSpec] = {
         "store: $MLFLOW_TRACKING_URI, else <run-dir>/mlflow.db; a sweep or study: one experiment, a run per unit",
         "mlflow",
         "mlflow",
+    ),
+    "wandb": TrackerSpec(
+        "a Weights & Biases run in offline mode, kept in <run-dir>/wandb (never online, no login): the run config "
+        "as its config, each round's figures logged at step = round; a sweep or study: one W&B group; "
+        "upload with wandb sync",
+        "wandb",
+        "wandb",
     ),
 }
 TRACKING_FORM_TEXT = f"{NONE!r} or tracker names joined by commas, each once: " + ", ".join(TRACKERS)

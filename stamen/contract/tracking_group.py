@@ -4,7 +4,8 @@ A sweep (``stamen sweep``, :func:`stamen.sweep`) or a study (``stamen tune``) is
 experiment, named after it, in one store, with an MLflow run per unit (a sweep's run, a study's
 trial), tagged with what sets the unit apart: ``stamen.sweep`` (or ``stamen.study``), its swept values
 (``stamen.grid.<key>``) and its seed. The unit's params are its run config, as for any run, so
-MLflow's UI lines the units up by their keys.
+MLflow's UI lines the units up by their keys. For W&B the same group is W&B's ``group`` (the
+experiment's name) and the tags are W&B tags ``<tag>=<value>``: the synced units are one group.
 
 The sweep or study hands its group to each unit's run through the environment variable
 :data:`GROUP_VARIABLE` (a JSON object; the ServerApp reads it where the run is tracked,

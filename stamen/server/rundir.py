@@ -14,7 +14,8 @@ What a run directory holds (every name in :data:`RUN_FILES`; nothing else is Sta
   (:mod:`stamen.server.checkpoint`), from which ``resume-from`` continues;
 - ``certificates.json``, ``unlearn.json``, ``unlearn.md``: optional queries after training;
 - ``run.log``: the run's log, as the command that started it kept it;
-- ``events.out.tfevents.*``, ``mlflow.db``: live tracking (``tracking``, :mod:`stamen.server.tracking`).
+- ``events.out.tfevents.*``, ``mlflow.db``: live tracking (``tracking``, :mod:`stamen.server.tracking`);
+  ``wandb/`` (W&B's offline run) is W&B's, not Stamen's: ``overwrite=true`` refuses a folder holding it.
 
 Safety rules, all enforced here:
 

@@ -1,4 +1,4 @@
-"""Live tracking: each round's figures handed to TensorBoard and MLflow while the run goes.
+"""Live tracking: each round's figures handed to TensorBoard, MLflow and W&B while the run goes.
 
 The round loop's row callback (:func:`stamen.server.app.train_and_report`) hands each row, as
 encoded for ``metrics.jsonl``, to :meth:`Tracking.record` on the run's record writer
@@ -29,6 +29,18 @@ kept in ``status.json``; a resumed run continues that MLflow run (its rows from 
 checkpoint's round on are logged again, a second value at the same step), or, when the
 store no longer holds it, starts a new one tagged ``stamen.resumed_from``.
 
+W&B (:class:`WandbTracker`): one W&B run in W&B's offline mode (never online, never a login, no
+network), all of it in ``<run-dir>/wandb/``: its offline run folder (``offline-run-<time>-<id>/``,
+``wandb sync <run-dir>/wandb`` uploads it), and the cache, config and data folders of W&B's
+service process (``.cache/``, ``.config/``, ``.data/``; W&B's own folders in the home directory
+are never made). Its config = the run config; each row's figures logged at step = round under the
+names MLflow gets; a sweep's or study's unit: W&B's group = the group's experiment (``sweep NAME``),
+its tags ``key=value``. W&B's lines go to its own logs there, never to the screen. The service
+process (``wandb-core``) this tracker starts is ended when the run ends, as it ends (finished,
+failed or Ctrl-C: :meth:`WandbTracker.close`); should the run's process die at once (``kill -9``),
+the service sees its parent gone and exits by itself. A resumed run is a new W&B run, tagged
+``stamen.resumed_from_round``.
+
 A tracker that fails to start (a store a bad ``MLFLOW_TRACKING_URI`` names) or later (a full disk,
 an MLflow server gone) is dropped with one warning in the run's log; the run and its
 ``metrics.jsonl`` go on.
@@ -36,10 +48,13 @@ an MLflow server gone) is dropped with one warning in the run's log; the run and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from logging import WARNING
@@ -54,6 +69,11 @@ from stamen.contract.tracking_group import TrackingGroup, current_group
 
 MLFLOW_DB = "mlflow.db"
 MLFLOW_EXPERIMENT = "stamen"
+WANDB_FOLDER = "wandb"  # in the run directory: W&B's offline runs (its own name for the folder) and its homes
+WANDB_PROJECT = "stamen"
+WANDB_HOMES = {"WANDB_CACHE_DIR": ".cache", "WANDB_CONFIG_DIR": ".config", "WANDB_DATA_DIR": ".data",
+               "WANDB_ARTIFACT_DIR": ".artifacts"}  # fmt: skip
+WANDB_TAG_LENGTH = 64  # W&B refuses a longer tag
 CLIENT_FIGURES = (TEST_ACC, GLOBAL_TEST_ACC)  # each client's figures tracked (as the curves show them)
 
 
@@ -223,6 +243,89 @@ class MlflowTracker:
         self._client.set_terminated(self.run_id, status=ending.value)
 
 
+class WandbTracker:
+    """One W&B run in offline mode, all of it in ``<run-dir>/wandb/``: the run config as its config, each row's
+    figures logged at step = round; the service process it starts ends with it."""
+
+    name = "wandb"
+    EXIT_CODES = {Ending.FINISHED: 0, Ending.FAILED: 1, Ending.KILLED: 255}  # W&B's own code for Ctrl-C: 255
+
+    def __init__(self, run_dir: Path, config: RunConfig, resumed_round: int | None) -> None:
+        # on use: wandb stays out of this module's import
+        import wandb
+
+        group = current_group()
+        tags = [f"{key}={value}" for key, value in (group.tags if group else {}).items()]
+        if resumed_round is not None:
+            tags.append(f"stamen.resumed_from_round={resumed_round}")
+        folder = run_dir / WANDB_FOLDER
+        folder.mkdir(exist_ok=True)
+        # a service this process has not started yet is this run's: ended with it (W&B hands its address on in
+        # WANDB_SERVICE), and the exit hooks W&B puts in place while it runs are put back
+        self._owned = wandb.env.SERVICE not in os.environ
+        self._hooks = (sys.exit, sys.excepthook)
+        settings = wandb.Settings(
+            silent=True, console="off", disable_git=True, save_code=False, x_disable_stats=True, x_disable_meta=True,
+            x_disable_machine_info=True, x_save_requirements=False,
+        )  # fmt: skip
+        try:
+            with _wandb_environment(run_dir, folder):
+                self._run = wandb.init(
+                    mode="offline", dir=run_dir, project=WANDB_PROJECT, name=run_dir.name,
+                    group=group.experiment if group else None, tags=[tag[:WANDB_TAG_LENGTH] for tag in tags],
+                    config=config.to_flower(), reinit="create_new", settings=settings,
+                )  # fmt: skip
+        except BaseException:
+            self._end_service()
+            raise
+
+    def record(self, row: dict[str, Any]) -> None:
+        values = {f.name if f.group is Group.METRICS else f"{f.group}/{f.name}": f.value for f in figures(row)}
+        try:
+            self._run.log(values, step=int(row[ROUND]))
+        except Exception:  # dropped from here on (Tracking): its run closed as failed, its service ended now
+            with contextlib.suppress(Exception):
+                self.close(Ending.FAILED)
+            raise
+
+    def close(self, ending: Ending) -> None:
+        try:
+            self._run.finish(exit_code=self.EXIT_CODES[ending])
+        finally:
+            self._end_service()
+
+    def _end_service(self) -> None:
+        """End the service process this tracker started (none started: nothing to end)."""
+        if not self._owned:
+            return
+        # on use: wandb stays out of this module's import
+        import wandb
+
+        self._owned = False
+        try:
+            wandb.teardown()
+        finally:
+            sys.exit, sys.excepthook = self._hooks
+
+
+@contextlib.contextmanager
+def _wandb_environment(run_dir: Path, folder: Path) -> Iterator[None]:
+    """W&B's folders in ``folder`` (and its runs in ``run_dir``) while its run and service process start, and
+    its error reports off (no network); the earlier values after."""
+    values = {"WANDB_DIR": str(run_dir), "WANDB_ERROR_REPORTING": "false", "WANDB_SILENT": "true"}
+    values |= {variable: str(folder / name) for variable, name in WANDB_HOMES.items()}
+    earlier = {variable: os.environ.get(variable) for variable in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for variable, value in earlier.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
+
+
 def prepare_group_store(group: TrackingGroup) -> None:
     """Make ``group``'s store and experiment once, before its units start side by side in processes of their own
     (each would otherwise create the store's tables at the same moment, and all but one fail)."""
@@ -255,6 +358,8 @@ class Tracking:
                     trackers.append(TensorBoardTracker(run_dir, resumed_round))
                 elif name == MlflowTracker.name:
                     trackers.append(MlflowTracker(run_dir, config, status))
+                elif name == WandbTracker.name:
+                    trackers.append(WandbTracker(run_dir, config, resumed_round))
             except Exception as error:  # a store that cannot be reached or made (a bad MLFLOW_TRACKING_URI): run on
                 reason = " ".join(str(error).split())
                 log(WARNING, "stamen: tracking %s could not start (%s: %s); the run goes on without it, "
