@@ -51,12 +51,11 @@ def measured_where(record: dict[str, Any]) -> str:
 
 
 def entitle(figure: Figure, record: dict[str, Any], what: str) -> None:
-    """Title ``figure`` with what it measures (the record's name first) and, smaller, where and when."""
+    """Title ``figure`` with what it measures (the record's name first), then where and when."""
     width = figure.get_figwidth()
-    measures = textwrap.fill(f"{record.get('name')}: {what}", width=max(40, int(width * 13)))
-    where = textwrap.fill(measured_where(record), width=max(50, int(width * 17)))
-    figure.suptitle(measures, fontsize=10)
-    figure.text(0.5, 0.0, where, ha="center", va="top", fontsize=7, color="#444444")
+    measures = textwrap.fill(f"{record.get('name')}: {what}", width=max(40, int(width * 14)))
+    where = textwrap.fill(measured_where(record), width=max(40, int(width * 14)))
+    figure.suptitle(f"{measures}\n{where}", fontsize=9)  # one text: nothing else of the figure overlaps it
 
 
 def dot_rows(axis: Axes, dots: list[Dot], xlabel: str) -> None:

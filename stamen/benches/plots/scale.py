@@ -54,6 +54,9 @@ def scale_figure(record: dict[str, Any]) -> Figure:
                     ]
                     axis.plot([p[0] for p in parts], [p[1] for p in parts], marker=marker, color=colour,
                               markerfacecolor="white", linestyle="none")  # fmt: skip
+                    for xi, yi in parts if len(finished) <= 2 else []:  # printed where they crowd nothing
+                        axis.annotate(figure_text(yi), (xi, yi), textcoords="offset points", xytext=(side[0], -10),
+                                      fontsize=6.5, ha=side[1], color="#444444")  # fmt: skip
         axis.set_xscale("log")
         axis.set_yscale("log")
         plain_log_ticks(axis, "x", decades=True)
