@@ -28,7 +28,7 @@ def test_bench_attacks_tables(tmp_path, capsys):
     assert certificate["label_flip_acc"] == {
         name: accuracy[("label-flip", name)]["final_test_acc"][0] for name in ("fedavg", "krum")
     }
-    readme = (out / "README.md").read_text()
+    readme = (out / "tiny.md").read_text()
     assert "| algorithm | none | label-flip |" in readme and "| bulyan | skipped (needs 4f+3 = 7 clients)" in readme
     assert "Label flipping beside its exact certificate" in readme
 

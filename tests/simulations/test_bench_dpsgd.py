@@ -16,7 +16,8 @@ def test_bench_dpsgd_times_the_same_steps_and_spends_the_same_epsilon(tmp_path, 
         assert min(entry["no_dp_seconds"], entry["dp_sgd_seconds"], entry["opacus_seconds"]) > 0
         assert entry["ratio_dp_sgd"] == entry["dp_sgd_seconds"] / entry["no_dp_seconds"]
         assert entry["epsilon_dp_sgd"] == entry["epsilon_opacus"] > 0
-    readme = (out / "README.md").read_text()
+    readme = (out / "tiny.md").read_text()
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["tiny.json", "tiny.md"]  # no README
     assert "## tiny" in readme and "DP-SGD / no DP" in readme and "| sgc |" in readme
     assert "DP-SGD / no DP" in capsys.readouterr().out
 

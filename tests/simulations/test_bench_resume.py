@@ -67,7 +67,7 @@ def test_an_interrupted_bench_resumes_to_the_same_record(
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("stamen bench: interrupted: kept 2 of 4 finished units in ")
     assert str(out / JOURNAL) in last and "resume with: stamen " in last
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [JOURNAL]  # no record, no README
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [JOURNAL]  # no record, no table
     assert len((out / JOURNAL).read_text().splitlines()) == 1 + 2 and len(runs) == 2
     restore()
     runs.clear()

@@ -22,6 +22,6 @@ def test_bench_unlearn_writes_tables_with_targets(tmp_path):
         assert all((c["missed_by"] is None) == (c["met"] is not False) for c in entry["targets"])
         assert all(c["missed_by"] is None or c["missed_by"] > 0 for c in entry["targets"])
         assert set(entry["mia_gap"]) == {"mean", "std"}
-    readme = (out / "README.md").read_text()
+    readme = (out / "tiny.md").read_text()
     assert "### class:1" in readme and "### nodes:0:0.5" in readme and "| wash |" in readme
     assert "MIA gap AUC_original - AUC_retrain" in readme

@@ -1,8 +1,8 @@
 """``stamen bench``: the project's headline figures, measured, into ``benchmarks/``.
 
 Each benchmark (a module of :mod:`stamen.benches`) writes ``<out>/<name>.json``
-and its table as ``<out>/<name>.md``;
-``<out>/README.md`` is regenerated from every record there. Benchmarks report what
+and its table as ``<out>/<name>.md``, and nothing else: no other file of the folder is
+read or rewritten (``benchmarks/README.md`` is written by hand). Benchmarks report what
 the code measured on that run; nothing here is a pass/fail test.
 
 A bench is a long job of units (one federated run, one setting, one repeat: each bench's
@@ -31,7 +31,7 @@ from stamen.benches import (
     sim,
     unlearn,
 )
-from stamen.benches.records import header, new_record, write_readme
+from stamen.benches.records import header, new_record
 from stamen.common.file_writes import atomic_write
 from stamen.contract import strict_json
 from stamen.experiments.journal import UnitJournal
@@ -74,9 +74,9 @@ def plot_bench(args: argparse.Namespace) -> int:
 
 
 def check_replaceable(out: Path, name: str) -> None:
-    """Refuse an output folder holding files of these names that Stamen did not write (record, table, README)."""
-    record, table, readme = out / f"{name}.json", out / f"{name}.md", out / "README.md"
-    for path in (record, table, readme):
+    """Refuse an output folder holding files of these names that Stamen did not write (record, table)."""
+    record, table = out / f"{name}.json", out / f"{name}.md"
+    for path in (record, table):
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise FileExistsError(f"{path} is not a plain file; choose another --out or --name")
     if record.is_file():
@@ -86,12 +86,10 @@ def check_replaceable(out: Path, name: str) -> None:
             ours = False
         if not ours:
             raise FileExistsError(f"{record} is not a benchmark record; choose another --out or --name")
-    if readme.is_file() and not readme.read_text(errors="replace").startswith("# Benchmarks"):
-        raise FileExistsError(f"{readme} was not written by stamen bench; choose another --out")
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    """Measure one bench, keeping each finished unit in its journal; write its record, table and the README."""
+    """Measure one bench, keeping each finished unit in its journal; write its record and its table."""
     check_run_name(args.name)
     out = check_output_dir(args.out)
     bench: ModuleType = args.module
@@ -114,7 +112,6 @@ def run_bench(args: argparse.Namespace) -> int:
         atomic_write(out / f"{args.name}.json", strict_json.dumps(record, indent=2) + "\n")
         atomic_write(out / f"{args.name}.md", "\n".join(header(record) + bench.markdown(record)) + "\n")
         journal.remove()  # the record holds every unit now
-        write_readme(out, {b.NAME: b.markdown for b in BENCHES})
     finally:
         journal.close()
     bench.print_table(record)

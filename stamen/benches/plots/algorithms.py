@@ -1,45 +1,26 @@
-"""``stamen bench plot RECORD``: a benchmark record's picture, drawn from the record alone.
+"""The picture of an ``algorithms`` record: accuracy per algorithm (node or graph classification).
 
-An ``algorithms`` record (accuracy per algorithm; node or graph classification): one panel per
-(dataset, partitioner), a row per algorithm, its global model's and its clients' own models' test
-accuracy at the round of best validation as points with ± std over seeds (circles: global model,
-squares: clients' models; the algorithm's headline model filled, the other hollow), each value
-printed. Points on an axis that spans the values (labelled as not starting at 0): the algorithms lie
-a few points apart, which bars from 0 flatten. Records of the other benches have their tables only.
+One panel per (dataset, partitioner), a row per algorithm, its global model's and its clients' own
+models' test accuracy at the round of best validation as points with ± std over seeds (circles: global
+model, squares: clients' models; the algorithm's headline model filled, the other hollow), each value
+printed. Points on an axis that spans the values (labelled as not starting at 0): the algorithms lie a
+few points apart, which bars from 0 flatten.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from stamen.common.file_writes import atomic_write
-from stamen.common.pictures import BLUE, VERMILLION, figure_bytes, new_figure
+from stamen.benches.plots.common import entitle
+from stamen.common.pictures import BLUE, VERMILLION, new_figure
 from stamen.contract.algorithms import Headline, headline_of
 from stamen.contract.figures import GLOBAL_TEST_ACC, TEST_ACC
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-PLOTTED = ("algorithms",)  # the benches whose records have a picture
 MODELS = ((GLOBAL_TEST_ACC, "global model", "o", Headline.GLOBAL), (TEST_ACC, "clients' models", "s", Headline.CLIENTS))
-
-
-def read_record(path: Path) -> dict[str, Any]:
-    """The benchmark record at ``path``; ValueError in one line when it is none or has no picture."""
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ValueError(f"{path}: not a readable benchmark record ({type(error).__name__})") from None
-    if not isinstance(record, dict) or "results" not in record:
-        raise ValueError(f"{path}: not a benchmark record (no results)")
-    if record.get("bench") not in PLOTTED:
-        raise ValueError(f"{path}: a {record.get('bench')!r} record has no picture; pictures: {', '.join(PLOTTED)}")
-    if (record.get("setting", {}).get("task") or "node-classification") == "link-prediction":
-        raise ValueError(f"{path}: a link-prediction record has no picture (its table holds AUC, AP and Hits@K)")
-    return record
 
 
 def algorithms_figure(record: dict[str, Any]) -> Figure:
@@ -80,21 +61,10 @@ def algorithms_figure(record: dict[str, Any]) -> Figure:
     figure.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=7, frameon=False)
     seeds = sorted({r["seed"] for r in ran})
     setting = record.get("setting", {})
-    figure.suptitle(
-        f"{record.get('name')}: test accuracy per algorithm, mean ± std over seeds {seeds}, "
+    entitle(
+        figure,
+        record,
+        f"test accuracy per algorithm, mean ± std over seeds {seeds}, "
         f"{setting.get('clients')} clients, {setting.get('rounds')} rounds",
-        fontsize=11,
     )
     return figure
-
-
-def plot_record(path: Path, out: Path | None = None) -> Path:
-    """Draw the record at ``path`` to ``out`` (default: beside it, ``<name>.png``); the picture's path."""
-    record = read_record(path)
-    target = out or path.with_suffix(".png")
-    if target.suffix.lower() != ".png":
-        raise ValueError(f"--out {target}: give a .png file name")
-    if target.is_symlink() or (target.exists() and not target.is_file()):
-        raise ValueError(f"{target} is a link or not a regular file; give the path of a new or existing .png file")
-    atomic_write(target, figure_bytes(algorithms_figure(record), "png"))
-    return target
