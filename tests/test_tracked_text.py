@@ -110,20 +110,6 @@ ALLOWED = {
     ("docs/upgrading-flower.md", "no longer", "function that no longer"): "what a later Flower may change",
     ("docs/upgrading-flower.md", "no longer", "no longer needs a task identity"): "what a later Flower may change",
 }
-# Records under benchmarks/ that are reworded apart from the rest of the text: each entry names one line still
-# to reword, and once it is, the entry lets nothing be and the test asks for it to go; no entry is ever added.
-RECORD = "a benchmark record reworded apart from the rest of the text"
-ALLOWED |= {
-    ("benchmarks/certify-cora-ml.md", "a branch of the code", "on branch `certscale`"): RECORD,
-    ("benchmarks/deploy-nodes.md", "before the fix", "before that change was committed"): RECORD,
-    ("benchmarks/gpu.md", "a branch of the code", "branch `ray`"): RECORD,
-    ("benchmarks/graph-classification.md", "a branch of the code", "code: branch `graphcls`"): RECORD,
-    ("benchmarks/graph-classification.md", "a branch of the code", "(branch `gfl`)"): RECORD,
-    ("benchmarks/link-prediction.md", "a branch of the code", "code: branch `linkpred`"): RECORD,
-    ("benchmarks/scale-1m-nodes.md", "earlier code", "keeps the old code as"): RECORD,
-    ("benchmarks/tuning.md", "earlier code", "older code: FedAvg's rows"): RECORD,
-    ("benchmarks/tuning.md", "no longer", "FedAvgM no longer diverges"): RECORD,
-}
 SCOPE = ("README.md", "pyproject.toml", "docs/", "examples/", "stamen/", "tests/", ".ci/")
 
 
