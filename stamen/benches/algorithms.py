@@ -18,6 +18,10 @@ models'), and at :math:`r^*` and at the final round
   local training, pooled over the clients' test nodes (the personalised figure of
   FedPer, FedRep, Ditto, FED-PUB, FedGTA, FedProto, FedLoG and ``local``).
 
+With ``--centralised``, each dataset and partitioner also has a reference row, ``centralised``: the same
+model and settings trained by the same engine over one client holding all the data
+(:mod:`stamen.benches.centralised`).
+
 Link prediction and graph classification tabulate their own figures
 (:mod:`stamen.benches.task_tables`); the rest of this docstring is node classification's.
 
@@ -45,7 +49,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from stamen.benches import task_tables
+from stamen.benches import centralised, task_tables
 from stamen.benches.records import add_run_options, markdown_table, print_tables, run_in_processes
 from stamen.benches.task_tables import LINK_PREDICTION, NODE_CLASSIFICATION
 from stamen.contract.algorithms import ALGORITHMS
@@ -101,6 +105,7 @@ class AlgorithmRun:
     best: dict[str, float | None] = field(default_factory=dict)
     final: dict[str, float | None] = field(default_factory=dict)
     setting: dict[str, Any] = field(default_factory=dict)
+    clients: int | None = None  # the run's clients (one for the centralised reference)
 
 
 # The run-config keys each run records, for the footnote's comparison of settings.
@@ -141,6 +146,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--data-root", default="", help="folder holding the datasets' files (<root>/Cora/raw)")
     parser.add_argument("--csbm-nodes", type=int, default=3000)
+    parser.add_argument(
+        "--centralised",
+        action="store_true",
+        help=f"also a reference row per dataset and partitioner, {centralised.LABEL}: the same model and settings "
+        "trained by the same engine over one client holding all the data (FedAvg, one client)",
+    )
     add_run_options(parser)
 
 
@@ -200,12 +211,25 @@ def run_values(args: argparse.Namespace, algorithm: str, dataset: str, partition
     return values
 
 
+def row_names(args: argparse.Namespace) -> list[str]:
+    """The table's rows in order: the chosen algorithms, then (``--centralised``) the centralised reference."""
+    return chosen_algorithms(args.algorithms, args.task) + ([centralised.LABEL] if args.centralised else [])
+
+
+def unit(args: argparse.Namespace, name: str, dataset: str, partitioner: str, seed: int) -> tuple[dict[str, Any], int]:
+    """Row ``name``'s run of a setting: its run config (Flower's mapping) and its number of clients."""
+    if name == centralised.LABEL:
+        federated = run_values(args, centralised.ALGORITHM, dataset, partitioner, seed)
+        return centralised.run_values(federated), centralised.CLIENTS
+    return run_values(args, name, dataset, partitioner, seed), args.clients
+
+
 def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, int]], list[AlgorithmRun]]:
     """The runs to make, and the settings each algorithm's preconditions exclude (checked now, before any run).
 
     A setting that fails for the reference algorithm (FedAvg) too is bad input: ValueError.
     """
-    algorithms = chosen_algorithms(args.algorithms, args.task)
+    algorithms = row_names(args)
     seeds = parse_seeds(args.seeds)
     if args.jobs < 1 or args.clients < 1 or args.rounds < 1:
         raise ValueError(
@@ -221,8 +245,8 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, int]], lis
             for seed in seeds:
                 for algorithm in algorithms:
                     try:
-                        config = RunConfig.from_flower(run_values(args, algorithm, dataset, partitioner, seed))
-                        check_with_data(config, args.clients)
+                        values, clients = unit(args, algorithm, dataset, partitioner, seed)
+                        check_with_data(RunConfig.from_flower(values), clients)
                     except ValueError as error:
                         excluded.append(
                             AlgorithmRun(algorithm, dataset, partitioner, seed, Status.NOT_APPLICABLE.value, str(error))
@@ -247,10 +271,10 @@ def run(args: argparse.Namespace, units: LongJob) -> list[dict[str, Any]]:
         line = f"{_label(entry)}: {entry.wall_seconds:.0f} s, best round {entry.best_round}, {_short(entry)}"
         results.append(units.finish(key, asdict(entry), line))
 
-    work = [(run_values(args, *task), args.clients) for task, key in zip(tasks, keys) if key not in units]
+    work = [(*unit(args, *task), task[0]) for task, key in zip(tasks, keys) if key not in units]
     if args.jobs == 1:
-        for values, clients in work:
-            report(one_run(values, clients))
+        for values, clients, name in work:
+            report(one_run(values, clients, name))
     else:
         run_in_processes(one_run, work, args.jobs, report)
     order = {key: index for index, key in enumerate(_order(args))}
@@ -263,19 +287,21 @@ def _order(args: argparse.Namespace) -> list[tuple[str, str, str, int]]:
         (dataset, partitioner, algorithm, seed)
         for dataset in datasets(args)
         for partitioner in partitioners(args)
-        for algorithm in chosen_algorithms(args.algorithms, args.task)
+        for algorithm in row_names(args)
         for seed in parse_seeds(args.seeds)
     ]
 
 
-def one_run(values: dict[str, Any], num_clients: int) -> AlgorithmRun:
-    """One federated run in process; its figures are the app's summary of its rows."""
+def one_run(values: dict[str, Any], num_clients: int, name: str = "") -> AlgorithmRun:
+    """One federated run in process, named ``name`` in the table (default: its algorithm); its figures are the
+    app's summary of its rows."""
     # on use: flwr, numpy stay out of this module's import
     from stamen.server.outputs import summarize
     from stamen.simulations.inprocess import flower_log_level, run_in_process
 
     config = RunConfig.from_flower(values)
-    entry = AlgorithmRun(config.algorithm, config.dataset, config.partitioner, config.seed)
+    entry = AlgorithmRun(name or config.algorithm, config.dataset, config.partitioner, config.seed)
+    entry.clients = num_clients
     print(f"[bench algorithms] {_label(entry)} ...", flush=True)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -370,7 +396,7 @@ def markdown(record: dict[str, Any]) -> list[str]:
         )
     else:
         caption = task_tables.caption(task, seeds, setting)
-    lines = [caption + _overlap_note(setting.get("jobs", 1))]
+    lines = [caption + _centralised_note(results) + _overlap_note(setting.get("jobs", 1))]
     for dataset, partitioner in settings(results):
         lines += ["", f"### {dataset}, {partitioner}", ""]
         clients = setting.get("clients", 0)
@@ -399,6 +425,12 @@ def _footnote(results: list[dict[str, Any]], task: str = NODE_CLASSIFICATION) ->
         f'{ours} [1] OpenFGL (Li et al., "OpenFGL: A Comprehensive Benchmark for Federated Graph Learning", PVLDB; '
         f"arXiv 2408.16288, 2024); figures from: {'; '.join(sources)}. {OPENFGL_SETTING}"
     )
+
+
+def _centralised_note(results: list[dict[str, Any]]) -> str:
+    """The sentence on the centralised reference, where the record has its row."""
+    found = [r["dataset"] for r in results if r["algorithm"] == centralised.LABEL]
+    return centralised.note(list(dict.fromkeys(found))) if found else ""
 
 
 def _overlap_note(jobs: int) -> str:

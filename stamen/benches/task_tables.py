@@ -37,6 +37,16 @@ HEADLINE_NOTE = (
     "the clients' own models for personalised ones)."
 )
 
+# What the client-model figure of a FedAvg-like method is: a client evaluates the global model it receives, trains
+# it for the round, evaluates the trained model on its own validation and test graphs (stamen/client/handlers.py)
+# and sends it to be aggregated; the aggregate is the round's global model (stamen/server/loop.py).
+FEDAVG_CLIENTS_NOTE = (
+    "For FedAvg-like methods (those whose headline is the global model) the client-model columns are each "
+    "client's model after one round of local training (local-epochs epochs) from the global weights it received, "
+    "evaluated on its own test graphs and pooled over the clients; the round's global model is their aggregate, "
+    "so the two columns differ by the aggregation, and the client figure is not that of a personalisation method."
+)
+
 # Accuracy tasks: the summary figures a run keeps, (summary key, column label).
 ACCURACIES = ((GLOBAL_TEST_ACC, "global model"), (TEST_ACC, "client models"))
 
@@ -149,7 +159,7 @@ def caption(task: str, seeds: list[int], setting: dict[str, Any]) -> str:
             "own summary: at the round of best validation accuracy (the global model's where the algorithm keeps "
             "one, else the client models') and at the final round. Global model: the weights every client received "
             "(- where the algorithm keeps none); client models: every client's model after its local training, "
-            f"pooled over the clients' test graphs (the personalised figure). {HEADLINE_NOTE}"
+            f"pooled over the clients' test graphs (the personalised figure). {FEDAVG_CLIENTS_NOTE} {HEADLINE_NOTE}"
         )
     return (
         f"Link prediction: {runs}; figures at the round of best validation AUC unless marked final, of the global "

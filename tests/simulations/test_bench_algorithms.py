@@ -187,3 +187,59 @@ def test_a_task_refuses_a_dataset_or_partitioner_it_does_not_admit_before_any_ru
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and named in captured.err and "[bench algorithms" not in captured.out
     assert not (tmp_path / "algorithms.json").exists()
+
+
+def test_the_centralised_row_is_a_one_client_fedavg_run_of_the_same_settings(tmp_path):
+    """``--centralised``: per dataset and partitioner a ``centralised`` row whose figures are those of the same
+    run config trained by FedAvg over one client, made here through ``stamen.run``; the table says what it is."""
+    import stamen
+    from stamen.benches.plots import algorithms_figure
+
+    out = tmp_path / "b"
+    command = ["bench", "algorithms", "--task", "graph-classification", *TASK_SETTINGS["graph-classification"]]
+    command += ["--clients", "3", "--seeds", "0,1", "--rounds", "2", "--algorithms", "fedavg", "--centralised"]
+    assert main([*command, "--out", str(out)]) == 0
+    record = json.loads((out / "algorithms.json").read_text())
+    assert [(r["algorithm"], r["seed"], r["clients"]) for r in record["results"]] == [
+        ("fedavg", 0, 3), ("fedavg", 1, 3), ("centralised", 0, 1), ("centralised", 1, 1),
+    ]  # fmt: skip
+    entries = [r for r in record["results"] if r["algorithm"] == "centralised"]
+    summaries = []
+    for seed, entry in zip((0, 1), entries, strict=True):
+        values = {"task": "graph-classification", "dataset": "graphs-synth", "partitioner": "random", "seed": seed}
+        own = stamen.run(
+            values, clients=1, out=tmp_path / "own", run_name=f"seed{seed}", num_server_rounds=2, min_clients=1
+        )
+        summaries.append(own.summary)
+        # the client models of a round are what its aggregate averages: over one client, the same model
+        trained = [row for row in own.rows if row["round"] >= 1]
+        assert [row["global_test_acc"] for row in trained] == [row["test_acc"] for row in trained]
+        assert [row["global_val_acc"] for row in trained] == [row["val_acc"] for row in trained]
+        assert entry["best_round"] == own.summary["best_round"]
+        for key in ("global_test_acc", "test_acc"):
+            assert entry["best"][key] == own.summary["best"][key] and entry["final"][key] == own.summary["final"][key]
+    table = (out / "algorithms.md").read_text()
+    cells = [
+        cell([s[when][key] for s in summaries]) + (" *" if key == "global_test_acc" else "")
+        for key in ("global_test_acc", "test_acc")
+        for when in ("best", "final")
+    ]
+    assert f"| centralised | {' | '.join(cells)} | " in table
+    assert "centralised: a reference, not a federated method" in table
+    assert "drawn over the whole graph set, not per client" in table
+    assert "one round of local training (local-epochs epochs) from the global weights" in table
+    labels = [tick.get_text() for tick in algorithms_figure(record).axes[0].get_yticklabels()]
+    assert labels == ["fedavg", "centralised"]
+
+
+def test_without_the_option_there_is_no_centralised_row_nor_its_sentence(tmp_path):
+    out = tmp_path / "b"
+    command = ["bench", "algorithms", "--task", "graph-classification", *TASK_SETTINGS["graph-classification"]]
+    assert (
+        main([*command, "--clients", "3", "--seeds", "0", "--rounds", "1", "--algorithms", "fedavg", "--out", str(out)])
+        == 0
+    )
+    record = json.loads((out / "algorithms.json").read_text())
+    assert [r["algorithm"] for r in record["results"]] == ["fedavg"]
+    table = (out / "algorithms.md").read_text()
+    assert "| centralised |" not in table and "centralised: a reference" not in table

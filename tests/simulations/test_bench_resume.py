@@ -75,7 +75,7 @@ def test_an_interrupted_bench_resumes_to_the_same_record(
     err = capsys.readouterr().err
     assert "2 of 4 units kept from the journal; running the other 2" in err
     assert "[bench algorithms 4/4]" in err and "[bench algorithms 2/4]" not in err  # not a terminal: a line a unit
-    assert [(values["algorithm"], values["seed"]) for values, _ in runs] == [("fedavg", 1), ("local", 1)]
+    assert [(values["algorithm"], values["seed"]) for values, *_ in runs] == [("fedavg", 1), ("local", 1)]
     assert not (out / JOURNAL).exists()  # the record holds all of it now
     assert record(out) == record(uninterrupted)
     assert (out / "algorithms.md").read_text().count("| fedavg |") == 1
