@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             "seeds": done,
         }  # fmt: skip
         record["provenance"]["command"] = command
-        atomic_write(out, json.dumps(record, indent=1) + "\n")
+        atomic_write(out, json.dumps(record, separators=(",", ":")) + "\n")
         atomic_write(out.with_suffix(".md"), markdown_table(record))
         print(f"seed {seed}: authors {pair(authors['clients'])} splits {splits_text(authors['splits'])}; "
               f"Stamen {pair(ours['clients'])} splits {splits_text(ours['splits'])}", flush=True)  # fmt: skip
