@@ -345,9 +345,11 @@ def run(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)  # one thread: a run's figures do not hang on the machine's cores
     lib = load_authors(args.authors_code)
+    command = " ".join(["python", "benchmarks/tools/fedstar_authors.py", *map(shlex.quote, sys.argv[1:])])
+    earlier = record.get("commands") or ([record.pop("command")] if "command" in record else [])
     record.update(
         tool="fedstar_authors",
-        command=" ".join(["python", "benchmarks/tools/fedstar_authors.py", *map(shlex.quote, sys.argv[1:])]),
+        commands=list(dict.fromkeys([*earlier, command])),  # each invocation that added runs
         provenance=provenance(seeds=args.seed_list),
         setting={
             "dataset": DATASET,
@@ -371,7 +373,7 @@ def run(args: argparse.Namespace) -> None:
             trace = run_method(lib, clients, method, seed, args.rounds)
             seconds = time.perf_counter() - started
             result = {
-                "method": method, "seed": seed, "rounds": args.rounds, "seconds": round(seconds, 1),
+                "method": method, "seed": seed, "rounds": args.rounds, "seconds": round(seconds, 1), "command": command,
                 "clients": [
                     {"client": c["client"], "dataset": c["dataset"], "features": c["width"],
                      **{split: len(c[split]) for split in ("train", "val", "test")}}
@@ -410,7 +412,9 @@ def table(args: argparse.Namespace) -> None:
     stamen = json.loads(Path(args.stamen_record).read_text()) if args.stamen_record else None
     seeds = sorted({r["seed"] for r in authors["runs"]})
     columns = ["method", "figure", "authors' code", *(["Stamen"] if stamen else [])]
-    lines = [f"`{authors['command']}` (code {authors['provenance'].get('commit', '?')})", ""]
+    commands = authors.get("commands") or [authors["command"]]
+    lines = [f"`{command}`" for command in commands]
+    lines += [f"(code {authors['provenance'].get('commit', '?')}; the authors' code at commit da01eac)", ""]
     if stamen:
         lines += [f"`{stamen['command']}` (code {stamen.get('code', '?')})", ""]
     lines += [
