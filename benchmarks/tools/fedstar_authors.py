@@ -406,17 +406,37 @@ FIGURES = (
 STAMEN_KEYS = {"client": "test_acc", "received": "global_test_acc"}
 
 
+def stamen_record(path: Path) -> dict[str, Any]:
+    """Stamen's bench record (``.json``), or the journal of a bench still running (``.partial.jsonl``: its header's
+    settings and the runs finished so far)."""
+    if path.suffix != ".jsonl":
+        record: dict[str, Any] = json.loads(path.read_text())
+        return record
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    header = next(line for line in lines if "journal" in line)
+    settings = header["settings"]
+    runs = [line["value"] for line in lines if "unit" in line and line["value"].get("status") == "ran"]
+    command = (
+        f"stamen bench algorithms --task {settings['task']} --datasets '{settings['datasets']}' --partitioners "
+        f"{settings['partitioners']} --algorithms {settings['algorithms']} --clients {settings['clients']} --seeds "
+        f"{settings['seeds']} --rounds {settings['rounds']} --data-root {settings['data_root']} --run-config "
+        f'"{" ".join(settings["set"] or [])}"'
+    )
+    return {"command": command, "note": f"still running: the {len(runs)} runs its journal held", "results": runs}
+
+
 def table(args: argparse.Namespace) -> None:
     """The side-by-side markdown of a record of this tool (and of Stamen's bench record of the setting, if given)."""
     authors = json.loads(Path(args.table).read_text())
-    stamen = json.loads(Path(args.stamen_record).read_text()) if args.stamen_record else None
+    stamen = stamen_record(Path(args.stamen_record)) if args.stamen_record else None
     seeds = sorted({r["seed"] for r in authors["runs"]})
     columns = ["method", "figure", "authors' code", *(["Stamen"] if stamen else [])]
     commands = authors.get("commands") or [authors["command"]]
     lines = [f"`{command}`" for command in commands]
     lines += [f"(code {authors['provenance'].get('commit', '?')}; the authors' code at commit da01eac)", ""]
     if stamen:
-        lines += [f"`{stamen['command']}` (code {stamen.get('code', '?')})", ""]
+        said = stamen.get("note") or f"code {stamen.get('code', '?')}"
+        lines += [f"Stamen: `{stamen['command']}` ({said})", ""]
     lines += [
         f"Test accuracy (%) pooled over the clients' test graphs, mean ± std over seeds {seeds} (`k of n` where a "
         "method ran fewer), 3 clients (graphs-synth, MUTAG, PROTEINS: one dataset each, Stamen's graphs and "
