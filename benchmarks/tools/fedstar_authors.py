@@ -50,6 +50,7 @@ import importlib.machinery
 import json
 import os
 import random
+import re
 import shlex
 import sys
 import time
@@ -432,11 +433,12 @@ def table(args: argparse.Namespace) -> None:
     seeds = sorted({r["seed"] for r in authors["runs"]})
     columns = ["method", "figure", "authors' code", *(["Stamen"] if stamen else [])]
     commands = authors.get("commands") or [authors["command"]]
-    lines = [f"`{command}`" for command in commands]
+    lines = [f"## {Path(args.markdown).stem}", "", *(f"`{command}`" for command in commands)]
     lines += [f"(code {authors['provenance'].get('commit', '?')}; the authors' code at commit da01eac)", ""]
     if stamen:
-        said = stamen.get("note") or f"code {stamen.get('code', '?')}"
-        lines += [f"Stamen: `{stamen['command']}` ({said})", ""]
+        said = stamen.get("note") or f"code {stamen.get('code', '?')}, {stamen.get('date', '?')}"
+        command = re.sub(r"--out (/\S+)", "--out ./benchout", stamen["command"])  # a folder of one machine
+        lines += [f"Stamen: `{command}` ({said})", ""]
     lines += [
         f"Test accuracy (%) pooled over the clients' test graphs, mean ± std over seeds {seeds} (`k of n` where a "
         "method ran fewer), 3 clients (graphs-synth, MUTAG, PROTEINS: one dataset each, Stamen's graphs and "
@@ -480,6 +482,15 @@ def table(args: argparse.Namespace) -> None:
         "",
         "Best-validation rounds (authors' code, per seed): "
         + "; ".join(f"{m} {rounds[m]}" for m in METHODS if rounds[m])
+        + (
+            "; Stamen's: "
+            + "; ".join(
+                f"{m} {[r['best_round'] for r in stamen['results'] if r.get('algorithm') == STAMEN_ALGORITHMS[m]]}"
+                for m in METHODS
+            )
+            if stamen
+            else ""
+        )
         + ". Seconds a run (one CPU thread, niced, on a shared 2-core machine): "
         + "; ".join(f"{m} {mean(seconds[m]):.0f}" for m in METHODS if seconds[m])
         + ".",
