@@ -12,7 +12,8 @@ is back at :math:`i` after :math:`1..k` steps) of length :math:`k` beside the de
 embedding (DSE: a one-hot of the degree over :math:`m` columns, degree 0 and 1 in the first,
 degrees of :math:`m` and above in the last). Both read the structure alone: no feature, no seed,
 so a graph's embedding is the same on every client, engine and run. A node with no edge walks
-nowhere: its landing probabilities are 0 (the authors' :math:`1/0` gives NaN there).
+nowhere: its landing probabilities are 0, as in the authors' code (their :math:`1/0` is an infinite entry of
+:math:`\mathbf{D}^{-1}` that the sparse product never reaches).
 
 A batch of graphs is one disconnected graph, and a walk never leaves its graph, so the embedding
 of the batch is that of each graph, row for row: :func:`structural_encoding` takes either.
