@@ -1,11 +1,13 @@
 """The tracked text is portable, speaks of the software only and agrees with the registries: no folder of one
-machine in it, no word telling how the software was made (its work sessions, issues, briefs, what an earlier
-state of the code did), and every count of algorithms, models, tasks, datasets or partitioners that the docs
-write is the registry's.
+machine in it, no word of the vocabulary in ``history_words.json`` (words that tell how the software was made,
+not what it does), and every count of algorithms, models, tasks, datasets or partitioners that the docs write
+is the registry's.
 
-Data records (``.json``, ``.jsonl``, ``.csv``: a bench's or a tuner's measured output) are left as written.
+Data records (``.json``, ``.jsonl``, ``.csv``: a bench's or a tuner's measured output, and the vocabulary) are
+left as written.
 """
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -19,7 +21,7 @@ from stamen.models.names import MODEL_SPECS
 
 ROOT = Path(__file__).resolve().parent.parent
 MACHINE_FOLDERS = re.compile(r"(?<![\w.])/(?:work|root)/|(?<![\w.])/home/[a-z_][\w-]*/|/tmp/pytest")
-SELF = "tests/test_tracked_text.py"  # spells the pattern and its planted examples
+SELF = "tests/test_tracked_text.py"  # spells the machine-folder pattern and its planted examples
 DATA = (".json", ".jsonl", ".csv", ".svg", ".png", ".pdf", ".npz", ".pt", ".gz", ".zip")
 
 
@@ -59,57 +61,10 @@ def test_no_tracked_file_names_a_folder_of_one_machine():
     assert found == []
 
 
-ORDINAL = r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
-# What tells the history of the software's making rather than what the software does. A pattern says its
-# legitimate neighbours in its look-arounds (a process's session, a record of an earlier version, a run
-# directory changed by hand); what is still legitimate after that is listed in ALLOWED, one file and phrase at a time.
-HISTORY = {
-    "an issue number": r"\bissues? #?\d+",
-    "this issue": r"\b(?:this|that|an earlier|a later|the next|the last) issue\b",
-    "a session": (
-        r"(?<!\bnew )(?<!\bper-)(?<!process's )(?<!\bHTTP )(?<!\bgRPC )(?<!\bMLflow )(?<!\bRay )(?<![\"'])"
-        r"\bsessions?\b(?!\s+of\s+(?:its|their)\s+own)(?![\"'])"
-    ),
-    "a stop of the work": rf"\b(?:this|that|the (?:last|next|previous)|an earlier|a later|{ORDINAL}) stop(?:'s|s)?\b",
-    "the brief": r"\b(?:the|this|my|our|each) briefs?\b",
-    "a helper": r"\bhelpers?\b",
-    "before the fix": (
-        r"\b(?:before|after|since|until) (?:the|this|that|my|our) "
-        r"(?:fix|change|rewrite|refactor(?:ing)?|patch|commit)\b"
-    ),
-    "used to": r"(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bbeen )(?<!\bwas )(?<!\bwere )(?<!\bnever )(?<!\bnot )\bused to\b",
-    "no longer": r"\bno longer\b",
-    "an earlier version": r"(?<!\bof\s)(?<!\bof\san\s)(?<!\bby\san\s)\b(?:earlier|older|previous|former) versions?\b",
-    "earlier code": r"\b(?:earlier|older|previous|former|old) (?:code|commits?)\b",
-    "was changed": (
-        r"\b(?:was|were|has been|have been|got) (?:changed|fixed|rewritten|reworked|refactored)\b"
-        r"(?![\s\"'f]*(?:by hand|after|outside|on disk))"
-    ),
-    "now does": (
-        r"\bnow (?:does|runs|takes|reads|writes|uses|asks|keeps|returns|imports|gives|reaches|the default)\b"
-        r"|\b(?:is|are) now (?:imported|taken|computed|written|read|kept|built|cached|done)\b"
-    ),
-    "went from": r"\bwent from\b",
-    "a default of its time": r"\bthen-(?:default|current)\b|\b(?:gave|got|took) \w+(?: and \w+)? new defaults?\b",
-    "the project's past": r"\b(?:this|the) project (?:had|was|used|did)\b",
-    "before the levers": r"\b(?:before|after) (?:the|these|this|those) (?:\w+ )?levers?\b",
-    "this time": r"\bthis time\b",
-    "a branch of the code": r"\bbranch(?:es)? [`'\"]|\b(?:on|this|that|another|my|our|git) branch\b",
-    "the work's people": r"\b(?:lead engineer|worktree)s?\b",
-}
-HISTORY_WORDS = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in HISTORY.items()}
+VOCABULARY = json.loads((Path(__file__).with_name("history_words.json")).read_text(encoding="utf-8"))
+HISTORY_WORDS = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in VOCABULARY["patterns"].items()}
 # (file, pattern, a phrase on the matched line): why that use speaks of the software. Each entry must still match.
-ALLOWED = {
-    ("pyproject.toml", "an issue number", "xdist issue #1386"): "pytest-xdist's bug tracker, the reason for a pin",
-    ("tests/conftest.py", "an issue number", "xdist issue #1386"): "pytest-xdist's bug tracker, the reason for a pin",
-    ("tests/conftest.py", "an issue number", '"issue #1386: pytest 9.2'): "the refusal names pytest-xdist's bug",
-    ("docs/runs.md", "no longer", "when the store no longer holds it"): "a tracking store's state during a run",
-    ("stamen/server/tracking.py", "no longer", "store no longer holds it"): "a tracking store's state during a run",
-    ("stamen/certify/exhaustive.py", "no longer", "no longer needed as parents"): "the search's state as it goes",
-    ("stamen/simulations/deploy/ready_messages.py", "no longer", "no longer pending"): "a message's state at runtime",
-    ("docs/upgrading-flower.md", "no longer", "function that no longer"): "what a later Flower may change",
-    ("docs/upgrading-flower.md", "no longer", "no longer needs a task identity"): "what a later Flower may change",
-}
+ALLOWED = {(name, pattern, phrase): why for name, pattern, phrase, why in VOCABULARY["allowed"]}
 SCOPE = ("README.md", "pyproject.toml", "docs/", "examples/", "stamen/", "tests/", ".ci/")
 
 
@@ -135,40 +90,8 @@ def history_words(texts: dict[str, str]) -> tuple[list[str], set[tuple[str, str,
     return found, used
 
 
-PLANTED = [
-    "Fixed in issue 42.",
-    "See issue #7 for the numbers.",
-    "This stop's levers cut the round to 9 s.",
-    "The fourth session added link prediction.",
-    "Measured in a later session.",
-    "As the brief asks, the bench writes JSON.",
-    "The bench helper writes JSON.",
-    "Before the fix a round took 14 s.",
-    "The loader used to copy every mask.",
-    "The reader no longer copies the masks.",
-    "An earlier version asked every 10 ms.",
-    "The default was changed to 0.01.",
-    "The bench now runs each engine twice.",
-    "A round went from 32.9 to 14.3 s.",
-    "FedAvgM with its then-default momentum diverged.",
-    "The tuner gave FedAvgM and FedAdam new defaults.",
-    "With the loop this project had before its engine.",
-    "measured before the last levers",
-    "Routes not taken this time.",
-    "Measured on branch `ray`.",
-    "Code of the worktree at a1daad8; the 100k rows were measured with earlier code.",
-]
-LEGITIMATE = [
-    "Flower starts SuperExec in a session of its own; the reaper uses start_new_session=True.",
-    "SuperExec runs in a new session.",
-    '@pytest.fixture(scope="session")',
-    "An HTTP session to MLflow; the MLflow run's id.",
-    "a summary of an earlier version still reads; units kept by an earlier version resume",
-    "the run directory was changed by hand: restore it",
-    "FedLoG's head and tail branches; the feature branch stays local.",
-    "the test accuracy at the best validation round, never used to select",
-    "Ctrl-C stops every process it started; fedlog-warmup-stop='test-mask'",
-]
+PLANTED = VOCABULARY["planted"]
+LEGITIMATE = VOCABULARY["legitimate"]
 
 
 @pytest.mark.parametrize("planted", PLANTED)
