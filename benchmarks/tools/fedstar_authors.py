@@ -38,7 +38,8 @@ of the received model where the method has one (Stamen's global model), else of 
     python benchmarks/tools/fedstar_authors.py --authors-code ../fedstar-authors --data-root ../shared/datasets \
         --seeds 0,1,2 --out benchmarks/fedstar-authors-cross-dataset.json
     python benchmarks/tools/fedstar_authors.py --table benchmarks/fedstar-authors-cross-dataset.json \
-        --stamen-record graph-classification-cross-dataset.json --markdown benchmarks/fedstar-authors-cross-dataset.md
+        --stamen-record benchmarks/graph-classification-cross-dataset.json \
+        --markdown benchmarks/fedstar-authors-cross-dataset.md
 """
 
 from __future__ import annotations
@@ -50,18 +51,16 @@ import importlib.machinery
 import json
 import os
 import random
-import re
 import shlex
 import sys
 import time
 import types
 from pathlib import Path
-from statistics import mean, pstdev
 from typing import Any
 
-DATASET = "graphs-synth+tu:MUTAG+tu:PROTEINS"
+from fedstar_authors_table import DATASET, METHODS, table
+
 CLIENTS = 3
-METHODS = ("fedstar", "fedavg", "local")
 AUTHORS_FILES = ("lib/client.py", "lib/models.py", "lib/server.py", "lib/setupGC.py", "lib/training.py", "lib/utils.py")
 HYPERPARAMETERS: dict[str, Any] = {  # the authors' exps/main_multiDS.py defaults (scripts/run.sh sets none of these)
     "hidden": 64,
@@ -85,7 +84,6 @@ SHIMS = (
     "(lib/utils.py imports it for split_data; the splits here are Stamen's)",
     "MPLBACKEND=Agg (lib/training.py imports matplotlib.pyplot and draws nothing)",
 )
-STAMEN_ALGORITHMS = {"fedstar": "fedstar", "fedavg": "fedavg", "local": "local"}
 
 
 def fail(message: str) -> None:
@@ -390,119 +388,10 @@ def run(args: argparse.Namespace) -> None:
                   f"({seconds:.0f} s)", flush=True)  # fmt: skip
 
 
-def cell(values: list[float], seeds: int) -> str:
-    """Mean ± population std in %, with ``(k of n seeds)`` where some seeds lack the figure."""
-    if not values:
-        return "-"
-    shown = f"{100 * mean(values):.1f} ± {100 * pstdev(values):.1f}"
-    return shown if len(values) == seeds else f"{shown} ({len(values)} of {seeds} seeds)"
-
-
-FIGURES = (
-    ("best", "client", "client models at best val"),
-    ("final", "client", "client models final"),
-    ("best", "received", "received model at best val"),
-    ("final", "received", "received model final"),
-)
-STAMEN_KEYS = {"client": "test_acc", "received": "global_test_acc"}
-
-
-def stamen_record(path: Path) -> dict[str, Any]:
-    """Stamen's bench record (``.json``), or the journal of a bench still running (``.partial.jsonl``: its header's
-    settings and the runs finished so far)."""
-    if path.suffix != ".jsonl":
-        record: dict[str, Any] = json.loads(path.read_text())
-        return record
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    header = next(line for line in lines if "journal" in line)
-    settings = header["settings"]
-    runs = [line["value"] for line in lines if "unit" in line and line["value"].get("status") == "ran"]
-    command = (
-        f"stamen bench algorithms --task {settings['task']} --datasets '{settings['datasets']}' --partitioners "
-        f"{settings['partitioners']} --algorithms {settings['algorithms']} --clients {settings['clients']} --seeds "
-        f"{settings['seeds']} --rounds {settings['rounds']} --data-root {settings['data_root']} --run-config "
-        f'"{" ".join(settings["set"] or [])}"'
-    )
-    return {"command": command, "note": f"still running: the {len(runs)} runs its journal held", "results": runs}
-
-
-def table(args: argparse.Namespace) -> None:
-    """The side-by-side markdown of a record of this tool (and of Stamen's bench record of the setting, if given)."""
-    authors = json.loads(Path(args.table).read_text())
-    stamen = stamen_record(Path(args.stamen_record)) if args.stamen_record else None
-    seeds = sorted({r["seed"] for r in authors["runs"]})
-    columns = ["method", "figure", "authors' code", *(["Stamen"] if stamen else [])]
-    commands = authors.get("commands") or [authors["command"]]
-    lines = [f"## {Path(args.markdown).stem}", "", *(f"`{command}`" for command in commands)]
-    lines += [f"(code {authors['provenance'].get('commit', '?')}; the authors' code at commit da01eac)", ""]
-    if stamen:
-        said = stamen.get("note") or f"code {stamen.get('code', '?')}, {stamen.get('date', '?')}"
-        command = re.sub(r"--out (/\S+)", "--out ./benchout", stamen["command"])  # a folder of one machine
-        lines += [f"Stamen: `{command}` ({said})", ""]
-    lines += [
-        f"Test accuracy (%) pooled over the clients' test graphs, mean ± std over seeds {seeds} (`k of n` where a "
-        "method ran fewer), 3 clients (graphs-synth, MUTAG, PROTEINS: one dataset each, Stamen's graphs and "
-        f"splits), {authors['setting']['rounds']} rounds. Client models: each client's model right after its local "
-        "training; received "
-        "model: after it downloaded the round's average (Stamen's global-model figure; the authors' own "
-        "reported figure at the final round). Best val: the first round of the highest pooled validation "
-        "accuracy of the received model where the method has one, else of the client models.",
-        "",
-        "| " + " | ".join(columns) + " |",
-        "|" + "---|" * len(columns),
-    ]
-    for method in METHODS:
-        runs = [r for r in authors["runs"] if r["method"] == method]
-        ran = [r for r in (stamen or {}).get("results", []) if r.get("algorithm") == STAMEN_ALGORITHMS[method]]
-        for when, model, label in FIGURES:
-            if not runs or f"{model}_test_acc" not in runs[0][when]:
-                continue
-            row = [method, label, cell([r[when][f"{model}_test_acc"] for r in runs], len(seeds))]
-            if stamen:
-                values = [r[when][STAMEN_KEYS[model]] for r in ran if r[when].get(STAMEN_KEYS[model]) is not None]
-                row.append(cell(values, len(seeds)))
-            lines.append("| " + " | ".join(row) + " |")
-    datasets = DATASET.split("+")
-    lines += [
-        "",
-        "Per dataset (client), the authors' code, test accuracy (%) of the client models over the client's own test "
-        f"graphs ({', '.join(str(c['test']) for c in authors['runs'][0]['clients'])}), mean ± std over the seeds:",
-        "",
-        "| method | round | " + " | ".join(datasets) + " |",
-        "|---|---|" + "---|" * len(datasets),
-    ]
-    for method in METHODS:
-        runs = [r for r in authors["runs"] if r["method"] == method]
-        for when in ("best", "final") if runs else ():
-            per = [cell([r[when]["client_test_acc_per_dataset"][d] for r in runs], len(seeds)) for d in datasets]
-            lines.append(f"| {method} | {when} | " + " | ".join(per) + " |")
-    rounds = {m: [r["best_round"] for r in authors["runs"] if r["method"] == m] for m in METHODS}
-    seconds = {m: [r["seconds"] for r in authors["runs"] if r["method"] == m] for m in METHODS}
-    lines += [
-        "",
-        "Best-validation rounds (authors' code, per seed): "
-        + "; ".join(f"{m} {rounds[m]}" for m in METHODS if rounds[m])
-        + (
-            "; Stamen's: "
-            + "; ".join(
-                f"{m} {[r['best_round'] for r in stamen['results'] if r.get('algorithm') == STAMEN_ALGORITHMS[m]]}"
-                for m in METHODS
-            )
-            if stamen
-            else ""
-        )
-        + ". Seconds a run (one CPU thread, niced, on a shared 2-core machine): "
-        + "; ".join(f"{m} {mean(seconds[m]):.0f}" for m in METHODS if seconds[m])
-        + ".",
-    ]
-    Path(args.markdown).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-
-
 def main(argv: list[str]) -> None:
     args = parse(argv)
     if args.table:
-        table(args)
+        table(Path(args.table), Path(args.stamen_record) if args.stamen_record else None, Path(args.markdown))
     else:
         run(args)
 

@@ -2,6 +2,7 @@
 splits, its figures pool correct graphs and pick the round as Stamen's summary does, bad arguments exit 2."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from stamen.contract.run_config import RunConfig
 from stamen.graphs.federation import build_federation
 
 TOOL = Path(__file__).resolve().parents[2] / "benchmarks" / "tools" / "fedstar_authors.py"
+sys.path.insert(0, str(TOOL.parent))  # the tool imports its table module beside it, as a script does
 
 
 @pytest.fixture(scope="module")
