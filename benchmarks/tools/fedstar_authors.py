@@ -324,14 +324,8 @@ def summary(trace: list[dict[str, Any]], clients: list[dict[str, Any]]) -> dict[
     return out
 
 
-def write_json(path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` atomically (a temporary file beside it, then a rename)."""
-    temporary = path.with_name(path.name + ".partial")
-    temporary.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(temporary, path)
-
-
 def run(args: argparse.Namespace) -> None:
+    from stamen.common.file_writes import atomic_write
     from stamen.contract.provenance import provenance
 
     out = Path(args.out)
@@ -382,7 +376,7 @@ def run(args: argparse.Namespace) -> None:
                 "trace": trace,
             }  # fmt: skip
             record["runs"].append(result)
-            write_json(out, record)
+            atomic_write(out, json.dumps(record, indent=1) + "\n")
             best, final = result["best"]["client_test_acc"], result["final"]["client_test_acc"]
             print(f"{method} seed {seed}: client models {100 * best:.1f} at best val, {100 * final:.1f} final "
                   f"({seconds:.0f} s)", flush=True)  # fmt: skip
