@@ -33,8 +33,9 @@ never from a second list:
   (:mod:`stamen.client.tasks`), and its server only combines weights: it knows nothing of what the
   model predicts, so every task of :mod:`stamen.contract.tasks` may use it.
 - ``equals``, ``equals_when``: ``(key, value, why)`` settings under which the algorithm computes exactly what
-  algorithm ``equals`` does (FedProx at ``local-epochs=1`` is FedAvg), said once where its figures appear
-  (:mod:`stamen.contract.equivalences`).
+  algorithm ``equals`` does (FedProx at ``proximal-mu=0`` is FedAvg), said once where its figures appear
+  (:mod:`stamen.contract.equivalences`); ``key`` may be a :class:`Condition` instead, a fact of the run config
+  no one key holds (FedProx taking one local step a round), with ``value`` ``True``.
 - ``task``: non-empty: the one task the algorithm is made for (GCFL and FedStar are graph-FL
   methods, for clients holding graph sets: ``graph-classification``); every other task refuses
   it, with that reason (:func:`stamen.contract.tasks.check_task`).
@@ -86,6 +87,19 @@ class Headline(StrEnum):
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A fact of a run config that no one key holds, for an algorithm spec's ``equals_when``.
+
+    Attributes:
+        words: the fact in words, as a note says it (``one local step a round (...)``).
+        holds: whether a run config has it.
+    """
+
+    words: str
+    holds: Callable[[RunConfig], bool]
+
+
+@dataclass(frozen=True)
 class AlgorithmSpec:
     """One FL algorithm, as the run config and both apps know it (see the module docstring)."""
 
@@ -104,7 +118,7 @@ class AlgorithmSpec:
     any_task: bool = False
     task: str = ""
     equals: str = ""
-    equals_when: tuple[tuple[str, bool | int | float | str, str], ...] = ()
+    equals_when: tuple[tuple[str | Condition, bool | int | float | str, str], ...] = ()
     keys: tuple[Key, ...] = ()
     section: Section | None = None
     check: Callable[[RunConfig], None] | None = None

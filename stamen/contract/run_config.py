@@ -131,7 +131,11 @@ class RunConfig:
     hidden: int = MODEL.key(64, "hidden width", bound=ge(1))
     num_layers: int = MODEL.key(2, "layers", bound=ge(1))
     dropout: float = MODEL.key(0.5, "dropout rate", bound=within(0, 1, "[)"))
-    local_epochs: int = LOCAL.key(1, "full-batch local steps per round", bound=ge(1))
+    local_epochs: int = LOCAL.key(
+        1,
+        "local epochs per round: one full-batch step each (graph sets: a step per graph-batch-size graphs)",
+        bound=ge(1),
+    )
     lr: float = LOCAL.key(0.01, "Adam's learning rate", bound=gt(0))
     weight_decay: float = LOCAL.key(5e-4, "Adam's weight decay", bound=ge(0))
     keep_optimizer_state: bool = LOCAL.key(True, "each client keeps its Adam moments across rounds")

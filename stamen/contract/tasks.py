@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from stamen.common.registry import BUILT_IN, PYTHON, Registry
 from stamen.common.suggest import one_of
-from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec, check_specs_with
+from stamen.contract.algorithms import ALGORITHMS, AlgorithmSpec, Condition, check_specs_with
 from stamen.contract.figures import ACCURACY_FIGURES, SUMMARY_FIGURES
 from stamen.graphs.names import (
     CROSS_DATASET,
@@ -91,6 +91,8 @@ class TaskSpec:
         attacks_refused: the attacks (``attack``) it cannot run, each with why.
         graph_sets: its clients hold sets of small graphs: it reads the graph sets and only those (every other
             task reads one graph cut into subgraphs, never a graph set).
+        full_batch: a local epoch is one step over a client's whole training split (False: a step per
+            mini-batch, several where a client holds more examples than a batch); :data:`ONE_LOCAL_STEP` reads it.
         fixed: run-config keys whose default value it needs, each with why.
         defaults: run-config keys whose default it refuses (dataset, partitioner, model), each with the value it
             takes instead (or a function of the other values giving it): a key left at the run config's default
@@ -117,6 +119,7 @@ class TaskSpec:
     privacy_refused: str = ""
     attacks_refused: tuple[tuple[str, str], ...] = ()
     graph_sets: bool = False
+    full_batch: bool = True
     fixed: tuple[tuple[str, str], ...] = ()
     defaults: tuple[tuple[str, Any], ...] = ()  # (key, value or values -> value)
     model_keys: tuple[str, ...] = ()
@@ -273,6 +276,17 @@ def examples(task: str | None) -> str:
     a record of an earlier version)."""
     spec = task_spec(task)
     return spec.examples if spec is not None else "nodes"
+
+
+def _one_local_step(config: RunConfig) -> bool:
+    spec = task_spec(config.task)
+    return config.local_epochs == 1 and config.privacy != "dp-sgd" and spec is not None and spec.full_batch
+
+
+ONE_LOCAL_STEP = Condition(
+    "one local step a round (local-epochs=1, full-batch: no graph sets, no dp-sgd)", _one_local_step
+)
+"""A client's local training is one step from the weights it received (an algorithm spec's ``equals_when``)."""
 
 
 def available() -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from stamen.contract.algorithms import AlgorithmSpec
 from stamen.contract.keys import Section, ge, option
+from stamen.contract.tasks import ONE_LOCAL_STEP
 
 SECTION = Section("fedprox", "FedProx's options (algorithm='fedprox')", after="local")
 
@@ -18,9 +19,9 @@ SPEC = AlgorithmSpec(
     equals_when=(
         ("proximal-mu", 0.0, "its proximal term is zero"),
         (
-            "local-epochs",
-            1,
-            "the proximal term's gradient is zero at the received weights, where the only local step is taken",
+            ONE_LOCAL_STEP,
+            True,
+            "the proximal term's gradient is zero at the received weights, where that step is taken",
         ),
     ),
     keys=(option("proximal-mu", 0.01, "FedProx's proximal strength", bound=ge(0)),),

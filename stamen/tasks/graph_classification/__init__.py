@@ -39,6 +39,7 @@ SPEC = TaskSpec(
     refused="its client part trains a node classifier (class prototypes, label moments, heads, "
     "generated neighbours), not a graph classifier",
     graph_sets=True,
+    full_batch=False,
     defaults=(("dataset", "graphs-synth"), ("partitioner", _graph_set_partitioner)),
     fixed=(
         ("unseen-node-frac", "hides nodes of one graph from node classification's training split"),
