@@ -33,6 +33,7 @@ from flwr.app import ArrayRecord, ConfigRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from stamen.common.heap import frozen_heap
 from stamen.contract.figures import Row
 from stamen.contract.run_config import RunConfig
 from stamen.contract.tasks import TASKS
@@ -99,22 +100,23 @@ class Driver:
             on_replies = history_recorder(history)
         else:
             on_replies = None
-        return run_rounds(
-            self.grid,
-            self.strategy,
-            self.config.num_server_rounds if rounds is None else rounds,
-            aggregates=self.aggregates,
-            min_clients=self.min_clients,
-            timeout=self.config.round_timeout,
-            on_row=on_row,
-            train_config=train_config,
-            initial=initial if initial is not None else self.initial,
-            resume=resume,
-            on_checkpoint=on_checkpoint,
-            on_replies=on_replies,
-            pooling=TASKS[self.config.task].pooling,
-            health=health,
-        )
+        with frozen_heap():  # what a rule's own gc.collect() scans: the objects made since the rounds began
+            return run_rounds(
+                self.grid,
+                self.strategy,
+                self.config.num_server_rounds if rounds is None else rounds,
+                aggregates=self.aggregates,
+                min_clients=self.min_clients,
+                timeout=self.config.round_timeout,
+                on_row=on_row,
+                train_config=train_config,
+                initial=initial if initial is not None else self.initial,
+                resume=resume,
+                on_checkpoint=on_checkpoint,
+                on_replies=on_replies,
+                pooling=TASKS[self.config.task].pooling,
+                health=health,
+            )
 
 
 def build_driver(
