@@ -11,7 +11,7 @@ import pytest
 from stamen.cli.commands import deploy
 from stamen.cli.main import main as stamen
 from stamen.contract.run_config import RunConfig
-from stamen.server.rundir import RunDirectory
+from stamen.server.rundir import RunDirectory, RunStatus
 from stamen.simulations.deploy.stopped_run import stopped_from_outside
 from stamen.simulations.errors import RunFailed
 
@@ -40,6 +40,26 @@ def test_a_named_run_stopped_from_outside_is_recorded_failed_with_its_cause(tmp_
     assert isinstance(failure, RunFailed)
     assert str(failure) == f"{status['error']}; {folder / 'status.json'} records it as failed"
     assert [entry.name for entry in tmp_path.iterdir()] == ["deployed"]  # no stray temporary file
+
+
+@pytest.mark.parametrize("recorded", ["failed", "interrupted"])
+def test_the_servers_own_end_without_a_reason_is_given_the_stop_as_its_cause(tmp_path, recorded):
+    """A stopped ServerApp may write its end first: failed (Flower exited it) or interrupted (its refused
+    heartbeat raised SIGINT in it); the SuperLink's answer says why, and the ServerApp's record is kept."""
+    folder = _started(tmp_path, "deployed")
+    RunDirectory(folder).set_status(RunStatus(recorded), error=recorded, ended=1.0)
+    failure = stopped_from_outside(str(tmp_path), "deployed", RUN_ID)
+    status = _status(folder)
+    assert (status["status"], status["cause"], status["serverapp_error"]) == ("failed", "stopped", recorded)
+    assert str(failure).endswith("records it as failed")
+
+
+@pytest.mark.parametrize("end", ["finished", "pruned"])
+def test_an_end_the_server_wrote_with_its_reason_is_kept(tmp_path, end):
+    folder = _started(tmp_path, "deployed")
+    RunDirectory(folder).set_status(RunStatus(end), ended=1.0)
+    failure = stopped_from_outside(str(tmp_path), "deployed", RUN_ID)
+    assert _status(folder)["status"] == end and str(failure).endswith(f"records it as {end}")
 
 
 def test_an_unnamed_run_is_found_by_its_flower_run_id(tmp_path):

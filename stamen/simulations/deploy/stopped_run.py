@@ -1,10 +1,12 @@
 """A deployed run stopped from outside (``flwr stop``): its run directory recorded as ended.
 
-The SuperLink ends a stopped run's ServerApp before it can write its own end, so the run
-directory's ``status.json`` would read ``running`` for ever. The command that followed the run
-finds that folder by the Flower run id the ServerApp recorded in it and writes ``failed`` there,
-with the cause ``stopped``, through :meth:`stamen.server.rundir.RunDirectory.set_status` (atomic,
-and in place on a full disk), as every ended run is recorded.
+The SuperLink ends a stopped run's ServerApp before it can write its own end, so the run directory's
+``status.json`` would read ``running`` for ever; or the ServerApp writes an end it was not told the reason of:
+``failed`` (Flower exited it) or ``interrupted`` (its heartbeat, refused by the SuperLink, raised SIGINT in
+it: Flower's ``supercore/heartbeat.py``). Which one comes first is a race. The command that followed the run
+finds that folder by the Flower run id the ServerApp recorded in it and writes ``failed`` there, with the
+cause ``stopped``, through :meth:`stamen.server.rundir.RunDirectory.set_status` (atomic, and in place on a
+full disk), as every ended run is recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from stamen.simulations.errors import RunFailed
 
 STOPPED = "finished:stopped"  # the SuperLink's status of a run ended by `flwr stop`
 CAUSE = "stopped"  # status.json's cause of a run stopped from outside
+_ENDS_WITHOUT_A_REASON = (RunStatus.FAILED.value, RunStatus.INTERRUPTED.value)  # what a stopped ServerApp may write
 
 
 def deployed_run_folder(output_dir: str, run_name: str, flower_run_id: int) -> RunDirectory | None:
@@ -41,8 +44,9 @@ def deployed_run_folder(output_dir: str, run_name: str, flower_run_id: int) -> R
 
 def stopped_from_outside(output_dir: str, run_name: str, flower_run_id: int) -> RunFailed:
     """Record Flower run ``flower_run_id``, stopped from outside, as failed in its run directory (if it is
-    still ``running`` there, or ``failed`` with no cause: the ServerApp's own record of an exit it was not told
-    the reason of, kept as ``serverapp_error``), and return the one-line failure to raise (exit 1)."""
+    still ``running`` there, or ``failed`` or ``interrupted`` with no cause: the ServerApp's own record of an end
+    it was not told the reason of, kept as ``serverapp_error``), and return the one-line failure to raise
+    (exit 1)."""
     error = f"the run was stopped from outside (flwr stop, Flower run {flower_run_id}) before it finished"
     run_dir = deployed_run_folder(output_dir, run_name, flower_run_id)
     if run_dir is None:
@@ -50,7 +54,8 @@ def stopped_from_outside(output_dir: str, run_name: str, flower_run_id: int) -> 
     recorded = run_dir.status()
     if recorded.get("status") == RunStatus.RUNNING.value:
         run_dir.set_status(RunStatus.FAILED, error=error, cause=CAUSE, ended=time.time())
-    elif recorded.get("status") == RunStatus.FAILED.value and "cause" not in recorded:
-        # the ServerApp saw its end come (Flower exits it) but not why: the SuperLink says why
+    elif recorded.get("status") in _ENDS_WITHOUT_A_REASON and "cause" not in recorded:
+        # the ServerApp saw its end come (Flower exits it, or its refused heartbeat raises SIGINT) but not why:
+        # the SuperLink says why
         run_dir.set_status(RunStatus.FAILED, error=error, cause=CAUSE, serverapp_error=recorded.get("error"))
     return RunFailed(f"{error}; {run_dir.path / STATUS_FILE} records it as {run_dir.status().get('status')}")
