@@ -1,6 +1,7 @@
 """The table of ``fedstar_authors.py`` (FedStar, FedAvg and self-training by FedStar's authors' code on Stamen's
 cross-dataset federation): a record of that tool beside Stamen's bench record of the same setting, as markdown.
-No torch and none of the authors' code: it reads the two records only."""
+No torch and none of the authors' code: it reads the two records only, and writes the table as every Stamen
+record is written (atomically)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 from pathlib import Path
 from statistics import mean, pstdev
 from typing import Any
+
+from stamen.common.file_writes import atomic_write
 
 DATASET = "graphs-synth+tu:MUTAG+tu:PROTEINS"
 METHODS = ("fedstar", "fedavg", "local")  # the authors' methods, each named as Stamen's algorithm of the same name
@@ -103,5 +106,5 @@ def table(record: Path, stamen_path: Path | None, markdown: Path) -> None:
         + "; ".join(f"{m} {mean(seconds[m]):.0f}" for m in METHODS if seconds[m])
         + ".",
     ]
-    markdown.write_text("\n".join(lines) + "\n")
+    atomic_write(markdown, "\n".join(lines) + "\n")
     print("\n".join(lines))

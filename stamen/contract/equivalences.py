@@ -51,7 +51,7 @@ def run_notes(rows: list[dict[str, Any]]) -> list[str]:
 
 def notes_once(named: Iterable[tuple[str, Iterable[str]]]) -> list[str]:
     """Each note of several runs or configs (``(name, notes)`` pairs) once, with the names it holds for:
-    ``fedprox-a, fedprox-b: fedprox with local-epochs=1 is fedavg: ...``."""
+    ``fedprox-a, fedprox-b: fedprox with proximal-mu=0 is fedavg: ...``."""
     where: dict[str, list[str]] = {}
     for name, notes in named:
         for note in dict.fromkeys(notes):
